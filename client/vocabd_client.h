@@ -1,0 +1,68 @@
+// A small synchronous C++ client for vocabd. Thread-safe; one instance can
+// be shared. Every call returns the server's status as an absl::Status
+// (gRPC code mapped 1:1, message kept).
+#ifndef VOCABD_CLIENT_VOCABD_CLIENT_H_
+#define VOCABD_CLIENT_VOCABD_CLIENT_H_
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <grpcpp/grpcpp.h>
+
+#include "absl/status/statusor.h"
+#include "vocabd/v1/embedding.grpc.pb.h"
+#include "vocabd/v1/model.grpc.pb.h"
+#include "vocabd/v1/position.grpc.pb.h"
+#include "vocabd/v1/scoring.grpc.pb.h"
+
+namespace vocabd {
+
+class VocabdClient {
+ public:
+  struct Options {
+    // gRPC target, e.g. "127.0.0.1:50051" or "dns:///vocabd:50051".
+    std::string target = "127.0.0.1:50051";
+    // Per-call deadline; <= 0 means none.
+    std::chrono::milliseconds timeout{30000};
+    // Max response size accepted (bytes).
+    int max_receive_message_bytes = 256 << 20;
+  };
+  // Creates an insecure channel to options.target.
+  static absl::StatusOr<std::unique_ptr<VocabdClient>> Create(const Options& options);
+  // Uses an existing channel (tests: in-process channel).
+  VocabdClient(std::shared_ptr<grpc::Channel> channel, const Options& options);
+
+  // grpc.health.v1.Health/Check for `service` ("" = overall). Returns the
+  // serving status name ("SERVING", "NOT_SERVING", ...).
+  absl::StatusOr<std::string> HealthCheck(const std::string& service = "");
+
+  absl::StatusOr<v1::ListModelsResponse> ListModels();
+  absl::StatusOr<v1::ModelInfo> GetModel(const std::string& name);
+  absl::StatusOr<v1::EmbedResponse> Embed(const v1::EmbedRequest& request);
+  absl::StatusOr<v1::ComputeLogitsResponse> ComputeLogits(const v1::ComputeLogitsRequest& request);
+  absl::StatusOr<v1::ScoreResponse> Score(const v1::ScoreRequest& request);
+  absl::StatusOr<v1::ApplyRopeResponse> ApplyRope(const v1::ApplyRopeRequest& request);
+
+  // Server reflection: fully-qualified service names the server lists.
+  absl::StatusOr<std::vector<std::string>> ListServices();
+
+  std::shared_ptr<grpc::Channel> channel() const { return channel_; }
+
+ private:
+  void PrepareContext(grpc::ClientContext* context) const;
+  std::shared_ptr<grpc::Channel> channel_;
+  Options options_;
+  std::unique_ptr<v1::ModelService::Stub> models_;
+  std::unique_ptr<v1::EmbeddingService::Stub> embedding_;
+  std::unique_ptr<v1::ScoringService::Stub> scoring_;
+  std::unique_ptr<v1::PositionService::Stub> position_;
+};
+
+// grpc::Status -> absl::Status with the same code and message.
+absl::Status FromGrpcStatus(const grpc::Status& status);
+
+}  // namespace vocabd
+
+#endif  // VOCABD_CLIENT_VOCABD_CLIENT_H_

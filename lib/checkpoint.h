@@ -1,0 +1,103 @@
+// A loaded checkpoint: the model description plus named weight tensors that
+// point into memory-mapped files (or into owned buffers after conversion).
+#ifndef VOCABD_LIB_CHECKPOINT_H_
+#define VOCABD_LIB_CHECKPOINT_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "lib/dtype.h"
+#include "lib/mapped_file.h"
+#include "lib/model_config.h"
+
+namespace vocabd {
+
+// A read-only view of one tensor. Row-major; `data` stays valid as long as
+// the Checkpoint that owns it.
+struct WeightTensor {
+  DType dtype = DType::kF32;
+  std::vector<int64_t> shape;
+  const void* data = nullptr;
+  size_t nbytes = 0;
+  int64_t num_elements() const;
+  const float* f32() const { return static_cast<const float*>(data); }
+};
+
+struct SourceFileInfo {
+  std::string path;
+  std::string format;  // "llama2c", "safetensors", "config.json", "gguf"
+  int64_t size_bytes = 0;
+  std::string sha256;
+  bool memory_mapped = false;
+};
+
+// Canonical tensor names (Hugging Face Llama names, whatever the file form):
+//   kEmbedTokens  "model.embed_tokens.weight"  [vocab_size, hidden_size]
+//   kLmHead       "lm_head.weight"             [vocab_size, hidden_size]
+//                 (absent when the head is tied: use the embedding)
+//   kFinalNorm    "model.norm.weight"          [hidden_size]
+// Per layer N (for the e2e test runner), llama2.c arrays map to:
+//   model.layers.N.input_layernorm.weight          [hidden]
+//   model.layers.N.self_attn.{q,k,v,o}_proj.weight [out, in]
+//   model.layers.N.post_attention_layernorm.weight [hidden]
+//   model.layers.N.mlp.{gate,up,down}_proj.weight  [out, in]
+// Note: llama2.c q/k rows are in INTERLEAVED rotary order; HF safetensors
+// Llama files are permuted for HALF_SPLIT. `config.rope.pair_layout` tells.
+inline constexpr char kEmbedTokens[] = "model.embed_tokens.weight";
+inline constexpr char kLmHead[] = "lm_head.weight";
+inline constexpr char kFinalNorm[] = "model.norm.weight";
+
+class Checkpoint {
+ public:
+  const ModelConfig& config() const { return config_; }
+  const std::vector<SourceFileInfo>& source_files() const { return files_; }
+  const std::map<std::string, WeightTensor>& tensors() const { return tensors_; }
+  // nullptr if absent.
+  const WeightTensor* Find(const std::string& name) const;
+  // The embedding table [vocab_size, hidden_size].
+  const WeightTensor& embedding() const;
+  // The LM head [vocab_size, hidden_size]: the embedding itself when tied.
+  const WeightTensor& lm_head() const;
+  // Bytes of tensor data held (mapped or owned), tied head counted once.
+  int64_t resident_bytes() const;
+
+  // Builder interface used by the loaders.
+  ModelConfig& mutable_config() { return config_; }
+  void AddFile(std::unique_ptr<MappedFile> file, SourceFileInfo info);
+  void AddSourceInfo(SourceFileInfo info) { files_.push_back(std::move(info)); }
+  void AddTensor(std::string name, WeightTensor tensor) {
+    tensors_[std::move(name)] = std::move(tensor);
+  }
+  // Keeps `buffer` alive for tensors that point into it.
+  void AdoptBuffer(std::vector<uint8_t> buffer) {
+    owned_.push_back(std::make_unique<std::vector<uint8_t>>(std::move(buffer)));
+  }
+  const std::vector<uint8_t>& last_buffer() const { return *owned_.back(); }
+  // Checks the canonical tensors exist with the config's shapes and the head
+  // rule (untied without lm_head -> FAILED_PRECONDITION naming the tensor).
+  absl::Status Finalize();
+
+ private:
+  ModelConfig config_;
+  std::vector<SourceFileInfo> files_;
+  std::vector<std::unique_ptr<MappedFile>> mappings_;
+  std::vector<std::unique_ptr<std::vector<uint8_t>>> owned_;
+  std::map<std::string, WeightTensor> tensors_;
+};
+
+// Loads `path`:
+//   - a directory holding config.json + model.safetensors (HF form), or
+//   - a file ending in ".bin" (llama2.c legacy checkpoint),
+//   - a file ending in ".safetensors" with config.json beside it.
+// Errors: NOT_FOUND for a missing path, INVALID_ARGUMENT for malformed
+// files (message names the file and the rule broken), FAILED_PRECONDITION
+// for a missing required tensor.
+absl::StatusOr<std::unique_ptr<Checkpoint>> LoadCheckpoint(const std::string& path);
+
+}  // namespace vocabd
+
+#endif  // VOCABD_LIB_CHECKPOINT_H_

@@ -1,0 +1,85 @@
+// The one description of a model that every checkpoint loader produces.
+#ifndef VOCABD_LIB_MODEL_CONFIG_H_
+#define VOCABD_LIB_MODEL_CONFIG_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+
+namespace vocabd {
+
+// Pair layout of RoPE; see proto/vocabd/v1/rope.proto for the drawings.
+//   kInterleaved: pairs (2i, 2i+1)   (Meta Llama, GPT-J, llama2.c, ggml NORM)
+//   kHalfSplit:   pairs (i, i + r/2) (HF rotate_half, GPT-NeoX, ggml NEOX)
+enum class RopePairLayout { kInterleaved, kHalfSplit };
+
+// HF `rope_scaling.rope_type`.
+enum class RopeScalingType { kDefault, kLinear, kDynamic, kYarn, kLlama3, kLongrope };
+
+// HF rope_scaling parameters; defaults are the HF defaults.
+struct RopeScaling {
+  RopeScalingType type = RopeScalingType::kDefault;
+  double factor = 1.0;
+  int64_t original_max_position_embeddings = 0;
+  double low_freq_factor = 1.0;   // llama3
+  double high_freq_factor = 4.0;  // llama3
+  double beta_fast = 32.0;        // yarn
+  double beta_slow = 1.0;         // yarn
+  double mscale = 0.0;            // yarn (0 = unset)
+  double mscale_all_dim = 0.0;    // yarn (0 = unset)
+  double attention_factor = 0.0;  // yarn/longrope (0 = HF default formula)
+  bool truncate = true;           // yarn
+  std::vector<double> short_factor;  // longrope, [rotary_dim / 2]
+  std::vector<double> long_factor;   // longrope, [rotary_dim / 2]
+};
+
+// A complete RoPE configuration (HF `rope_theta`, `head_dim`,
+// `partial_rotary_factor`, `rope_scaling`, `max_position_embeddings`).
+struct RopeParams {
+  double theta = 10000.0;
+  int head_dim = 0;
+  // Leading coordinates of each head that rotate; even, <= head_dim.
+  int rotary_dim = 0;
+  RopePairLayout pair_layout = RopePairLayout::kHalfSplit;
+  RopeScaling scaling;
+  // Trained context length; positions >= it are refused unless allowed.
+  int64_t max_position_embeddings = 0;
+
+  // INVALID_ARGUMENT naming the field when theta <= 0, head_dim <= 0,
+  // rotary_dim odd / <= 0 / > head_dim, or scaling parameters out of range.
+  absl::Status Validate() const;
+};
+
+enum class PositionScheme { kNone, kRope, kLearned, kSinusoidal, kAlibi };
+enum class NormKind { kNone, kRmsNorm, kLayerNorm };
+
+struct ModelConfig {
+  std::string architecture;  // "llama", "gpt2", ...
+  int64_t vocab_size = 0;
+  int64_t hidden_size = 0;
+  int num_hidden_layers = 0;
+  int num_attention_heads = 0;
+  int num_key_value_heads = 0;
+  int head_dim = 0;
+  int64_t intermediate_size = 0;
+  int64_t max_position_embeddings = 0;
+  PositionScheme position_scheme = PositionScheme::kRope;
+  RopeParams rope;
+  NormKind final_norm_kind = NormKind::kRmsNorm;
+  double norm_eps = 1e-5;
+  bool tie_word_embeddings = true;
+  // Default multiplier for Embed (sqrt(hidden_size) for Gemma, else 1).
+  double embedding_scale = 1.0;
+  int64_t bos_token_id = -1;
+  int64_t eos_token_id = -1;
+
+  // INVALID_ARGUMENT naming the field for non-positive sizes, heads not
+  // dividing, head_dim mismatch, invalid rope.
+  absl::Status Validate() const;
+};
+
+}  // namespace vocabd
+
+#endif  // VOCABD_LIB_MODEL_CONFIG_H_

@@ -1,0 +1,66 @@
+// vocabd's gRPC server: owns the models, the compute pool and the gRPC
+// services (callback API), health and reflection.
+#ifndef VOCABD_SERVER_SERVER_H_
+#define VOCABD_SERVER_SERVER_H_
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace vocabd {
+
+class ModelRegistry;
+
+class VocabdServer {
+ public:
+  struct ModelSpec {
+    std::string name;
+    std::string path;
+  };
+  struct Options {
+    // host:port; port 0 picks a free port (see port()).
+    std::string listen_address = "127.0.0.1:50051";
+    // Models to load at start; the first is the default model.
+    std::vector<ModelSpec> models;
+    // Threads of the compute pool that runs the LM head (>= 1).
+    int compute_threads = 1;
+    // Tasks the compute pool may queue before RESOURCE_EXHAUSTED.
+    int max_queue_size = 1024;
+    // Largest request accepted (bytes).
+    int max_receive_message_bytes = 64 << 20;
+    // Largest response sent (bytes).
+    int max_send_message_bytes = 256 << 20;
+    // In-flight calls get this long to finish on Shutdown().
+    std::chrono::milliseconds drain_timeout{10000};
+
+    // INVALID_ARGUMENT naming the flag for bad values.
+    absl::Status Validate() const;
+  };
+
+  // Loads every model, then starts serving. Health is SERVING for "" and
+  // each vocabd.v1 service once this returns.
+  static absl::StatusOr<std::unique_ptr<VocabdServer>> Create(const Options& options);
+  ~VocabdServer();
+
+  // The bound port (useful with port 0).
+  int port() const;
+  // "127.0.0.1:<port>"-style target for clients.
+  std::string target() const;
+  // Health -> NOT_SERVING, stop accepting, let in-flight calls finish
+  // (up to drain_timeout), stop. Idempotent.
+  void Shutdown();
+  // Blocks until Shutdown() completes.
+  void Wait();
+
+ private:
+  struct Impl;
+  explicit VocabdServer(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace vocabd
+
+#endif  // VOCABD_SERVER_SERVER_H_

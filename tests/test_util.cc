@@ -1,0 +1,60 @@
+#include "tests/test_util.h"
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+#include <gtest/gtest.h>
+
+namespace vocabd::testing {
+
+std::string SharedModelsDir() { return VOCABD_SHARED_MODELS_DIR; }
+std::string SourceDir() { return VOCABD_SOURCE_DIR; }
+std::string BinaryDir() { return VOCABD_BINARY_DIR; }
+std::string Stories260KBin() { return SourceDir() + "/models/stories260K/stories260K.bin"; }
+std::string Stories260KHfDir() { return SourceDir() + "/models/stories260K-hf"; }
+
+std::string ReadFileBytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    ADD_FAILURE() << "cannot read " << path;
+    return "";
+  }
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+nlohmann::json ReadGolden(const std::string& name) {
+  const std::string path = SourceDir() + "/tests/golden/" + name;
+  std::string text = ReadFileBytes(path);
+  if (text.empty()) throw std::runtime_error("missing golden file " + path);
+  return nlohmann::json::parse(text);
+}
+
+std::string MakeTempDir() {
+  std::string tmpl = "/tmp/vocabd_test_XXXXXX";
+  char* dir = mkdtemp(tmpl.data());
+  if (dir == nullptr) {
+    ADD_FAILURE() << "mkdtemp failed";
+    return "/tmp";
+  }
+  return dir;
+}
+
+std::vector<float> ToFloats(const nlohmann::json& array) {
+  std::vector<float> out;
+  out.reserve(array.size());
+  for (const auto& v : array) out.push_back(v.get<float>());
+  return out;
+}
+
+std::vector<double> ToDoubles(const nlohmann::json& array) {
+  std::vector<double> out;
+  out.reserve(array.size());
+  for (const auto& v : array) out.push_back(v.get<double>());
+  return out;
+}
+
+}  // namespace vocabd::testing
