@@ -1,0 +1,153 @@
+#include "client/vocabd_client.h"
+
+#include <functional>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "grpc/health/v1/health.grpc.pb.h"
+#include "grpc/reflection/v1alpha/reflection.grpc.pb.h"
+
+namespace vocabd {
+
+namespace {
+
+// Runs one unary call with a fresh, deadline-bearing context.
+template <typename Stub, typename Request, typename Response>
+absl::StatusOr<Response> Unary(
+    Stub* stub, grpc::Status (Stub::*method)(grpc::ClientContext*, const Request&, Response*),
+    const Request& request, const std::function<void(grpc::ClientContext*)>& prepare) {
+  grpc::ClientContext context;
+  prepare(&context);
+  Response response;
+  grpc::Status status = (stub->*method)(&context, request, &response);
+  if (!status.ok()) return FromGrpcStatus(status);
+  return response;
+}
+
+}  // namespace
+
+absl::Status FromGrpcStatus(const grpc::Status& status) {
+  if (status.ok()) return absl::OkStatus();
+  // grpc::StatusCode and absl::StatusCode share the canonical numbering.
+  return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
+}
+
+absl::StatusOr<std::unique_ptr<VocabdClient>> VocabdClient::Create(const Options& options) {
+  if (options.target.empty()) {
+    return absl::InvalidArgumentError("target is empty; expected host:port or a gRPC URI");
+  }
+  if (options.max_receive_message_bytes <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat("max_receive_message_bytes = ",
+                                                   options.max_receive_message_bytes,
+                                                   " must be > 0"));
+  }
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(options.max_receive_message_bytes);
+  args.SetMaxSendMessageSize(-1);  // the server enforces its own limit
+  std::shared_ptr<grpc::Channel> channel =
+      grpc::CreateCustomChannel(options.target, grpc::InsecureChannelCredentials(), args);
+  if (channel == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat("cannot create a channel to target \"",
+                                                   options.target, "\""));
+  }
+  return std::make_unique<VocabdClient>(std::move(channel), options);
+}
+
+VocabdClient::VocabdClient(std::shared_ptr<grpc::Channel> channel, const Options& options)
+    : channel_(std::move(channel)),
+      options_(options),
+      models_(v1::ModelService::NewStub(channel_)),
+      embedding_(v1::EmbeddingService::NewStub(channel_)),
+      scoring_(v1::ScoringService::NewStub(channel_)),
+      position_(v1::PositionService::NewStub(channel_)) {}
+
+void VocabdClient::PrepareContext(grpc::ClientContext* context) const {
+  if (options_.timeout.count() > 0) {
+    context->set_deadline(std::chrono::system_clock::now() + options_.timeout);
+  }
+}
+
+absl::StatusOr<std::string> VocabdClient::HealthCheck(const std::string& service) {
+  auto stub = grpc::health::v1::Health::NewStub(channel_);
+  grpc::health::v1::HealthCheckRequest request;
+  request.set_service(service);
+  grpc::health::v1::HealthCheckResponse response;
+  grpc::ClientContext context;
+  PrepareContext(&context);
+  grpc::Status status = stub->Check(&context, request, &response);
+  if (!status.ok()) return FromGrpcStatus(status);
+  return grpc::health::v1::HealthCheckResponse_ServingStatus_Name(response.status());
+}
+
+absl::StatusOr<v1::ListModelsResponse> VocabdClient::ListModels() {
+  return Unary(models_.get(), &v1::ModelService::Stub::ListModels, v1::ListModelsRequest(),
+               [this](grpc::ClientContext* c) { PrepareContext(c); });
+}
+
+absl::StatusOr<v1::ModelInfo> VocabdClient::GetModel(const std::string& name) {
+  v1::GetModelRequest request;
+  request.set_name(name);
+  return Unary(models_.get(), &v1::ModelService::Stub::GetModel, request,
+               [this](grpc::ClientContext* c) { PrepareContext(c); });
+}
+
+absl::StatusOr<v1::EmbedResponse> VocabdClient::Embed(const v1::EmbedRequest& request) {
+  return Unary(embedding_.get(), &v1::EmbeddingService::Stub::Embed, request,
+               [this](grpc::ClientContext* c) { PrepareContext(c); });
+}
+
+absl::StatusOr<v1::ComputeLogitsResponse> VocabdClient::ComputeLogits(
+    const v1::ComputeLogitsRequest& request) {
+  return Unary(scoring_.get(), &v1::ScoringService::Stub::ComputeLogits, request,
+               [this](grpc::ClientContext* c) { PrepareContext(c); });
+}
+
+absl::StatusOr<v1::ScoreResponse> VocabdClient::Score(const v1::ScoreRequest& request) {
+  return Unary(scoring_.get(), &v1::ScoringService::Stub::Score, request,
+               [this](grpc::ClientContext* c) { PrepareContext(c); });
+}
+
+absl::StatusOr<v1::ApplyRopeResponse> VocabdClient::ApplyRope(
+    const v1::ApplyRopeRequest& request) {
+  return Unary(position_.get(), &v1::PositionService::Stub::ApplyRope, request,
+               [this](grpc::ClientContext* c) { PrepareContext(c); });
+}
+
+absl::StatusOr<std::vector<std::string>> VocabdClient::ListServices() {
+  namespace refl = grpc::reflection::v1alpha;
+  auto stub = refl::ServerReflection::NewStub(channel_);
+  grpc::ClientContext context;
+  PrepareContext(&context);
+  auto stream = stub->ServerReflectionInfo(&context);
+  refl::ServerReflectionRequest request;
+  request.set_list_services("*");
+  // A failed write means the stream is broken; Finish() has the reason.
+  const bool written = stream->Write(request) && stream->WritesDone();
+  refl::ServerReflectionResponse response;
+  const bool got = written && stream->Read(&response);
+  if (got) {
+    // Drain so Finish() does not block on unread messages.
+    refl::ServerReflectionResponse extra;
+    while (stream->Read(&extra)) {
+    }
+  }
+  grpc::Status status = stream->Finish();
+  if (!status.ok()) return FromGrpcStatus(status);
+  if (!got) return absl::UnavailableError("server reflection closed the stream without a reply");
+  if (response.has_error_response()) {
+    return absl::Status(static_cast<absl::StatusCode>(response.error_response().error_code()),
+                        absl::StrCat("server reflection: ",
+                                     response.error_response().error_message()));
+  }
+  if (!response.has_list_services_response()) {
+    return absl::InternalError("server reflection answered list_services with another reply");
+  }
+  std::vector<std::string> names;
+  for (const auto& service : response.list_services_response().service()) {
+    names.push_back(service.name());
+  }
+  return names;
+}
+
+}  // namespace vocabd
