@@ -1,0 +1,246 @@
+#include "lib/model.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "lib/embedding.h"
+#include "lib/norm.h"
+#include "lib/status_macros.h"
+
+namespace vocabd {
+namespace {
+
+// Where learned absolute position tables live (GPT-2 `wpe`).
+constexpr char kLearnedPositions[] = "transformer.wpe.weight";
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Model>> Model::Create(const Options& options) {
+  if (options.name.empty()) return absl::InvalidArgumentError("model name is empty");
+  ASSIGN_OR_RETURN(std::unique_ptr<Checkpoint> checkpoint, LoadCheckpoint(options.path));
+  std::unique_ptr<Model> model(new Model());
+  model->name_ = options.name;
+  model->checkpoint_ = std::move(checkpoint);
+  const WeightTensor& head = model->checkpoint_->lm_head();
+  if (head.dtype != DType::kF32) {
+    return absl::UnimplementedError(absl::StrCat("model '", options.name, "': LM head dtype ",
+                                                 std::string(DTypeName(head.dtype)),
+                                                 " is served as F32 only in this version"));
+  }
+  LmHead::Options head_options;
+  head_options.weights = head.f32();
+  head_options.vocab_size = model->config().vocab_size;
+  head_options.hidden_size = model->config().hidden_size;
+  ASSIGN_OR_RETURN(model->lm_head_, LmHead::Create(head_options));
+  return model;
+}
+
+absl::Status Model::Embed(const EmbedInput& input, EmbedOutput* output) const {
+  const ModelConfig& cfg = config();
+  const size_t num_seqs = input.token_ids.size();
+  if (!input.position_offsets.empty() && input.position_offsets.size() != num_seqs) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("position_offsets has ", input.position_offsets.size(),
+                     " entries for ", num_seqs, " sequences"));
+  }
+  if (!input.position_ids.empty() && input.position_ids.size() != num_seqs) {
+    return absl::InvalidArgumentError(absl::StrCat("position_ids has ", input.position_ids.size(),
+                                                   " entries for ", num_seqs, " sequences"));
+  }
+  // Flatten ids and positions, validating positions per sequence.
+  std::vector<int64_t> ids;
+  std::vector<int64_t> positions;
+  output->sequence_offsets.assign(1, 0);
+  for (size_t b = 0; b < num_seqs; ++b) {
+    const auto& seq = input.token_ids[b];
+    const std::vector<int64_t>* explicit_ids =
+        input.position_ids.empty() || input.position_ids[b].empty() ? nullptr
+                                                                    : &input.position_ids[b];
+    const int64_t offset = input.position_offsets.empty() ? 0 : input.position_offsets[b];
+    if (explicit_ids == nullptr && offset < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("sequences[", b, "].position_offset = ", offset, " is negative"));
+    }
+    if (explicit_ids != nullptr && explicit_ids->size() != seq.size()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "sequences[", b, "].position_ids has ", explicit_ids->size(),
+          " entries but sequences[", b, "].token_ids has ", seq.size()));
+    }
+    for (size_t i = 0; i < seq.size(); ++i) {
+      const int64_t pos = explicit_ids ? (*explicit_ids)[i] : offset + static_cast<int64_t>(i);
+      if (pos < 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("sequences[", b, "].position_ids[", i, "] = ", pos, " is negative"));
+      }
+      positions.push_back(pos);
+    }
+    ids.insert(ids.end(), seq.begin(), seq.end());
+    output->sequence_offsets.push_back(static_cast<int64_t>(ids.size()));
+  }
+  // Validate ids with their sequence-relative names.
+  for (size_t b = 0; b < num_seqs; ++b) {
+    const auto& seq = input.token_ids[b];
+    for (size_t i = 0; i < seq.size(); ++i) {
+      if (seq[i] < 0 || seq[i] >= cfg.vocab_size) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("sequences[", b, "].token_ids[", i, "] = ", seq[i],
+                         " is outside [0, ", cfg.vocab_size, ") (vocab_size of model '", name_,
+                         "')"));
+      }
+    }
+  }
+
+  AbsolutePositionsMode positions_mode = input.absolute_positions;
+  if (positions_mode == AbsolutePositionsMode::kModelDefault) {
+    switch (cfg.position_scheme) {
+      case PositionScheme::kLearned: positions_mode = AbsolutePositionsMode::kLearned; break;
+      case PositionScheme::kSinusoidal: positions_mode = AbsolutePositionsMode::kSinusoidal; break;
+      default: positions_mode = AbsolutePositionsMode::kNone; break;
+    }
+  }
+  const WeightTensor* learned = nullptr;
+  if (positions_mode == AbsolutePositionsMode::kLearned) {
+    learned = checkpoint_->Find(kLearnedPositions);
+    if (learned == nullptr || learned->dtype != DType::kF32) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("absolute_positions = LEARNED but model '", name_,
+                       "' has no learned position table"));
+    }
+    const int64_t table_rows = learned->shape[0];
+    for (size_t t = 0; t < positions.size(); ++t) {
+      if (positions[t] >= table_rows) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("position ", positions[t], " of token ", t,
+                         " is beyond the learned position table (", table_rows, " rows)"));
+      }
+    }
+  }
+  if (positions_mode == AbsolutePositionsMode::kSinusoidal && cfg.hidden_size % 2 != 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "absolute_positions = SINUSOIDAL needs an even hidden_size, model has ", cfg.hidden_size));
+  }
+
+  const int64_t hidden = cfg.hidden_size;
+  output->embeddings.resize(ids.size() * hidden);
+  const WeightTensor& table = checkpoint_->embedding();
+  RETURN_IF_ERROR(EmbeddingLookup(table.f32(), cfg.vocab_size, hidden, ids, "token_ids",
+                                  output->embeddings.data()));
+  double scale = 1.0;
+  switch (input.embedding_scale) {
+    case EmbeddingScaleMode::kModelDefault: scale = cfg.embedding_scale; break;
+    case EmbeddingScaleMode::kNone: scale = 1.0; break;
+    case EmbeddingScaleMode::kSqrtHidden: scale = std::sqrt(static_cast<double>(hidden)); break;
+  }
+  ScaleRows(output->embeddings.data(), static_cast<int64_t>(output->embeddings.size()),
+            static_cast<float>(scale));
+  if (positions_mode == AbsolutePositionsMode::kSinusoidal) {
+    AddSinusoidalPositions(output->embeddings.data(), static_cast<int64_t>(ids.size()), hidden,
+                           positions);
+  } else if (positions_mode == AbsolutePositionsMode::kLearned) {
+    for (size_t t = 0; t < positions.size(); ++t) {
+      float* row = output->embeddings.data() + t * hidden;
+      const float* pos_row = learned->f32() + positions[t] * hidden;
+      for (int64_t j = 0; j < hidden; ++j) row[j] += pos_row[j];
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Model::ValidateHead(const HeadInput& input) const {
+  const ModelConfig& cfg = config();
+  if (input.width != cfg.hidden_size) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("hidden.shape[1] = ", input.width, " but model '", name_,
+                     "' has hidden_size ", cfg.hidden_size));
+  }
+  if (input.rows < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("hidden.shape[0] = ", input.rows));
+  }
+  if (!(input.temperature > 0.0f) || !std::isfinite(input.temperature)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("temperature = ", input.temperature, " must be a finite number > 0"));
+  }
+  if (input.vocab_limit < 0 || input.vocab_limit > cfg.vocab_size) {
+    return absl::InvalidArgumentError(absl::StrCat("vocab_limit = ", input.vocab_limit,
+                                                   " is outside [0, ", cfg.vocab_size, "]"));
+  }
+  if (input.rows > 0 && input.hidden == nullptr) {
+    return absl::InvalidArgumentError("hidden has no data");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Model::ComputeLogits(const HeadInput& input, bool log_softmax,
+                                  std::vector<float>* logits) const {
+  RETURN_IF_ERROR(ValidateHead(input));
+  const ModelConfig& cfg = config();
+  const int64_t vocab = cfg.vocab_size;
+  logits->resize(static_cast<size_t>(input.rows * vocab));
+  if (input.rows == 0) return absl::OkStatus();
+  const float* x = input.hidden;
+  std::vector<float> normed;
+  if (input.apply_final_norm && cfg.final_norm_kind != NormKind::kNone) {
+    if (cfg.final_norm_kind != NormKind::kRmsNorm) {
+      return absl::UnimplementedError(
+          absl::StrCat("model '", name_, "': only RMSNorm final norms are supported so far"));
+    }
+    const WeightTensor* weight = checkpoint_->Find(kFinalNorm);
+    if (weight == nullptr) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("model '", name_, "' has no final norm tensor ", kFinalNorm));
+    }
+    normed.resize(static_cast<size_t>(input.rows * input.width));
+    RmsNorm(x, input.rows, input.width, weight->f32(), cfg.norm_eps, normed.data());
+    x = normed.data();
+  }
+  RETURN_IF_ERROR(lm_head_->Compute(x, input.rows, logits->data()));
+  for (int64_t r = 0; r < input.rows; ++r) {
+    float* row = logits->data() + r * vocab;
+    PrepareLogits(row, vocab, input.temperature, input.vocab_limit);
+    if (log_softmax) LogSoftmaxInPlace(row, vocab);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Model::Score(const ScoreInput& input, ScoreOutput* output) const {
+  RETURN_IF_ERROR(ValidateHead(input.head));
+  const int64_t vocab = config().vocab_size;
+  const int64_t effective_vocab = input.head.vocab_limit > 0 ? input.head.vocab_limit : vocab;
+  if (!input.target_ids.empty() &&
+      static_cast<int64_t>(input.target_ids.size()) != input.head.rows) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("target_ids has ", input.target_ids.size(), " entries but hidden has ",
+                     input.head.rows, " rows"));
+  }
+  for (size_t i = 0; i < input.target_ids.size(); ++i) {
+    const int64_t t = input.target_ids[i];
+    if (t < 0 || t >= effective_vocab) {
+      return absl::InvalidArgumentError(absl::StrCat("target_ids[", i, "] = ", t,
+                                                     " is outside [0, ", effective_vocab, ")"));
+    }
+  }
+  constexpr int kMaxTopK = 1024;
+  if (input.top_k < 0 || input.top_k > kMaxTopK || input.top_k > effective_vocab) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("top_k = ", input.top_k, " is outside [0, ",
+                     std::min<int64_t>(kMaxTopK, effective_vocab), "]"));
+  }
+  std::vector<float> logits;
+  RETURN_IF_ERROR(ComputeLogits(input.head, /*log_softmax=*/false, &logits));
+  output->rows.clear();
+  output->rows.reserve(static_cast<size_t>(input.head.rows));
+  output->sum_target_logprob = 0;
+  output->num_targets = 0;
+  for (int64_t r = 0; r < input.head.rows; ++r) {
+    const int64_t target = input.target_ids.empty() ? -1 : input.target_ids[r];
+    output->rows.push_back(ScoreRow(logits.data() + r * vocab, vocab, target, input.top_k));
+    if (target >= 0) {
+      output->sum_target_logprob += output->rows.back().target_logprob;
+      ++output->num_targets;
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace vocabd

@@ -1,0 +1,44 @@
+#include "server/embedding_service.h"
+
+#include "client/tensor_codec.h"
+#include "lib/status_macros.h"
+#include "server/grpc_status.h"
+#include "server/output_dtype.h"
+#include "server/proto_convert.h"
+#include "server/unimplemented.h"
+
+namespace vocabd {
+
+grpc::ServerUnaryReactor* EmbeddingServiceImpl::Embed(grpc::CallbackServerContext* context,
+                                                      const v1::EmbedRequest* request,
+                                                      v1::EmbedResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(ToGrpcStatus(DoEmbed(*request, response)));
+  return reactor;
+}
+
+absl::Status EmbeddingServiceImpl::DoEmbed(const v1::EmbedRequest& request,
+                                           v1::EmbedResponse* response) {
+  ASSIGN_OR_RETURN(std::shared_ptr<const Model> model, context_.registry->Get(request.model()));
+  ASSIGN_OR_RETURN(DType output_dtype, OutputDType(request.output_dtype()));
+  ASSIGN_OR_RETURN(EmbedInput input, EmbedInputFromProto(request));
+  EmbedOutput output;
+  RETURN_IF_ERROR(model->Embed(input, &output));
+  const int64_t hidden = model->config().hidden_size;
+  const int64_t tokens = static_cast<int64_t>(output.embeddings.size()) / hidden;
+  *response->mutable_embeddings() =
+      EncodeFloatTensor(output.embeddings, {tokens, hidden}, output_dtype);
+  response->mutable_sequence_offsets()->Assign(output.sequence_offsets.begin(),
+                                               output.sequence_offsets.end());
+  response->set_model(model->name());
+  response->set_request_id(request.request_id());
+  return absl::OkStatus();
+}
+
+grpc::ServerBidiReactor<v1::EmbedRequest, v1::EmbedResponse>* EmbeddingServiceImpl::EmbedStream(
+    grpc::CallbackServerContext* context) {
+  return new UnimplementedBidiReactor<v1::EmbedRequest, v1::EmbedResponse>(
+      "EmbedStream is not implemented yet (streaming issue); use Embed");
+}
+
+}  // namespace vocabd

@@ -1,1 +1,106 @@
-int main() { return 1; }
+// vocabd: the gRPC server. See README.md for every flag.
+#include <csignal>
+#include <cstdlib>
+#include <iostream>
+#include <thread>
+
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+
+#include "server/server.h"
+
+namespace {
+
+// "name=path" -> ModelSpec; a bare path takes its file/folder stem as name.
+vocabd::VocabdServer::ModelSpec ParseModelFlag(const std::string& flag) {
+  vocabd::VocabdServer::ModelSpec spec;
+  const size_t eq = flag.find('=');
+  if (eq != std::string::npos) {
+    spec.name = flag.substr(0, eq);
+    spec.path = flag.substr(eq + 1);
+  } else {
+    spec.path = flag;
+    std::string base = flag;
+    while (!base.empty() && base.back() == '/') base.pop_back();
+    base = base.substr(base.find_last_of('/') + 1);
+    spec.name = base.substr(0, base.find('.'));
+  }
+  return spec;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"vocabd: serves token embeddings, LM-head scoring and RoPE over gRPC"};
+  vocabd::VocabdServer::Options options;
+  std::vector<std::string> model_flags = {"stories260K=models/stories260K/stories260K.bin"};
+  std::string log_level = "info";
+  int intra_op_threads = 0;
+  int64_t drain_timeout_ms = options.drain_timeout.count();
+  app.add_option("--listen", options.listen_address, "gRPC listen address host:port (port 0 = any)")
+      ->capture_default_str()
+      ->envname("VOCABD_LISTEN");
+  app.add_option("--model", model_flags,
+                 "Model to serve as name=path (repeatable; the first is the default model). "
+                 "path: llama2.c .bin file, or a Hugging Face folder with config.json + "
+                 "model.safetensors")
+      ->capture_default_str()
+      ->envname("VOCABD_MODEL");
+  app.add_option("--compute-threads", options.compute_threads,
+                 "Worker threads running the LM head GEMM")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--intra-op-threads", intra_op_threads,
+                 "OpenMP threads oneDNN uses inside one GEMM (0 = OMP_NUM_THREADS or all cores)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--max-queue-size", options.max_queue_size,
+                 "LM-head calls that may wait for a worker before RESOURCE_EXHAUSTED")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--max-receive-message-bytes", options.max_receive_message_bytes,
+                 "Largest request accepted")
+      ->capture_default_str();
+  app.add_option("--max-send-message-bytes", options.max_send_message_bytes,
+                 "Largest response sent")
+      ->capture_default_str();
+  app.add_option("--drain-timeout-ms", drain_timeout_ms,
+                 "On SIGTERM/SIGINT, how long in-flight calls may take to finish")
+      ->capture_default_str();
+  app.add_option("--log-level", log_level, "trace, debug, info, warn, error, critical, off")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}))
+      ->envname("VOCABD_LOG_LEVEL");
+  CLI11_PARSE(app, argc, argv);
+
+  spdlog::set_level(spdlog::level::from_str(log_level));
+  if (intra_op_threads > 0) {
+    // Read by libgomp when oneDNN first opens a parallel region.
+    setenv("OMP_NUM_THREADS", std::to_string(intra_op_threads).c_str(), 1);
+  }
+  options.drain_timeout = std::chrono::milliseconds(drain_timeout_ms);
+  options.models.clear();
+  for (const std::string& flag : model_flags) options.models.push_back(ParseModelFlag(flag));
+
+  // Block SIGTERM/SIGINT in every thread; a dedicated thread waits for them.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  auto server = vocabd::VocabdServer::Create(options);
+  if (!server.ok()) {
+    spdlog::critical("cannot start: {}", server.status().ToString());
+    return 1;
+  }
+  std::thread signal_thread([&signals, srv = server->get()] {
+    int sig = 0;
+    sigwait(&signals, &sig);
+    spdlog::info("received {}, shutting down", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+    srv->Shutdown();
+  });
+  (*server)->Wait();
+  signal_thread.join();
+  return 0;
+}

@@ -1,0 +1,153 @@
+#include "server/position_service.h"
+
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "client/tensor_codec.h"
+#include "lib/position_ids.h"
+#include "lib/rope.h"
+#include "lib/status_macros.h"
+#include "server/grpc_status.h"
+#include "server/proto_convert.h"
+#include "server/unimplemented.h"
+
+namespace vocabd {
+namespace {
+
+// A decoded q or k tensor with its logical dims.
+struct DecodedQk {
+  std::vector<float> values;
+  DType dtype = DType::kF32;
+  std::vector<int64_t> shape;
+  QkTensor view;
+};
+
+// Reads dims according to `layout`:
+//   BHSD [B, H, S, D]   BSHD [B, S, H, D]   THD [T, H, D]
+absl::StatusOr<DecodedQk> DecodeQk(const v1::Tensor& tensor, QkvLayout layout,
+                                   const std::string& field) {
+  const int want_dims = layout == QkvLayout::kTHD ? 3 : 4;
+  if (tensor.shape_size() != want_dims) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, ".shape = [", absl::StrJoin(tensor.shape(), ", "), "] must have ", want_dims,
+        " dims for layout ", layout == QkvLayout::kTHD ? "THD" : (layout == QkvLayout::kBHSD ? "BHSD" : "BSHD")));
+  }
+  DecodedQk out;
+  ASSIGN_OR_RETURN(out.values, DecodeFloatTensor(tensor, field));
+  ASSIGN_OR_RETURN(out.dtype, DTypeFromProto(tensor.dtype(), field + ".dtype"));
+  out.shape.assign(tensor.shape().begin(), tensor.shape().end());
+  QkTensor& v = out.view;
+  switch (layout) {
+    case QkvLayout::kBHSD:
+      v.batch = out.shape[0], v.num_heads = out.shape[1], v.seq_len = out.shape[2];
+      v.head_dim = out.shape[3];
+      break;
+    case QkvLayout::kBSHD:
+      v.batch = out.shape[0], v.seq_len = out.shape[1], v.num_heads = out.shape[2];
+      v.head_dim = out.shape[3];
+      break;
+    case QkvLayout::kTHD:
+      v.batch = 1, v.seq_len = out.shape[0], v.num_heads = out.shape[1];
+      v.head_dim = out.shape[2];
+      break;
+  }
+  v.data = out.values.data();
+  return out;
+}
+
+absl::StatusOr<std::vector<int64_t>> RequestPositions(const v1::ApplyRopeRequest& request,
+                                                      QkvLayout layout, const QkTensor& q) {
+  std::vector<int64_t> offsets(request.position_offsets().begin(),
+                               request.position_offsets().end());
+  if (request.has_position_ids()) {
+    if (!offsets.empty()) {
+      return absl::InvalidArgumentError("set either position_ids or position_offsets, not both");
+    }
+    const v1::Tensor& ids = request.position_ids();
+    std::vector<int64_t> want = layout == QkvLayout::kTHD ? std::vector<int64_t>{q.seq_len}
+                                                          : std::vector<int64_t>{q.batch, q.seq_len};
+    std::vector<int64_t> got(ids.shape().begin(), ids.shape().end());
+    if (got != want) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "position_ids.shape = [", absl::StrJoin(got, ", "), "] but q needs [",
+          absl::StrJoin(want, ", "), "] (", layout == QkvLayout::kTHD ? "T" : "B, S", ")"));
+    }
+    return DecodeIntTensor(ids, "position_ids");
+  }
+  if (layout == QkvLayout::kTHD) {
+    std::vector<int64_t> lengths(request.sequence_lengths().begin(),
+                                 request.sequence_lengths().end());
+    return PackedPositions(lengths, offsets, q.seq_len);
+  }
+  if (request.sequence_lengths_size() != 0) {
+    return absl::InvalidArgumentError("sequence_lengths is only valid with layout THD");
+  }
+  return PositionsFromOffsets(offsets, q.batch, q.seq_len);
+}
+
+}  // namespace
+
+grpc::ServerUnaryReactor* PositionServiceImpl::ApplyRope(grpc::CallbackServerContext* context,
+                                                         const v1::ApplyRopeRequest* request,
+                                                         v1::ApplyRopeResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(ToGrpcStatus(DoApplyRope(*request, response)));
+  return reactor;
+}
+
+absl::Status PositionServiceImpl::DoApplyRope(const v1::ApplyRopeRequest& request,
+                                              v1::ApplyRopeResponse* response) {
+  ASSIGN_OR_RETURN(QkvLayout layout, QkvLayoutFromProto(request.layout()));
+  ASSIGN_OR_RETURN(DecodedQk q, DecodeQk(request.q(), layout, "q"));
+  ASSIGN_OR_RETURN(DecodedQk k, DecodeQk(request.k(), layout, "k"));
+  // A model supplies the defaults unless the request's rope config stands on
+  // its own (pair_layout set and no model named).
+  const RopeParams* model_params = nullptr;
+  std::shared_ptr<const Model> model;
+  const bool standalone =
+      request.model().empty() && request.rope().pair_layout() != v1::ROPE_PAIR_LAYOUT_UNSPECIFIED;
+  if (!standalone) {
+    ASSIGN_OR_RETURN(model, context_.registry->Get(request.model()));
+    if (model->config().position_scheme != PositionScheme::kRope) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("model '", model->name(), "' does not use RoPE"));
+    }
+    model_params = &model->config().rope;
+  }
+  ASSIGN_OR_RETURN(RopeParams params,
+                   MergeRopeParams(model_params, request.rope(), q.view.head_dim));
+  ASSIGN_OR_RETURN(std::vector<int64_t> positions, RequestPositions(request, layout, q.view));
+  ApplyRopeOptions options;
+  options.layout = layout;
+  options.allow_beyond_trained_length = request.allow_beyond_trained_length();
+  if (request.high_precision()) {
+    return absl::UnimplementedError(
+        "high_precision is not implemented yet (Positions issue); unset it for the HF fp32 recipe");
+  }
+  RETURN_IF_ERROR(::vocabd::ApplyRope(params, options, positions, q.view, k.view));
+  *response->mutable_q() = EncodeFloatTensor(q.values, q.shape, q.dtype);
+  *response->mutable_k() = EncodeFloatTensor(k.values, k.shape, k.dtype);
+  return absl::OkStatus();
+}
+
+grpc::ServerUnaryReactor* PositionServiceImpl::GetRopeCache(
+    grpc::CallbackServerContext* context, const v1::GetRopeCacheRequest* request,
+    v1::GetRopeCacheResponse* response) {
+  return FinishUnimplemented(context, "GetRopeCache is not implemented yet (Positions issue)");
+}
+
+grpc::ServerUnaryReactor* PositionServiceImpl::GetSinusoidalPositions(
+    grpc::CallbackServerContext* context, const v1::GetSinusoidalPositionsRequest* request,
+    v1::GetSinusoidalPositionsResponse* response) {
+  return FinishUnimplemented(context,
+                             "GetSinusoidalPositions is not implemented yet (Positions issue)");
+}
+
+grpc::ServerUnaryReactor* PositionServiceImpl::GetAlibiSlopes(
+    grpc::CallbackServerContext* context, const v1::GetAlibiSlopesRequest* request,
+    v1::GetAlibiSlopesResponse* response) {
+  return FinishUnimplemented(context, "GetAlibiSlopes is not implemented yet (Positions issue)");
+}
+
+}  // namespace vocabd

@@ -1,0 +1,248 @@
+#include "server/proto_convert.h"
+
+#include "absl/strings/str_cat.h"
+#include "client/tensor_codec.h"
+
+namespace vocabd {
+namespace {
+
+absl::StatusOr<RopeScalingType> ScalingTypeFromProto(v1::RopeScalingType type) {
+  switch (type) {
+    case v1::ROPE_SCALING_TYPE_UNSPECIFIED:
+    case v1::ROPE_SCALING_DEFAULT: return RopeScalingType::kDefault;
+    case v1::ROPE_SCALING_LINEAR: return RopeScalingType::kLinear;
+    case v1::ROPE_SCALING_DYNAMIC: return RopeScalingType::kDynamic;
+    case v1::ROPE_SCALING_YARN: return RopeScalingType::kYarn;
+    case v1::ROPE_SCALING_LLAMA3: return RopeScalingType::kLlama3;
+    case v1::ROPE_SCALING_LONGROPE: return RopeScalingType::kLongrope;
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat("rope.scaling.type = ", static_cast<int>(type), " is not a known type"));
+  }
+}
+
+v1::RopeScalingType ScalingTypeToProto(RopeScalingType type) {
+  switch (type) {
+    case RopeScalingType::kDefault: return v1::ROPE_SCALING_DEFAULT;
+    case RopeScalingType::kLinear: return v1::ROPE_SCALING_LINEAR;
+    case RopeScalingType::kDynamic: return v1::ROPE_SCALING_DYNAMIC;
+    case RopeScalingType::kYarn: return v1::ROPE_SCALING_YARN;
+    case RopeScalingType::kLlama3: return v1::ROPE_SCALING_LLAMA3;
+    case RopeScalingType::kLongrope: return v1::ROPE_SCALING_LONGROPE;
+  }
+  return v1::ROPE_SCALING_TYPE_UNSPECIFIED;
+}
+
+v1::PositionScheme PositionSchemeToProto(PositionScheme scheme) {
+  switch (scheme) {
+    case PositionScheme::kNone: return v1::POSITION_NONE;
+    case PositionScheme::kRope: return v1::POSITION_ROPE;
+    case PositionScheme::kLearned: return v1::POSITION_LEARNED;
+    case PositionScheme::kSinusoidal: return v1::POSITION_SINUSOIDAL;
+    case PositionScheme::kAlibi: return v1::POSITION_ALIBI;
+  }
+  return v1::POSITION_SCHEME_UNSPECIFIED;
+}
+
+v1::NormKind NormKindToProto(NormKind kind) {
+  switch (kind) {
+    case NormKind::kNone: return v1::NORM_NONE;
+    case NormKind::kRmsNorm: return v1::RMS_NORM;
+    case NormKind::kLayerNorm: return v1::LAYER_NORM;
+  }
+  return v1::NORM_KIND_UNSPECIFIED;
+}
+
+}  // namespace
+
+absl::StatusOr<RopeParams> MergeRopeParams(const RopeParams* model, const v1::RopeConfig& request,
+                                           int64_t tensor_head_dim) {
+  RopeParams params;
+  if (model != nullptr) params = *model;
+  if (request.theta() != 0) params.theta = request.theta();
+  if (request.head_dim() != 0) {
+    params.head_dim = request.head_dim();
+  } else if (model == nullptr) {
+    params.head_dim = static_cast<int>(tensor_head_dim);
+  }
+  if (model == nullptr) params.rotary_dim = params.head_dim;
+  if (request.rotary_dim() != 0) {
+    params.rotary_dim = request.rotary_dim();
+  } else if (request.partial_rotary_factor() != 0) {
+    const double f = request.partial_rotary_factor();
+    if (!(f > 0.0 && f <= 1.0)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("rope.partial_rotary_factor = ", f, " is outside (0, 1]"));
+    }
+    params.rotary_dim = static_cast<int>(params.head_dim * f);
+  } else if (request.head_dim() != 0) {
+    params.rotary_dim = params.head_dim;
+  }
+  switch (request.pair_layout()) {
+    case v1::ROPE_PAIR_LAYOUT_UNSPECIFIED:
+      if (model == nullptr) {
+        return absl::InvalidArgumentError(
+            "rope.pair_layout is unset and no model gives one (set INTERLEAVED or HALF_SPLIT)");
+      }
+      break;
+    case v1::INTERLEAVED: params.pair_layout = RopePairLayout::kInterleaved; break;
+    case v1::HALF_SPLIT: params.pair_layout = RopePairLayout::kHalfSplit; break;
+    default:
+      return absl::InvalidArgumentError(absl::StrCat(
+          "rope.pair_layout = ", static_cast<int>(request.pair_layout()), " is not a known layout"));
+  }
+  if (request.has_scaling()) {
+    const v1::RopeScaling& s = request.scaling();
+    RopeScaling scaling;
+    auto type = ScalingTypeFromProto(s.type());
+    if (!type.ok()) return type.status();
+    scaling.type = *type;
+    if (s.factor() != 0) scaling.factor = s.factor();
+    scaling.original_max_position_embeddings = s.original_max_position_embeddings();
+    if (s.has_low_freq_factor()) scaling.low_freq_factor = s.low_freq_factor();
+    if (s.has_high_freq_factor()) scaling.high_freq_factor = s.high_freq_factor();
+    if (s.has_beta_fast()) scaling.beta_fast = s.beta_fast();
+    if (s.has_beta_slow()) scaling.beta_slow = s.beta_slow();
+    if (s.has_mscale()) scaling.mscale = s.mscale();
+    if (s.has_mscale_all_dim()) scaling.mscale_all_dim = s.mscale_all_dim();
+    if (s.has_attention_factor()) scaling.attention_factor = s.attention_factor();
+    if (s.has_truncate()) scaling.truncate = s.truncate();
+    scaling.short_factor.assign(s.short_factor().begin(), s.short_factor().end());
+    scaling.long_factor.assign(s.long_factor().begin(), s.long_factor().end());
+    params.scaling = std::move(scaling);
+  }
+  if (request.max_position_embeddings() != 0) {
+    params.max_position_embeddings = request.max_position_embeddings();
+  }
+  return params;
+}
+
+v1::RopeConfig RopeParamsToProto(const RopeParams& params) {
+  v1::RopeConfig out;
+  out.set_theta(params.theta);
+  out.set_head_dim(params.head_dim);
+  out.set_rotary_dim(params.rotary_dim);
+  out.set_partial_rotary_factor(params.head_dim > 0 ? static_cast<double>(params.rotary_dim) /
+                                                          params.head_dim
+                                                    : 0.0);
+  out.set_pair_layout(params.pair_layout == RopePairLayout::kInterleaved ? v1::INTERLEAVED
+                                                                         : v1::HALF_SPLIT);
+  out.set_max_position_embeddings(params.max_position_embeddings);
+  v1::RopeScaling* s = out.mutable_scaling();
+  const RopeScaling& p = params.scaling;
+  s->set_type(ScalingTypeToProto(p.type));
+  if (p.type != RopeScalingType::kDefault) {
+    s->set_factor(p.factor);
+    s->set_original_max_position_embeddings(p.original_max_position_embeddings);
+    if (p.type == RopeScalingType::kLlama3) {
+      s->set_low_freq_factor(p.low_freq_factor);
+      s->set_high_freq_factor(p.high_freq_factor);
+    }
+    if (p.type == RopeScalingType::kYarn) {
+      s->set_beta_fast(p.beta_fast);
+      s->set_beta_slow(p.beta_slow);
+      if (p.mscale != 0) s->set_mscale(p.mscale);
+      if (p.mscale_all_dim != 0) s->set_mscale_all_dim(p.mscale_all_dim);
+      s->set_truncate(p.truncate);
+    }
+    if (p.attention_factor != 0) s->set_attention_factor(p.attention_factor);
+    for (double f : p.short_factor) s->add_short_factor(f);
+    for (double f : p.long_factor) s->add_long_factor(f);
+  }
+  return out;
+}
+
+absl::StatusOr<QkvLayout> QkvLayoutFromProto(v1::QkvLayout layout) {
+  switch (layout) {
+    case v1::QKV_LAYOUT_UNSPECIFIED:
+    case v1::BHSD: return QkvLayout::kBHSD;
+    case v1::BSHD: return QkvLayout::kBSHD;
+    case v1::THD: return QkvLayout::kTHD;
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat("layout = ", static_cast<int>(layout), " is not a known layout"));
+  }
+}
+
+v1::ModelInfo ModelToProto(const Model& model, bool is_default) {
+  const ModelConfig& cfg = model.config();
+  v1::ModelInfo info;
+  info.set_name(model.name());
+  info.set_state(v1::READY);
+  info.set_architecture(cfg.architecture);
+  info.set_vocab_size(cfg.vocab_size);
+  info.set_hidden_size(cfg.hidden_size);
+  info.set_num_hidden_layers(cfg.num_hidden_layers);
+  info.set_num_attention_heads(cfg.num_attention_heads);
+  info.set_num_key_value_heads(cfg.num_key_value_heads);
+  info.set_head_dim(cfg.head_dim);
+  info.set_max_position_embeddings(cfg.max_position_embeddings);
+  info.set_dtype(DTypeToProto(model.checkpoint().lm_head().dtype));
+  info.set_tie_word_embeddings(cfg.tie_word_embeddings);
+  info.set_position_scheme(PositionSchemeToProto(cfg.position_scheme));
+  if (cfg.position_scheme == PositionScheme::kRope) {
+    *info.mutable_rope() = RopeParamsToProto(cfg.rope);
+  }
+  info.mutable_final_norm()->set_kind(NormKindToProto(cfg.final_norm_kind));
+  info.mutable_final_norm()->set_eps(cfg.norm_eps);
+  info.set_embedding_scale(cfg.embedding_scale);
+  info.set_bos_token_id(cfg.bos_token_id);
+  info.set_eos_token_id(cfg.eos_token_id);
+  info.set_resident_bytes(model.checkpoint().resident_bytes());
+  for (const SourceFileInfo& f : model.checkpoint().source_files()) {
+    v1::SourceFile* out = info.add_source_files();
+    out->set_path(f.path);
+    out->set_format(f.format);
+    out->set_size_bytes(f.size_bytes);
+    out->set_sha256(f.sha256);
+    out->set_memory_mapped(f.memory_mapped);
+  }
+  info.set_is_default(is_default);
+  return info;
+}
+
+absl::StatusOr<EmbedInput> EmbedInputFromProto(const v1::EmbedRequest& request) {
+  EmbedInput input;
+  const int n = request.sequences_size();
+  input.token_ids.resize(n);
+  input.position_offsets.resize(n);
+  input.position_ids.resize(n);
+  for (int b = 0; b < n; ++b) {
+    const v1::TokenSequence& seq = request.sequences(b);
+    input.token_ids[b].assign(seq.token_ids().begin(), seq.token_ids().end());
+    input.position_offsets[b] = seq.position_offset();
+    input.position_ids[b].assign(seq.position_ids().begin(), seq.position_ids().end());
+  }
+  switch (request.absolute_positions()) {
+    case v1::ABSOLUTE_POSITIONS_MODEL_DEFAULT:
+      input.absolute_positions = AbsolutePositionsMode::kModelDefault;
+      break;
+    case v1::ABSOLUTE_POSITIONS_NONE: input.absolute_positions = AbsolutePositionsMode::kNone; break;
+    case v1::ABSOLUTE_POSITIONS_SINUSOIDAL:
+      input.absolute_positions = AbsolutePositionsMode::kSinusoidal;
+      break;
+    case v1::ABSOLUTE_POSITIONS_LEARNED:
+      input.absolute_positions = AbsolutePositionsMode::kLearned;
+      break;
+    default:
+      return absl::InvalidArgumentError(absl::StrCat(
+          "absolute_positions = ", static_cast<int>(request.absolute_positions()),
+          " is not a known value"));
+  }
+  switch (request.embedding_scale()) {
+    case v1::EMBEDDING_SCALE_MODEL_DEFAULT:
+      input.embedding_scale = EmbeddingScaleMode::kModelDefault;
+      break;
+    case v1::EMBEDDING_SCALE_NONE: input.embedding_scale = EmbeddingScaleMode::kNone; break;
+    case v1::EMBEDDING_SCALE_SQRT_HIDDEN:
+      input.embedding_scale = EmbeddingScaleMode::kSqrtHidden;
+      break;
+    default:
+      return absl::InvalidArgumentError(absl::StrCat(
+          "embedding_scale = ", static_cast<int>(request.embedding_scale()),
+          " is not a known value"));
+  }
+  return input;
+}
+
+}  // namespace vocabd

@@ -1,0 +1,29 @@
+// The `output_dtype` request field rule shared by Embed and ComputeLogits.
+#ifndef VOCABD_SERVER_OUTPUT_DTYPE_H_
+#define VOCABD_SERVER_OUTPUT_DTYPE_H_
+
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "lib/dtype.h"
+#include "vocabd/v1/tensor.pb.h"
+
+namespace vocabd {
+
+// DTYPE_UNSPECIFIED -> F32; F32/F16/BF16 as given; anything else is
+// INVALID_ARGUMENT naming output_dtype.
+inline absl::StatusOr<DType> OutputDType(v1::DType dtype) {
+  switch (dtype) {
+    case v1::DTYPE_UNSPECIFIED:
+    case v1::F32: return DType::kF32;
+    case v1::F16: return DType::kF16;
+    case v1::BF16: return DType::kBF16;
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat("output_dtype = ", v1::DType_Name(dtype),
+                       " is not supported (use F32, F16 or BF16)"));
+  }
+}
+
+}  // namespace vocabd
+
+#endif  // VOCABD_SERVER_OUTPUT_DTYPE_H_
