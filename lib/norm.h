@@ -7,8 +7,11 @@
 namespace vocabd {
 
 // RMSNorm (Zhang & Sennrich 2019; HF LlamaRMSNorm), in fp32:
-//   y[r, j] = x[r, j] / sqrt(mean_j(x[r, :]^2) + eps) * weight[j]
-// x, y: [rows, hidden_size] row-major (may alias); weight: [hidden_size].
+//   var     = mean_j(x[r, j]^2)      (sum accumulated in float64, rounded to fp32)
+//   inv     = 1 / sqrt(var + eps)    (fp32; eps rounded to fp32, as torch does)
+//   y[r, j] = weight[j] * (x[r, j] * inv)   (fp32, HF's operation order)
+// x, y: [rows, hidden_size] row-major F32 (may alias: in place is fine);
+// weight: [hidden_size] F32. rows <= 0 or hidden_size <= 0 is a no-op.
 void RmsNorm(const float* x, int64_t rows, int64_t hidden_size, const float* weight,
              double eps, float* y);
 

@@ -4,6 +4,11 @@
 //   logprob_j = l_j - logsumexp
 //   rank(t)   = 1 + #{j : l_j > l_t} + #{j < t : l_j == l_t}
 //   top_k     = k best (logprob desc, token id asc on ties)
+//
+// All rows are F32 logits of length `vocab`. Masked ids carry -inf (see
+// PrepareLogits); they have logprob -inf and never appear in top_k. NaN
+// logits (only from NaN inputs) rank below every number, including -inf,
+// never appear in top_k, and make logsumexp NaN.
 #ifndef VOCABD_LIB_SCORING_H_
 #define VOCABD_LIB_SCORING_H_
 
@@ -16,21 +21,26 @@ namespace vocabd {
 struct RowScoreResult {
   float logsumexp = 0;
   float target_logprob = 0;  // valid when a target was given
-  int64_t target_rank = 0;   // valid when a target was given
-  std::vector<std::pair<int64_t, float>> top_k;  // (token id, logprob)
+  int64_t target_rank = 0;   // valid when a target was given (1-based; 0 = none)
+  // (token id, logprob), best first. Size min(top_k, #ids with logit > -inf).
+  std::vector<std::pair<int64_t, float>> top_k;
 };
 
-// Divides logits[0, vocab) by temperature (if != 1) and sets ids >=
-// vocab_limit (if 0 < vocab_limit < vocab) to -inf, in place.
+// Divides logits[0, vocab) by temperature (if != 1 and > 0) and sets ids >=
+// vocab_limit (if 0 < vocab_limit < vocab) to -inf, in place. Division (not
+// multiplication by 1/T) matches `logits / T` in PyTorch/NumPy.
 void PrepareLogits(float* logits, int64_t vocab, float temperature, int64_t vocab_limit);
 
-// logsumexp of logits[0, vocab), accumulated in float64.
+// logsumexp of logits[0, vocab), accumulated in float64. -inf when every
+// logit is -inf (or vocab <= 0), +inf if any logit is +inf, NaN if any is NaN.
 double LogSumExp(const float* logits, int64_t vocab);
 
-// In place: logits[j] -= logsumexp.
+// In place: logits[j] = float(double(logits[j]) - logsumexp).
 void LogSoftmaxInPlace(float* logits, int64_t vocab);
 
-// Scores one prepared row. target < 0 means no target. top_k in [0, vocab].
+// Scores one prepared row in O(vocab + vocab * log(k)) time. target < 0 (or
+// >= vocab) means no target: target_logprob and target_rank stay 0. top_k is
+// clamped to [0, vocab].
 RowScoreResult ScoreRow(const float* logits, int64_t vocab, int64_t target, int top_k);
 
 }  // namespace vocabd
