@@ -21,12 +21,17 @@ absl::Status EmbeddingLookup(const float* table, int64_t vocab_size, int64_t hid
                              const std::vector<int64_t>& ids, const std::string& field_name,
                              float* out);
 
-// Multiplies rows in place by `scale` (skipped when scale == 1).
+// Multiplies `count` floats (rows * hidden_size) in place by `scale` in
+// fp32 (skipped when scale == 1).
 void ScaleRows(float* rows, int64_t count, float scale);
 
 // Adds the sinusoidal table (Vaswani et al. 2017, section 3.5) in place:
 //   PE[p, 2i] = sin(p / base^(2i/d)),  PE[p, 2i+1] = cos(p / base^(2i/d))
-// rows [num_rows, d], positions [num_rows]. d must be even.
+// rows [num_rows, d], positions [num_rows] (row r gets position
+// positions[r]). PE is computed in double (pow, sin, cos from libm), cast to
+// float, then added in fp32: rows[r, j] += float(PE[p, j]). Callers validate:
+// d must be even (an odd last column simply gets its sin term) and positions
+// non-negative; only min(num_rows, positions.size()) rows are touched.
 void AddSinusoidalPositions(float* rows, int64_t num_rows, int64_t d,
                             const std::vector<int64_t>& positions, double base = 10000.0);
 

@@ -30,8 +30,16 @@ namespace vocabd {
 
 enum class QkvLayout { kBHSD, kBSHD, kTHD };
 
-// inv_freq [rotary_dim / 2] for `params` (default scaling only in the
-// Foundation issue; other types return UNIMPLEMENTED).
+// inv_freq [rotary_dim / 2] (fp32, radians per position) for `params`:
+//   kDefault: inv_freq[i] = 1.0f / powf(float(theta), float(2i) / float(r))
+//             (powf correctly rounded: pow in double on the float operands,
+//             rounded once to float)
+//   kLinear:  the same divided by float(scaling.factor) (HF
+//             `_compute_linear_scaling_rope_parameters`: positions / factor)
+// Other scaling types return UNIMPLEMENTED (the Positions issue adds them).
+// INVALID_ARGUMENT naming the params field for theta <= 0, head_dim <= 0 or
+// odd, rotary_dim odd or outside [2, head_dim], linear factor <= 0.
+// (These checks are local to rope.cc; RopeParams::Validate is not called.)
 absl::StatusOr<std::vector<float>> ComputeInvFreq(const RopeParams& params);
 
 // A q or k tensor to rotate in place.
@@ -50,11 +58,18 @@ struct ApplyRopeOptions {
 };
 
 // Rotates q and k in place. `positions` has batch * seq_len entries
-// (position of token s of batch row b at [b * seq_len + s]).
+// (position of token s of batch row b at [b * seq_len + s]); for THD,
+// batch must be 1 and seq_len = T. cos/sin are computed once per token and
+// shared by every q and k head (GQA: Hq % Hk == 0, same positions).
 // INVALID_ARGUMENT (naming the field and value) for: head_dim mismatch
 // between q, k and params; odd head_dim/rotary_dim; q heads not a multiple
 // of k heads; batch/seq mismatch; negative positions; positions >= the
-// trained length unless allowed.
+// trained length unless allowed. Tensor fields are named by their axis in
+// the chosen layout, e.g. `q.shape[3] (head_dim) = 7 is odd`,
+// `q.shape[1] (num_heads) = 6 is not a multiple of k.shape[1] (num_heads) = 4`,
+// `positions[5] = -1 is negative`,
+// `positions[2]: position 600 >= max_position_embeddings 512 (set
+// allow_beyond_trained_length)`. Nothing is written on error.
 absl::Status ApplyRope(const RopeParams& params, const ApplyRopeOptions& options,
                        const std::vector<int64_t>& positions, QkTensor q, QkTensor k);
 
