@@ -300,16 +300,16 @@ absl::StatusOr<std::vector<int64_t>> PositionsFromOffsets(const std::vector<int6
     return absl::InvalidArgumentError(absl::StrCat("seq_len = ", seq_len, " is negative"));
   }
   if (!offsets.empty() && static_cast<int64_t>(offsets.size()) != batch) {
-    return absl::InvalidArgumentError(absl::StrCat("offsets has ", offsets.size(),
+    return absl::InvalidArgumentError(absl::StrCat("position_offsets has ", offsets.size(),
                                                    " entries, expected 0 or batch = ", batch));
   }
   for (size_t b = 0; b < offsets.size(); ++b) {
     if (offsets[b] < 0) {
       return absl::InvalidArgumentError(
-          absl::StrCat("offsets[", b, "] = ", offsets[b], " is negative"));
+          absl::StrCat("position_offsets[", b, "] = ", offsets[b], " is negative"));
     }
     if (seq_len > 0 && offsets[b] > std::numeric_limits<int64_t>::max() - (seq_len - 1)) {
-      return absl::InvalidArgumentError(absl::StrCat("offsets[", b, "] = ", offsets[b],
+      return absl::InvalidArgumentError(absl::StrCat("position_offsets[", b, "] = ", offsets[b],
                                                      " + seq_len overflows int64"));
     }
   }

@@ -457,11 +457,11 @@ TEST(RopeTest, PositionsFromOffsets) {
   p = PositionsFromOffsets({1, 2, 3}, 2, 4);
   ASSERT_FALSE(p.ok());
   EXPECT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(p.status().message(), "offsets has 3 entries, expected 0 or batch = 2");
+  EXPECT_EQ(p.status().message(), "position_offsets has 3 entries, expected 0 or batch = 2");
 
   p = PositionsFromOffsets({4, -3}, 2, 4);
   ASSERT_FALSE(p.ok());
-  EXPECT_EQ(p.status().message(), "offsets[1] = -3 is negative");
+  EXPECT_EQ(p.status().message(), "position_offsets[1] = -3 is negative");
 }
 
 // --- validation -------------------------------------------------------------
