@@ -29,9 +29,11 @@ struct WeightTensor {
 
 struct SourceFileInfo {
   std::string path;
-  std::string format;  // "llama2c", "safetensors", "config.json", "gguf"
+  // "llama2c", "safetensors", "safetensors.index.json", "config.json", "gguf"
+  std::string format;
   int64_t size_bytes = 0;
-  std::string sha256;
+  std::string sha256;  // lowercase hex, computed once at load
+  // True when at least one tensor is served in place from this file's mapping.
   bool memory_mapped = false;
 };
 
@@ -47,6 +49,10 @@ struct SourceFileInfo {
 //   model.layers.N.mlp.{gate,up,down}_proj.weight  [out, in]
 // Note: llama2.c q/k rows are in INTERLEAVED rotary order; HF safetensors
 // Llama files are permuted for HALF_SPLIT. `config.rope.pair_layout` tells.
+// Dtypes: the three canonical tensors are always F32 after loading (F16/BF16
+// safetensors are converted once into owned buffers; F32 is used in place
+// from the mapping). Other tensors keep their stored dtype and point into
+// the mapping (copied only when misaligned for their element type).
 inline constexpr char kEmbedTokens[] = "model.embed_tokens.weight";
 inline constexpr char kLmHead[] = "lm_head.weight";
 inline constexpr char kFinalNorm[] = "model.norm.weight";
@@ -62,7 +68,8 @@ class Checkpoint {
   const WeightTensor& embedding() const;
   // The LM head [vocab_size, hidden_size]: the embedding itself when tied.
   const WeightTensor& lm_head() const;
-  // Bytes of tensor data held (mapped or owned), tied head counted once.
+  // Bytes of tensor data held (mapped or owned) over all tensors(), tied
+  // head counted once.
   int64_t resident_bytes() const;
 
   // Builder interface used by the loaders.
@@ -91,8 +98,14 @@ class Checkpoint {
 
 // Loads `path`:
 //   - a directory holding config.json + model.safetensors (HF form), or
+//     config.json + model.safetensors.index.json and its shards (every
+//     tensor must sit in the shard the index names; shard names are plain
+//     file names in the directory),
+//   - a directory X without config.json holding X.bin (llama2.c),
 //   - a file ending in ".bin" (llama2.c legacy checkpoint),
-//   - a file ending in ".safetensors" with config.json beside it.
+//   - a file ending in ".safetensors" or ".safetensors.index.json" with
+//     config.json beside it.
+// ".gguf" gives UNIMPLEMENTED (not in this loader yet).
 // Errors: NOT_FOUND for a missing path, INVALID_ARGUMENT for malformed
 // files (message names the file and the rule broken), FAILED_PRECONDITION
 // for a missing required tensor.

@@ -1,0 +1,189 @@
+#include "lib/model_config.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+
+namespace vocabd {
+namespace {
+
+absl::Status Invalid(const std::string& field, const std::string& value, const std::string& rule) {
+  return absl::InvalidArgumentError(absl::StrCat(field, " = ", value, " ", rule));
+}
+
+bool FinitePositive(double v) { return std::isfinite(v) && v > 0.0; }
+
+const char* ScalingName(RopeScalingType type) {
+  switch (type) {
+    case RopeScalingType::kDefault:
+      return "default";
+    case RopeScalingType::kLinear:
+      return "linear";
+    case RopeScalingType::kDynamic:
+      return "dynamic";
+    case RopeScalingType::kYarn:
+      return "yarn";
+    case RopeScalingType::kLlama3:
+      return "llama3";
+    case RopeScalingType::kLongrope:
+      return "longrope";
+  }
+  return "unknown";
+}
+
+absl::Status ValidateScaling(const RopeScaling& s, int rotary_dim) {
+  const std::string prefix = absl::StrCat("rope.scaling(", ScalingName(s.type), ").");
+  if (s.type == RopeScalingType::kDefault) return absl::OkStatus();
+  if (!FinitePositive(s.factor)) {
+    return Invalid(prefix + "factor", absl::StrCat(s.factor), "must be finite and > 0");
+  }
+  if (s.original_max_position_embeddings < 0) {
+    return Invalid(prefix + "original_max_position_embeddings",
+                   absl::StrCat(s.original_max_position_embeddings), "must be >= 0");
+  }
+  if (!(s.attention_factor >= 0.0) || !std::isfinite(s.attention_factor)) {
+    return Invalid(prefix + "attention_factor", absl::StrCat(s.attention_factor),
+                   "must be finite and >= 0 (0 = HF default formula)");
+  }
+  switch (s.type) {
+    case RopeScalingType::kLlama3:
+      if (s.original_max_position_embeddings <= 0) {
+        return Invalid(prefix + "original_max_position_embeddings",
+                       absl::StrCat(s.original_max_position_embeddings),
+                       "must be > 0 for llama3 scaling");
+      }
+      if (!FinitePositive(s.low_freq_factor)) {
+        return Invalid(prefix + "low_freq_factor", absl::StrCat(s.low_freq_factor),
+                       "must be finite and > 0");
+      }
+      if (!std::isfinite(s.high_freq_factor) || !(s.high_freq_factor > s.low_freq_factor)) {
+        return Invalid(prefix + "high_freq_factor", absl::StrCat(s.high_freq_factor),
+                       absl::StrCat("must be finite and > low_freq_factor = ", s.low_freq_factor));
+      }
+      break;
+    case RopeScalingType::kYarn:
+      if (!FinitePositive(s.beta_fast)) {
+        return Invalid(prefix + "beta_fast", absl::StrCat(s.beta_fast), "must be finite and > 0");
+      }
+      if (!FinitePositive(s.beta_slow)) {
+        return Invalid(prefix + "beta_slow", absl::StrCat(s.beta_slow), "must be finite and > 0");
+      }
+      if (!(s.mscale >= 0.0) || !std::isfinite(s.mscale)) {
+        return Invalid(prefix + "mscale", absl::StrCat(s.mscale), "must be finite and >= 0");
+      }
+      if (!(s.mscale_all_dim >= 0.0) || !std::isfinite(s.mscale_all_dim)) {
+        return Invalid(prefix + "mscale_all_dim", absl::StrCat(s.mscale_all_dim),
+                       "must be finite and >= 0");
+      }
+      break;
+    case RopeScalingType::kLongrope: {
+      const size_t want = static_cast<size_t>(rotary_dim / 2);
+      if (s.short_factor.size() != want) {
+        return Invalid(prefix + "short_factor.size()", absl::StrCat(s.short_factor.size()),
+                       absl::StrCat("must equal rotary_dim / 2 = ", want));
+      }
+      if (s.long_factor.size() != want) {
+        return Invalid(prefix + "long_factor.size()", absl::StrCat(s.long_factor.size()),
+                       absl::StrCat("must equal rotary_dim / 2 = ", want));
+      }
+      for (size_t i = 0; i < want; ++i) {
+        if (!FinitePositive(s.short_factor[i])) {
+          return Invalid(absl::StrCat(prefix, "short_factor[", i, "]"),
+                         absl::StrCat(s.short_factor[i]), "must be finite and > 0");
+        }
+        if (!FinitePositive(s.long_factor[i])) {
+          return Invalid(absl::StrCat(prefix, "long_factor[", i, "]"),
+                         absl::StrCat(s.long_factor[i]), "must be finite and > 0");
+        }
+      }
+      break;
+    }
+    default:
+      break;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status RopeParams::Validate() const {
+  if (!FinitePositive(theta)) {
+    return Invalid("rope.theta", absl::StrCat(theta), "must be finite and > 0");
+  }
+  if (head_dim <= 0) return Invalid("rope.head_dim", absl::StrCat(head_dim), "must be > 0");
+  if (rotary_dim <= 0 || rotary_dim % 2 != 0 || rotary_dim > head_dim) {
+    return Invalid("rope.rotary_dim", absl::StrCat(rotary_dim),
+                   absl::StrCat("must be even and in [2, head_dim = ", head_dim, "]"));
+  }
+  if (max_position_embeddings < 0) {
+    return Invalid("rope.max_position_embeddings", absl::StrCat(max_position_embeddings),
+                   "must be >= 0");
+  }
+  return ValidateScaling(scaling, rotary_dim);
+}
+
+absl::Status ModelConfig::Validate() const {
+  if (vocab_size <= 0) return Invalid("vocab_size", absl::StrCat(vocab_size), "must be > 0");
+  if (hidden_size <= 0) return Invalid("hidden_size", absl::StrCat(hidden_size), "must be > 0");
+  if (num_hidden_layers < 0) {
+    return Invalid("num_hidden_layers", absl::StrCat(num_hidden_layers), "must be >= 0");
+  }
+  if (num_attention_heads < 0) {
+    return Invalid("num_attention_heads", absl::StrCat(num_attention_heads), "must be >= 0");
+  }
+  if (num_key_value_heads < 0) {
+    return Invalid("num_key_value_heads", absl::StrCat(num_key_value_heads), "must be >= 0");
+  }
+  if (num_key_value_heads > 0 &&
+      (num_attention_heads <= 0 || num_attention_heads % num_key_value_heads != 0)) {
+    return Invalid("num_key_value_heads", absl::StrCat(num_key_value_heads),
+                   absl::StrCat("does not divide num_attention_heads = ", num_attention_heads));
+  }
+  if (head_dim < 0) return Invalid("head_dim", absl::StrCat(head_dim), "must be >= 0");
+  if (intermediate_size < 0) {
+    return Invalid("intermediate_size", absl::StrCat(intermediate_size), "must be >= 0");
+  }
+  if (max_position_embeddings < 0) {
+    return Invalid("max_position_embeddings", absl::StrCat(max_position_embeddings),
+                   "must be >= 0");
+  }
+  if (position_scheme == PositionScheme::kRope) {
+    if (num_attention_heads <= 0) {
+      return Invalid("num_attention_heads", absl::StrCat(num_attention_heads),
+                     "must be > 0 for a RoPE model");
+    }
+    if (num_key_value_heads <= 0) {
+      return Invalid("num_key_value_heads", absl::StrCat(num_key_value_heads),
+                     "must be > 0 for a RoPE model");
+    }
+    if (head_dim <= 0) {
+      return Invalid("head_dim", absl::StrCat(head_dim), "must be > 0 for a RoPE model");
+    }
+    if (rope.head_dim != head_dim) {
+      return Invalid("rope.head_dim", absl::StrCat(rope.head_dim),
+                     absl::StrCat("differs from head_dim = ", head_dim));
+    }
+    if (absl::Status s = rope.Validate(); !s.ok()) return s;
+  }
+  if (position_scheme == PositionScheme::kLearned && max_position_embeddings <= 0) {
+    return Invalid("max_position_embeddings", absl::StrCat(max_position_embeddings),
+                   "must be > 0 for learned absolute positions");
+  }
+  if (final_norm_kind != NormKind::kNone && !FinitePositive(norm_eps)) {
+    return Invalid("norm_eps", absl::StrCat(norm_eps), "must be finite and > 0");
+  }
+  if (!FinitePositive(embedding_scale)) {
+    return Invalid("embedding_scale", absl::StrCat(embedding_scale), "must be finite and > 0");
+  }
+  if (bos_token_id < -1 || bos_token_id >= vocab_size) {
+    return Invalid("bos_token_id", absl::StrCat(bos_token_id),
+                   absl::StrCat("must be -1 (none) or in [0, vocab_size = ", vocab_size, ")"));
+  }
+  if (eos_token_id < -1 || eos_token_id >= vocab_size) {
+    return Invalid("eos_token_id", absl::StrCat(eos_token_id),
+                   absl::StrCat("must be -1 (none) or in [0, vocab_size = ", vocab_size, ")"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace vocabd
