@@ -29,7 +29,7 @@ std::string ReadAll(const std::string& path) {
 }
 
 // Runs a shell command, returns (exit code, stdout).
-std::pair<int, std::string> Run(const std::string& command) {
+std::pair<int, std::string> RunCommand(const std::string& command) {
   std::string out;
   FILE* pipe = popen(command.c_str(), "r");
   if (pipe == nullptr) return {-1, ""};
@@ -97,11 +97,11 @@ class VocabdProcessTest : public ::testing::Test {
 };
 
 TEST_F(VocabdProcessTest, ServesVocabctlAndDrainsOnSigterm) {
-  auto [health_code, health] = Run(Vocabctl("health"));
+  auto [health_code, health] = RunCommand(Vocabctl("health"));
   EXPECT_EQ(health_code, 0);
   EXPECT_THAT(health, ::testing::HasSubstr("SERVING"));
 
-  auto [code, out] = Run(Vocabctl("--json embed --ids 1,403,407"));
+  auto [code, out] = RunCommand(Vocabctl("--json embed --ids 1,403,407"));
   ASSERT_EQ(code, 0) << out;
   const nlohmann::json response = nlohmann::json::parse(out);
   ASSERT_EQ(response["embeddings"].size(), 3u);
@@ -116,7 +116,7 @@ TEST_F(VocabdProcessTest, ServesVocabctlAndDrainsOnSigterm) {
     }
   }
 
-  auto [bad_code, bad_out] = Run(Vocabctl("embed --ids 1,9999 2>&1"));
+  auto [bad_code, bad_out] = RunCommand(Vocabctl("embed --ids 1,9999 2>&1"));
   EXPECT_EQ(bad_code, 1);
   EXPECT_THAT(bad_out, ::testing::HasSubstr("INVALID_ARGUMENT"));
   EXPECT_THAT(bad_out, ::testing::HasSubstr("sequences[0].token_ids[1] = 9999"));
@@ -128,7 +128,7 @@ TEST_F(VocabdProcessTest, ServesVocabctlAndDrainsOnSigterm) {
 }
 
 TEST_F(VocabdProcessTest, FailsToStartOnABadModelPath) {
-  auto [code, out] = Run(BinaryDir() + "/server/vocabd --listen 127.0.0.1:0 --model x=/nonexistent 2>&1");
+  auto [code, out] = RunCommand(BinaryDir() + "/server/vocabd --listen 127.0.0.1:0 --model x=/nonexistent 2>&1");
   EXPECT_EQ(code, 1);
   EXPECT_THAT(out, ::testing::HasSubstr("/nonexistent"));
   EXPECT_EQ(Terminate(), 0);
