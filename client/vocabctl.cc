@@ -1,1 +1,912 @@
-int main() { return 1; }
+// vocabctl: command-line client for vocabd. See client/README.md.
+//
+// Exit codes: 0 success (for `health`: only when SERVING), 1 an RPC or I/O
+// failed (stderr: "error: <CODE>: <message>"), 2 bad command-line usage.
+// Human-readable output by default; --json prints one JSON document on
+// stdout (non-finite floats print as null, as JSON has no inf/NaN).
+#include <algorithm>
+#include <cinttypes>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <map>
+#include <memory>
+#include <numbers>
+#include <numeric>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <google/protobuf/descriptor.h>
+#include <google/protobuf/message.h>
+#include <nlohmann/json.hpp>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "client/tensor_codec.h"
+#include "client/vocabd_client.h"
+#include "lib/status_macros.h"
+
+namespace vocabd {
+namespace {
+
+using json = nlohmann::ordered_json;  // keeps field order in output
+
+constexpr int kExitOk = 0;
+constexpr int kExitError = 1;
+constexpr int kExitUsage = 2;
+
+// ---------------------------------------------------------------------------
+// Options.
+
+struct GlobalOptions {
+  std::string target = "127.0.0.1:50051";
+  int64_t timeout_ms = 30000;
+  bool json = false;
+  std::string model;
+};
+
+struct HealthOptions {
+  std::string service;
+};
+
+struct ModelsOptions {
+  std::string name;
+};
+
+struct EmbedOptions {
+  std::vector<std::string> ids;  // one comma-separated sequence each
+  std::vector<int64_t> offsets;  // 1 (all sequences) or one per --ids
+  std::string dtype = "f32";
+  std::string positions = "default";
+  std::string scale = "default";
+  int show = 8;
+};
+
+// Where logits/score take their hidden states from (exactly one).
+struct HiddenSource {
+  std::string hidden_file;
+  int64_t random_rows = 0;
+  std::string from_ids;
+  uint64_t seed = 0;
+  std::string input_dtype = "f32";
+};
+
+struct LogitsOptions {
+  HiddenSource source;
+  bool no_final_norm = false;
+  float temperature = 0;
+  bool log_softmax = false;
+  int top = 5;
+  std::string dtype = "f32";
+  int64_t vocab_limit = 0;
+};
+
+struct ScoreOptions {
+  HiddenSource source;
+  std::string targets;
+  int top_k = 0;
+  bool no_final_norm = false;
+  float temperature = 0;
+  int64_t vocab_limit = 0;
+};
+
+struct RopeOptions {
+  int batch = 1;
+  int heads = 8;
+  int kv_heads = 4;
+  int head_dim = 8;
+  int seq = 4;
+  std::string layout = "bhsd";
+  std::vector<int64_t> offsets;
+  std::string pair_layout;
+  double theta = 0;
+  int rotary_dim = 0;
+  bool random = false;
+  uint64_t seed = 0;
+  bool allow_beyond = false;
+  bool high_precision = false;
+  int show = 8;
+};
+
+// ---------------------------------------------------------------------------
+// Helpers.
+
+// "1,403,407" -> {1, 403, 407}. Spaces around items are allowed.
+absl::StatusOr<std::vector<int64_t>> ParseIdList(const std::string& text) {
+  std::vector<int64_t> out;
+  if (text.empty()) return out;
+  for (absl::string_view item : absl::StrSplit(text, ',')) {
+    int64_t v;
+    if (!absl::SimpleAtoi(item, &v)) {
+      return absl::InvalidArgumentError(absl::StrCat("'", item, "' is not an integer"));
+    }
+    out.push_back(v);
+  }
+  return out;
+}
+
+// CLI11 validator for comma-separated integer lists.
+CLI::Validator IdListValidator() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        auto ids = ParseIdList(text);
+        if (!ids.ok()) return std::string(ids.status().message());
+        if (ids->empty()) return "empty id list";
+        return "";
+      },
+      "ID,ID,...", "IdList");
+}
+
+absl::StatusOr<DType> ParseFloatDType(const std::string& name) {
+  if (name == "f32") return DType::kF32;
+  if (name == "f16") return DType::kF16;
+  if (name == "bf16") return DType::kBF16;
+  return absl::InvalidArgumentError(absl::StrCat("unknown dtype '", name, "'"));
+}
+
+std::string ShapeString(const v1::Tensor& t) {
+  return absl::StrCat("[", absl::StrJoin(t.shape(), ", "), "]");
+}
+
+json ShapeJson(const v1::Tensor& t) { return json(std::vector<int64_t>(t.shape().begin(), t.shape().end())); }
+
+std::string Num(double v) { return absl::StrFormat("%.6g", v); }
+
+// Fixed-width value for columns of numbers.
+std::string Cell(double v) { return absl::StrFormat("%10.5f", v); }
+
+std::string HumanBytes(int64_t bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(bytes);
+  int u = 0;
+  while (v >= 1024 && u < 4) {
+    v /= 1024;
+    ++u;
+  }
+  return u == 0 ? absl::StrCat(bytes, " B") : absl::StrFormat("%.1f %s", v, units[u]);
+}
+
+// Lowercase enum names without the common prefix.
+std::string PairLayoutName(v1::RopePairLayout p) {
+  switch (p) {
+    case v1::INTERLEAVED:
+      return "interleaved";
+    case v1::HALF_SPLIT:
+      return "half-split";
+    default:
+      return "-";
+  }
+}
+
+// Proto message -> JSON value with proto field names. Unlike the canonical
+// proto3 JSON mapping, 64-bit integers are JSON numbers (ids, sizes and
+// counts here are far below 2^53). Scalars without presence always print;
+// unset sub-messages and unset `optional` scalars are omitted; enums print
+// their names; bytes fields print as "<n> bytes" (no Tensor is
+// printed this way).
+json ProtoJson(const google::protobuf::Message& message);
+
+json ProtoScalarJson(const google::protobuf::Message& m, const google::protobuf::FieldDescriptor* f,
+                     int index) {
+  using FD = google::protobuf::FieldDescriptor;
+  const auto* r = m.GetReflection();
+  const bool rep = f->is_repeated();
+  switch (f->cpp_type()) {
+    case FD::CPPTYPE_INT32:
+      return rep ? r->GetRepeatedInt32(m, f, index) : r->GetInt32(m, f);
+    case FD::CPPTYPE_INT64:
+      return rep ? r->GetRepeatedInt64(m, f, index) : r->GetInt64(m, f);
+    case FD::CPPTYPE_UINT32:
+      return rep ? r->GetRepeatedUInt32(m, f, index) : r->GetUInt32(m, f);
+    case FD::CPPTYPE_UINT64:
+      return rep ? r->GetRepeatedUInt64(m, f, index) : r->GetUInt64(m, f);
+    case FD::CPPTYPE_DOUBLE:
+      return rep ? r->GetRepeatedDouble(m, f, index) : r->GetDouble(m, f);
+    case FD::CPPTYPE_FLOAT:
+      return rep ? r->GetRepeatedFloat(m, f, index) : r->GetFloat(m, f);
+    case FD::CPPTYPE_BOOL:
+      return rep ? r->GetRepeatedBool(m, f, index) : r->GetBool(m, f);
+    case FD::CPPTYPE_ENUM: {
+      const auto* e = rep ? r->GetRepeatedEnum(m, f, index) : r->GetEnum(m, f);
+      return e->name();
+    }
+    case FD::CPPTYPE_STRING: {
+      std::string v = rep ? r->GetRepeatedString(m, f, index) : r->GetString(m, f);
+      if (f->type() == FD::TYPE_BYTES) return absl::StrCat(v.size(), " bytes");
+      return v;
+    }
+    case FD::CPPTYPE_MESSAGE:
+      return ProtoJson(rep ? r->GetRepeatedMessage(m, f, index) : r->GetMessage(m, f));
+  }
+  return nullptr;
+}
+
+json ProtoJson(const google::protobuf::Message& message) {
+  json out = json::object();
+  const auto* d = message.GetDescriptor();
+  const auto* r = message.GetReflection();
+  for (int i = 0; i < d->field_count(); ++i) {
+    const auto* f = d->field(i);
+    if (f->is_repeated()) {
+      json items = json::array();
+      for (int j = 0; j < r->FieldSize(message, f); ++j) items.push_back(ProtoScalarJson(message, f, j));
+      out[f->name()] = std::move(items);
+    } else if (!f->has_presence() || r->HasField(message, f)) {
+      out[f->name()] = ProtoScalarJson(message, f, 0);
+    }
+  }
+  return out;
+}
+
+// Seeded portable standard-normal values (mt19937_64 + Box-Muller), so the
+// same --seed gives the same rows on every platform.
+std::vector<float> RandomNormal(size_t n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  auto uniform = [&rng]() {  // (0, 1]
+    return (static_cast<double>(rng() >> 11) + 1.0) * 0x1.0p-53;
+  };
+  std::vector<float> out(n);
+  for (size_t i = 0; i < n; i += 2) {
+    const double r = std::sqrt(-2.0 * std::log(uniform()));
+    const double a = 2.0 * std::numbers::pi * uniform();
+    out[i] = static_cast<float>(r * std::cos(a));
+    if (i + 1 < n) out[i + 1] = static_cast<float>(r * std::sin(a));
+  }
+  return out;
+}
+
+absl::StatusOr<std::string> ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot open '", path, "'"));
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) return absl::DataLossError(absl::StrCat("error reading '", path, "'"));
+  return bytes;
+}
+
+// Indices of the `n` largest values of row[0, width), highest first, ties by
+// lower index (the server's top-k convention). NaN sorts last.
+std::vector<int64_t> TopIndices(const float* row, int64_t width, int n) {
+  std::vector<int64_t> idx(width);
+  std::iota(idx.begin(), idx.end(), 0);
+  const int64_t k = std::min<int64_t>(n, width);
+  auto better = [row](int64_t a, int64_t b) {
+    const float x = row[a], y = row[b];
+    if (std::isnan(x) != std::isnan(y)) return std::isnan(y);
+    if (x != y) return x > y;
+    return a < b;
+  };
+  std::partial_sort(idx.begin(), idx.begin() + k, idx.end(), better);
+  idx.resize(k);
+  return idx;
+}
+
+// Small documents print indented; documents carrying tensor data print on
+// one line (pipe through `jq` to pretty-print).
+void PrintJson(const json& j) { std::cout << j.dump(2) << "\n"; }
+void PrintJsonCompact(const json& j) { std::cout << j.dump() << "\n"; }
+
+// ---------------------------------------------------------------------------
+// Subcommands. Each returns the process exit code or a non-OK status.
+
+absl::StatusOr<int> RunHealth(VocabdClient& client, const GlobalOptions& g,
+                              const HealthOptions& o) {
+  ASSIGN_OR_RETURN(std::string status, client.HealthCheck(o.service));
+  if (g.json) {
+    PrintJson({{"service", o.service}, {"status", status}});
+  } else {
+    std::cout << status << "\n";
+  }
+  return status == "SERVING" ? kExitOk : kExitError;
+}
+
+absl::StatusOr<int> RunServices(VocabdClient& client, const GlobalOptions& g) {
+  ASSIGN_OR_RETURN(std::vector<std::string> services, client.ListServices());
+  std::sort(services.begin(), services.end());
+  if (g.json) {
+    PrintJson({{"services", services}});
+  } else {
+    for (const auto& s : services) std::cout << s << "\n";
+  }
+  return kExitOk;
+}
+
+void PrintTable(const std::vector<std::vector<std::string>>& rows) {
+  std::vector<size_t> width;
+  for (const auto& r : rows) {
+    width.resize(std::max(width.size(), r.size()));
+    for (size_t c = 0; c < r.size(); ++c) width[c] = std::max(width[c], r[c].size());
+  }
+  for (const auto& r : rows) {
+    std::string line;
+    for (size_t c = 0; c < r.size(); ++c) {
+      line += r[c];
+      if (c + 1 < r.size()) line += std::string(width[c] - r[c].size() + 2, ' ');
+    }
+    std::cout << line << "\n";
+  }
+}
+
+std::string RopeSummary(const v1::ModelInfo& m) {
+  if (m.position_scheme() != v1::POSITION_ROPE) {
+    std::string scheme = v1::PositionScheme_Name(m.position_scheme());
+    return scheme == "POSITION_SCHEME_UNSPECIFIED" ? "-" : scheme;
+  }
+  return absl::StrCat(Num(m.rope().theta()), "/", PairLayoutName(m.rope().pair_layout()));
+}
+
+void PrintModelDetail(const v1::ModelInfo& m) {
+  std::vector<std::vector<std::string>> rows = {
+      {"name:", m.name() + (m.is_default() ? " (default)" : "")},
+      {"state:", v1::ModelState_Name(m.state()) +
+                     (m.state_reason().empty() ? "" : " (" + m.state_reason() + ")")},
+      {"architecture:", m.architecture()},
+      {"vocab_size:", absl::StrCat(m.vocab_size())},
+      {"hidden_size:", absl::StrCat(m.hidden_size())},
+      {"layers:", absl::StrCat(m.num_hidden_layers())},
+      {"heads:", absl::StrCat(m.num_attention_heads(), " q / ", m.num_key_value_heads(),
+                              " kv, head_dim ", m.head_dim())},
+      {"max_positions:", absl::StrCat(m.max_position_embeddings())},
+      {"dtype:", v1::DType_Name(m.dtype())},
+      {"tied head:", m.tie_word_embeddings() ? "yes" : "no"},
+      {"positions:", v1::PositionScheme_Name(m.position_scheme())},
+  };
+  if (m.position_scheme() == v1::POSITION_ROPE || m.has_rope()) {
+    const v1::RopeConfig& r = m.rope();
+    rows.push_back({"rope:", absl::StrCat("theta ", Num(r.theta()), ", rotary_dim ", r.rotary_dim(),
+                                          ", head_dim ", r.head_dim(), ", pairs ",
+                                          PairLayoutName(r.pair_layout()))});
+    if (r.scaling().type() != v1::ROPE_SCALING_TYPE_UNSPECIFIED &&
+        r.scaling().type() != v1::ROPE_SCALING_DEFAULT) {
+      rows.push_back({"rope scaling:", absl::StrCat(v1::RopeScalingType_Name(r.scaling().type()),
+                                                    ", factor ", Num(r.scaling().factor()),
+                                                    ", original_max ",
+                                                    r.scaling().original_max_position_embeddings())});
+    }
+  }
+  rows.push_back({"final norm:", absl::StrCat(v1::NormKind_Name(m.final_norm().kind()), " eps ",
+                                              Num(m.final_norm().eps()))});
+  rows.push_back({"embedding scale:", Num(m.embedding_scale())});
+  rows.push_back({"bos/eos:", absl::StrCat(m.bos_token_id(), " / ", m.eos_token_id())});
+  rows.push_back({"resident:", absl::StrCat(HumanBytes(m.resident_bytes()), " (",
+                                            m.resident_bytes(), " bytes)")});
+  for (const auto& f : m.source_files()) {
+    rows.push_back({"source:", absl::StrCat(f.path(), " [", f.format(), ", ",
+                                            HumanBytes(f.size_bytes()),
+                                            f.memory_mapped() ? ", mmap" : "", "]")});
+    rows.push_back({"  sha256:", f.sha256()});
+  }
+  PrintTable(rows);
+}
+
+absl::StatusOr<int> RunModels(VocabdClient& client, const GlobalOptions& g,
+                              const ModelsOptions& o) {
+  if (!o.name.empty()) {
+    ASSIGN_OR_RETURN(v1::ModelInfo info, client.GetModel(o.name));
+    if (g.json) {
+      PrintJson(ProtoJson(info));
+    } else {
+      PrintModelDetail(info);
+    }
+    return kExitOk;
+  }
+  ASSIGN_OR_RETURN(v1::ListModelsResponse list, client.ListModels());
+  if (g.json) {
+    PrintJson(ProtoJson(list));
+    return kExitOk;
+  }
+  std::vector<std::vector<std::string>> rows = {{"NAME", "STATE", "ARCH", "VOCAB", "HIDDEN",
+                                                 "DTYPE", "TIED", "ROPE(theta/pairs)",
+                                                 "RESIDENT"}};
+  for (const auto& m : list.models()) {
+    std::string state = v1::ModelState_Name(m.state());
+    rows.push_back({m.name() + (m.is_default() ? "*" : ""), state, m.architecture(),
+                    absl::StrCat(m.vocab_size()), absl::StrCat(m.hidden_size()),
+                    v1::DType_Name(m.dtype()), m.tie_word_embeddings() ? "yes" : "no",
+                    RopeSummary(m), HumanBytes(m.resident_bytes())});
+  }
+  PrintTable(rows);
+  if (list.models().empty()) std::cout << "(no models)\n";
+  return kExitOk;
+}
+
+absl::StatusOr<int> RunEmbed(VocabdClient& client, const GlobalOptions& g, const EmbedOptions& o) {
+  v1::EmbedRequest request;
+  request.set_model(g.model);
+  ASSIGN_OR_RETURN(DType dtype, ParseFloatDType(o.dtype));
+  request.set_output_dtype(DTypeToProto(dtype));
+  static const std::map<std::string, v1::AbsolutePositions> kPositions = {
+      {"default", v1::ABSOLUTE_POSITIONS_MODEL_DEFAULT},
+      {"none", v1::ABSOLUTE_POSITIONS_NONE},
+      {"sinusoidal", v1::ABSOLUTE_POSITIONS_SINUSOIDAL},
+      {"learned", v1::ABSOLUTE_POSITIONS_LEARNED}};
+  static const std::map<std::string, v1::EmbeddingScale> kScales = {
+      {"default", v1::EMBEDDING_SCALE_MODEL_DEFAULT},
+      {"none", v1::EMBEDDING_SCALE_NONE},
+      {"sqrt-hidden", v1::EMBEDDING_SCALE_SQRT_HIDDEN}};
+  request.set_absolute_positions(kPositions.at(o.positions));
+  request.set_embedding_scale(kScales.at(o.scale));
+  std::vector<int64_t> all_ids;
+  for (size_t i = 0; i < o.ids.size(); ++i) {
+    ASSIGN_OR_RETURN(std::vector<int64_t> ids, ParseIdList(o.ids[i]));
+    v1::TokenSequence* seq = request.add_sequences();
+    seq->mutable_token_ids()->Assign(ids.begin(), ids.end());
+    if (!o.offsets.empty()) seq->set_position_offset(o.offsets.size() == 1 ? o.offsets[0] : o.offsets[i]);
+    all_ids.insert(all_ids.end(), ids.begin(), ids.end());
+  }
+  ASSIGN_OR_RETURN(v1::EmbedResponse response, client.Embed(request));
+  ASSIGN_OR_RETURN(std::vector<float> values, DecodeFloatTensor(response.embeddings(), "embeddings"));
+  const auto& shape = response.embeddings().shape();
+  if (shape.size() != 2) {
+    return absl::InternalError(absl::StrCat("server returned embeddings of shape ",
+                                            ShapeString(response.embeddings()),
+                                            "; expected [tokens, hidden]"));
+  }
+  const int64_t rows = shape[0], width = shape[1];
+  std::vector<int64_t> offsets(response.sequence_offsets().begin(),
+                               response.sequence_offsets().end());
+  if (g.json) {
+    json embeddings = json::array();
+    for (int64_t r = 0; r < rows; ++r) {
+      embeddings.push_back(std::vector<float>(values.begin() + r * width,
+                                              values.begin() + (r + 1) * width));
+    }
+    PrintJsonCompact({{"model", response.model()},
+               {"dtype", v1::DType_Name(response.embeddings().dtype())},
+               {"shape", ShapeJson(response.embeddings())},
+               {"sequence_offsets", offsets},
+               {"token_ids", all_ids},
+               {"embeddings", embeddings}});
+    return kExitOk;
+  }
+  std::cout << "model: " << response.model() << "\n"
+            << "shape: " << ShapeString(response.embeddings()) << " "
+            << v1::DType_Name(response.embeddings().dtype()) << "\n";
+  const int64_t show = std::min<int64_t>(o.show, width);
+  size_t seq = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    while (seq + 1 < offsets.size() && r >= offsets[seq + 1]) ++seq;
+    if (offsets.size() > 2 && seq + 1 < offsets.size() && r == offsets[seq]) {
+      std::cout << "sequence " << seq << ":\n";
+    }
+    const std::string id = r < static_cast<int64_t>(all_ids.size()) ? absl::StrCat(all_ids[r]) : "?";
+    std::string line = absl::StrFormat("  [%d] id %5s:", r, id);
+    for (int64_t c = 0; c < show; ++c) line += " " + Cell(values[r * width + c]);
+    if (show < width) line += " ...";
+    std::cout << line << "\n";
+  }
+  return kExitOk;
+}
+
+// Builds the hidden tensor [N, hidden] from the chosen source.
+absl::StatusOr<v1::Tensor> BuildHidden(VocabdClient& client, const GlobalOptions& g,
+                                       const HiddenSource& s) {
+  ASSIGN_OR_RETURN(DType dtype, ParseFloatDType(s.input_dtype));
+  if (!s.from_ids.empty()) {
+    ASSIGN_OR_RETURN(std::vector<int64_t> ids, ParseIdList(s.from_ids));
+    v1::EmbedRequest request;
+    request.set_model(g.model);
+    request.set_output_dtype(DTypeToProto(dtype));
+    request.add_sequences()->mutable_token_ids()->Assign(ids.begin(), ids.end());
+    ASSIGN_OR_RETURN(v1::EmbedResponse response, client.Embed(request));
+    return response.embeddings();
+  }
+  ASSIGN_OR_RETURN(v1::ModelInfo info, client.GetModel(g.model));
+  const int64_t hidden = info.hidden_size();
+  if (hidden <= 0) {
+    return absl::FailedPreconditionError(absl::StrCat("model '", info.name(),
+                                                      "' reports hidden_size ", hidden));
+  }
+  if (!s.hidden_file.empty()) {
+    ASSIGN_OR_RETURN(std::string bytes, ReadFile(s.hidden_file));
+    const int64_t row_bytes = hidden * static_cast<int64_t>(sizeof(float));
+    if (bytes.empty() || static_cast<int64_t>(bytes.size()) % row_bytes != 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--hidden-file '", s.hidden_file, "' has ", bytes.size(),
+                       " bytes; expected a positive multiple of hidden_size ", hidden,
+                       " x 4 (raw little-endian f32 [N, ", hidden, "])"));
+    }
+    const int64_t n = static_cast<int64_t>(bytes.size()) / row_bytes;
+    std::vector<float> values(static_cast<size_t>(n * hidden));
+    std::memcpy(values.data(), bytes.data(), bytes.size());
+    return EncodeFloatTensor(values, {n, hidden}, dtype);
+  }
+  const int64_t n = s.random_rows;
+  return EncodeFloatTensor(RandomNormal(static_cast<size_t>(n * hidden), s.seed), {n, hidden},
+                           dtype);
+}
+
+absl::StatusOr<int> RunLogits(VocabdClient& client, const GlobalOptions& g,
+                              const LogitsOptions& o) {
+  v1::ComputeLogitsRequest request;
+  request.set_model(g.model);
+  ASSIGN_OR_RETURN(*request.mutable_hidden(), BuildHidden(client, g, o.source));
+  if (o.no_final_norm) request.set_apply_final_norm(false);
+  request.set_temperature(o.temperature);
+  request.set_log_softmax(o.log_softmax);
+  request.set_vocab_limit(o.vocab_limit);
+  ASSIGN_OR_RETURN(DType dtype, ParseFloatDType(o.dtype));
+  request.set_output_dtype(DTypeToProto(dtype));
+  ASSIGN_OR_RETURN(v1::ComputeLogitsResponse response, client.ComputeLogits(request));
+  ASSIGN_OR_RETURN(std::vector<float> logits, DecodeFloatTensor(response.logits(), "logits"));
+  const auto& shape = response.logits().shape();
+  if (shape.size() != 2) {
+    return absl::InternalError(absl::StrCat("server returned logits of shape ",
+                                            ShapeString(response.logits())));
+  }
+  const int64_t rows = shape[0], vocab = shape[1];
+  const char* kind = o.log_softmax ? "logprobs" : "logits";
+  if (g.json) {
+    json data = json::array(), top = json::array();
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* row = logits.data() + r * vocab;
+      data.push_back(std::vector<float>(row, row + vocab));
+      json t = json::array();
+      for (int64_t id : TopIndices(row, vocab, o.top)) t.push_back({{"id", id}, {"value", row[id]}});
+      top.push_back(t);
+    }
+    PrintJsonCompact({{"model", response.model()},
+               {"kind", kind},
+               {"dtype", v1::DType_Name(response.logits().dtype())},
+               {"shape", ShapeJson(response.logits())},
+               {"top", top},
+               {"logits", data}});
+    return kExitOk;
+  }
+  std::cout << "model: " << response.model() << "\n"
+            << kind << ": " << ShapeString(response.logits()) << " "
+            << v1::DType_Name(response.logits().dtype()) << "\n";
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* row = logits.data() + r * vocab;
+    std::string line = absl::StrFormat("  row %d top %d:", r, std::min<int64_t>(o.top, vocab));
+    for (int64_t id : TopIndices(row, vocab, o.top)) {
+      line += absl::StrCat("  ", id, " (", Num(row[id]), ")");
+    }
+    std::cout << line << "\n";
+  }
+  return kExitOk;
+}
+
+absl::StatusOr<int> RunScore(VocabdClient& client, const GlobalOptions& g, const ScoreOptions& o) {
+  v1::ScoreRequest request;
+  request.set_model(g.model);
+  ASSIGN_OR_RETURN(*request.mutable_hidden(), BuildHidden(client, g, o.source));
+  ASSIGN_OR_RETURN(std::vector<int64_t> targets, ParseIdList(o.targets));
+  request.mutable_target_ids()->Assign(targets.begin(), targets.end());
+  request.set_top_k(o.top_k);
+  if (o.no_final_norm) request.set_apply_final_norm(false);
+  request.set_temperature(o.temperature);
+  request.set_vocab_limit(o.vocab_limit);
+  ASSIGN_OR_RETURN(v1::ScoreResponse response, client.Score(request));
+  const bool has_targets = !targets.empty();
+  const double perplexity =
+      response.num_targets() > 0
+          ? std::exp(-response.sum_target_logprob() / static_cast<double>(response.num_targets()))
+          : std::nan("");
+  if (g.json) {
+    json rows = json::array();
+    for (int i = 0; i < response.rows_size(); ++i) {
+      const v1::RowScore& r = response.rows(i);
+      json row = {{"row", i}, {"logsumexp", r.logsumexp()}};
+      if (has_targets) {
+        row["target_id"] = i < static_cast<int>(targets.size()) ? json(targets[i]) : json();
+        row["target_logprob"] = r.target_logprob();
+        row["target_rank"] = r.target_rank();
+      }
+      json top = json::array();
+      for (const auto& t : r.top_k()) top.push_back({{"id", t.token_id()}, {"logprob", t.logprob()}});
+      row["top_k"] = top;
+      rows.push_back(row);
+    }
+    json out = {{"model", response.model()}, {"rows", rows}};
+    if (has_targets) {
+      out["sum_target_logprob"] = response.sum_target_logprob();
+      out["num_targets"] = response.num_targets();
+      out["perplexity"] = perplexity;
+    }
+    PrintJson(out);
+    return kExitOk;
+  }
+  std::cout << "model: " << response.model() << "\n";
+  std::vector<std::vector<std::string>> table;
+  std::vector<std::string> header = {"ROW"};
+  if (has_targets) header.insert(header.end(), {"TARGET", "LOGPROB", "RANK"});
+  header.push_back("LOGSUMEXP");
+  if (o.top_k > 0) header.push_back(absl::StrCat("TOP-", o.top_k, " (id:logprob)"));
+  table.push_back(header);
+  for (int i = 0; i < response.rows_size(); ++i) {
+    const v1::RowScore& r = response.rows(i);
+    std::vector<std::string> line = {absl::StrCat(i)};
+    if (has_targets) {
+      line.push_back(i < static_cast<int>(targets.size()) ? absl::StrCat(targets[i]) : "?");
+      line.push_back(Num(r.target_logprob()));
+      line.push_back(absl::StrCat(r.target_rank()));
+    }
+    line.push_back(Num(r.logsumexp()));
+    if (o.top_k > 0) {
+      std::vector<std::string> items;
+      for (const auto& t : r.top_k()) items.push_back(absl::StrCat(t.token_id(), ":", Num(t.logprob())));
+      line.push_back(absl::StrJoin(items, " "));
+    }
+    table.push_back(line);
+  }
+  PrintTable(table);
+  if (has_targets) {
+    std::cout << "sum logprob: " << Num(response.sum_target_logprob()) << " over "
+              << response.num_targets() << " targets, perplexity " << Num(perplexity) << "\n";
+  }
+  return kExitOk;
+}
+
+// Flat index of element (b, h, s, d) of a q/k tensor in `layout`.
+int64_t RopeIndex(const std::string& layout, int64_t b, int64_t h, int64_t s, int64_t d,
+                  int64_t heads, int64_t seq, int64_t dim) {
+  if (layout == "bhsd") return ((b * heads + h) * seq + s) * dim + d;
+  return ((b * seq + s) * heads + h) * dim + d;  // bshd and thd (t = b * seq + s)
+}
+
+std::vector<int64_t> RopeShape(const std::string& layout, int64_t batch, int64_t heads,
+                               int64_t seq, int64_t dim) {
+  if (layout == "bhsd") return {batch, heads, seq, dim};
+  if (layout == "bshd") return {batch, seq, heads, dim};
+  return {batch * seq, heads, dim};
+}
+
+absl::StatusOr<int> RunRope(VocabdClient& client, const GlobalOptions& g, const RopeOptions& o) {
+  v1::ApplyRopeRequest request;
+  request.set_model(g.model);
+  static const std::map<std::string, v1::QkvLayout> kLayouts = {
+      {"bhsd", v1::BHSD}, {"bshd", v1::BSHD}, {"thd", v1::THD}};
+  request.set_layout(kLayouts.at(o.layout));
+  if (o.theta > 0) request.mutable_rope()->set_theta(o.theta);
+  if (o.rotary_dim > 0) request.mutable_rope()->set_rotary_dim(o.rotary_dim);
+  if (o.pair_layout == "interleaved") request.mutable_rope()->set_pair_layout(v1::INTERLEAVED);
+  if (o.pair_layout == "half-split") request.mutable_rope()->set_pair_layout(v1::HALF_SPLIT);
+  request.set_allow_beyond_trained_length(o.allow_beyond);
+  request.set_high_precision(o.high_precision);
+  // One offset for every batch row / sequence, or one each.
+  for (int b = 0; b < o.batch && !o.offsets.empty(); ++b) {
+    request.add_position_offsets(o.offsets.size() == 1 ? o.offsets[0] : o.offsets[b]);
+  }
+  if (o.layout == "thd" && o.batch > 1) {
+    for (int b = 0; b < o.batch; ++b) request.add_sequence_lengths(o.seq);
+  }
+  const auto q_shape = RopeShape(o.layout, o.batch, o.heads, o.seq, o.head_dim);
+  const auto k_shape = RopeShape(o.layout, o.batch, o.kv_heads, o.seq, o.head_dim);
+  const size_t nq = static_cast<size_t>(o.batch) * o.heads * o.seq * o.head_dim;
+  const size_t nk = static_cast<size_t>(o.batch) * o.kv_heads * o.seq * o.head_dim;
+  std::vector<float> q(nq, 1.0f), k(nk, 1.0f);
+  if (o.random) {
+    q = RandomNormal(nq, o.seed);
+    k = RandomNormal(nk, o.seed + 1);
+  }
+  *request.mutable_q() = EncodeFloatTensor(q, q_shape);
+  *request.mutable_k() = EncodeFloatTensor(k, k_shape);
+  ASSIGN_OR_RETURN(v1::ApplyRopeResponse response, client.ApplyRope(request));
+  ASSIGN_OR_RETURN(std::vector<float> q_out, DecodeFloatTensor(response.q(), "q"));
+  ASSIGN_OR_RETURN(std::vector<float> k_out, DecodeFloatTensor(response.k(), "k"));
+  if (q_out.size() != nq || k_out.size() != nk) {
+    return absl::InternalError(absl::StrCat("server returned q ", ShapeString(response.q()),
+                                            " and k ", ShapeString(response.k()),
+                                            " for q ", ShapeString(request.q()), " and k ",
+                                            ShapeString(request.k())));
+  }
+  if (g.json) {
+    PrintJsonCompact({{"model", g.model},
+               {"layout", o.layout},
+               {"q_shape", q_shape},
+               {"k_shape", k_shape},
+               {"position_offsets", std::vector<int64_t>(request.position_offsets().begin(),
+                                                         request.position_offsets().end())},
+               {"q_in", q},
+               {"k_in", k},
+               {"q_out", q_out},
+               {"k_out", k_out}});
+    return kExitOk;
+  }
+  std::cout << "layout: " << o.layout << "  q: " << ShapeString(request.q())
+            << "  k: " << ShapeString(request.k()) << "  ->  q: " << ShapeString(response.q())
+            << "  k: " << ShapeString(response.k()) << "\n";
+  const int64_t show = std::min(o.show, o.head_dim);
+  const int64_t offset = o.offsets.empty() ? 0 : o.offsets[0];
+  std::cout << "q[batch 0, head 0], first " << show << " of " << o.head_dim << " values:\n";
+  for (int64_t s = 0; s < o.seq; ++s) {
+    std::string before, after;
+    for (int64_t d = 0; d < show; ++d) {
+      const int64_t i = RopeIndex(o.layout, 0, 0, s, d, o.heads, o.seq, o.head_dim);
+      before += " " + Cell(q[i]);
+      after += " " + Cell(q_out[i]);
+    }
+    std::cout << absl::StrFormat("  pos %3d  before:%s\n           after: %s\n", offset + s, before,
+                                 after);
+  }
+  return kExitOk;
+}
+
+void AddHiddenSource(CLI::App* sub, HiddenSource* s) {
+  CLI::App* group = sub->add_option_group("hidden source", "where the hidden states come from");
+  group->add_option("--hidden-file", s->hidden_file,
+                    "raw little-endian f32 file of [N, hidden_size] rows")
+      ->check(CLI::ExistingFile);
+  group->add_option("--random", s->random_rows, "N seeded standard-normal rows (see --seed)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  group->add_option("--from-ids", s->from_ids,
+                    "embed these ids (comma-separated) and use the rows as hidden states")
+      ->check(IdListValidator());
+  group->require_option(1);
+  sub->add_option("--seed", s->seed, "seed for --random")->capture_default_str();
+  sub->add_option("--input-dtype", s->input_dtype, "dtype the hidden states are sent in")
+      ->check(CLI::IsMember({"f32", "f16", "bf16"}))
+      ->capture_default_str();
+}
+
+int Main(int argc, char** argv) {
+  CLI::App app{"vocabctl: command-line client for vocabd (embeddings, LM head, RoPE)"};
+  app.fallthrough();  // global options are accepted after the subcommand too
+  app.require_subcommand(1);
+  GlobalOptions g;
+  app.add_option("--target", g.target, "server address host:port or gRPC URI")
+      ->envname("VOCABD_TARGET")
+      ->capture_default_str();
+  app.add_option("--timeout", g.timeout_ms, "per-call deadline in milliseconds (0 = none)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_flag("--json", g.json, "machine-readable JSON output");
+  app.add_option("--model", g.model, "model name (default: the server's default model)");
+
+  HealthOptions health;
+  CLI::App* health_cmd = app.add_subcommand("health", "grpc.health.v1 Check; exit 0 only when SERVING");
+  health_cmd->add_option("--service", health.service,
+                         "service name, e.g. vocabd.v1.ScoringService (default: overall)");
+
+  CLI::App* services_cmd = app.add_subcommand("services", "list services via server reflection");
+
+  ModelsOptions models;
+  CLI::App* models_cmd = app.add_subcommand("models", "list models, or show one model's full info");
+  models_cmd->add_option("name", models.name, "model to describe");
+
+  EmbedOptions embed;
+  CLI::App* embed_cmd = app.add_subcommand("embed", "token ids -> embedding rows");
+  embed_cmd->add_option("--ids", embed.ids, "comma-separated token ids; repeat for more sequences")
+      ->required()
+      ->check(IdListValidator())
+      ->allow_extra_args(false);
+  embed_cmd->add_option("--offset", embed.offsets,
+                        "position offset: once for all sequences or once per --ids")
+      ->allow_extra_args(false);
+  embed_cmd->add_option("--dtype", embed.dtype, "output dtype")
+      ->check(CLI::IsMember({"f32", "f16", "bf16"}))
+      ->capture_default_str();
+  embed_cmd->add_option("--positions", embed.positions, "absolute positions added")
+      ->check(CLI::IsMember({"default", "none", "sinusoidal", "learned"}))
+      ->capture_default_str();
+  embed_cmd->add_option("--scale", embed.scale, "embedding scale")
+      ->check(CLI::IsMember({"default", "none", "sqrt-hidden"}))
+      ->capture_default_str();
+  embed_cmd->add_option("--show", embed.show, "values printed per token")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+
+  LogitsOptions logits;
+  CLI::App* logits_cmd = app.add_subcommand("logits", "hidden states -> LM-head logits");
+  AddHiddenSource(logits_cmd, &logits.source);
+  logits_cmd->add_flag("--no-final-norm", logits.no_final_norm, "skip the checkpoint's final norm");
+  logits_cmd->add_option("--temperature", logits.temperature, "divide logits by T (> 0)");
+  logits_cmd->add_flag("--log-softmax", logits.log_softmax, "return log-softmax(logits)");
+  logits_cmd->add_option("--top", logits.top, "largest values printed per row")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  logits_cmd->add_option("--dtype", logits.dtype, "output dtype")
+      ->check(CLI::IsMember({"f32", "f16", "bf16"}))
+      ->capture_default_str();
+  logits_cmd->add_option("--vocab-limit", logits.vocab_limit, "mask ids >= this (0 = none)");
+
+  ScoreOptions score;
+  CLI::App* score_cmd = app.add_subcommand("score", "hidden states -> target logprobs, ranks, top-k");
+  AddHiddenSource(score_cmd, &score.source);
+  score_cmd->add_option("--targets", score.targets, "one comma-separated target id per row")
+      ->check(IdListValidator());
+  score_cmd->add_option("--top-k", score.top_k, "best tokens per row (0..1024)")
+      ->check(CLI::Range(0, 1024));
+  score_cmd->add_flag("--no-final-norm", score.no_final_norm, "skip the checkpoint's final norm");
+  score_cmd->add_option("--temperature", score.temperature, "divide logits by T (> 0)");
+  score_cmd->add_option("--vocab-limit", score.vocab_limit, "mask ids >= this (0 = none)");
+
+  RopeOptions rope;
+  CLI::App* rope_cmd = app.add_subcommand("rope", "apply RoPE to generated q/k and show q before/after");
+  rope_cmd->add_option("--batch", rope.batch, "batch size (THD: number of sequences)")
+      ->check(CLI::Range(1, 1 << 16))
+      ->capture_default_str();
+  rope_cmd->add_option("--heads", rope.heads, "q heads")->check(CLI::Range(1, 1 << 16))->capture_default_str();
+  rope_cmd->add_option("--kv-heads", rope.kv_heads, "k heads")
+      ->check(CLI::Range(1, 1 << 16))
+      ->capture_default_str();
+  rope_cmd->add_option("--head-dim", rope.head_dim, "head dimension")
+      ->check(CLI::Range(1, 1 << 16))
+      ->capture_default_str();
+  rope_cmd->add_option("--seq", rope.seq, "tokens per sequence")->check(CLI::Range(1, 1 << 20))->capture_default_str();
+  rope_cmd->add_option("--layout", rope.layout, "q/k memory layout")
+      ->check(CLI::IsMember({"bhsd", "bshd", "thd"}))
+      ->capture_default_str();
+  rope_cmd->add_option("--offset", rope.offsets, "start position: once, or once per batch row")
+      ->allow_extra_args(false);
+  rope_cmd->add_option("--pair-layout", rope.pair_layout, "override the model's pair layout")
+      ->check(CLI::IsMember({"interleaved", "half-split"}));
+  rope_cmd->add_option("--theta", rope.theta, "override the model's RoPE base")->check(CLI::PositiveNumber);
+  rope_cmd->add_option("--rotary-dim", rope.rotary_dim, "rotated leading coordinates (even)")
+      ->check(CLI::PositiveNumber);
+  rope_cmd->add_flag("--random", rope.random, "seeded standard-normal q/k (default: all ones)");
+  rope_cmd->add_option("--seed", rope.seed, "seed for --random")->capture_default_str();
+  rope_cmd->add_flag("--allow-beyond", rope.allow_beyond, "allow positions >= max_position_embeddings");
+  rope_cmd->add_flag("--high-precision", rope.high_precision, "float64 angles");
+  rope_cmd->add_option("--show", rope.show, "values printed per position")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+
+  try {
+    app.parse(argc, argv);
+    // Cross-option checks CLI11 cannot express; reported as usage errors.
+    if (embed_cmd->parsed() && embed.offsets.size() > 1 && embed.offsets.size() != embed.ids.size()) {
+      throw CLI::ValidationError("--offset", absl::StrCat("given ", embed.offsets.size(),
+                                                          " times for ", embed.ids.size(),
+                                                          " --ids; give it once or once per --ids"));
+    }
+    if (rope_cmd->parsed() && rope.offsets.size() > 1 &&
+        rope.offsets.size() != static_cast<size_t>(rope.batch)) {
+      throw CLI::ValidationError("--offset", absl::StrCat("given ", rope.offsets.size(),
+                                                          " times for --batch ", rope.batch,
+                                                          "; give it once or once per batch row"));
+    }
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    return code == 0 ? kExitOk : kExitUsage;
+  }
+
+  VocabdClient::Options client_options;
+  client_options.target = g.target;
+  client_options.timeout = std::chrono::milliseconds(g.timeout_ms);
+  auto client = VocabdClient::Create(client_options);
+  absl::StatusOr<int> result = kExitUsage;
+  if (!client.ok()) {
+    result = client.status();
+  } else {
+    VocabdClient& c = **client;
+    if (health_cmd->parsed()) {
+      result = RunHealth(c, g, health);
+    } else if (services_cmd->parsed()) {
+      result = RunServices(c, g);
+    } else if (models_cmd->parsed()) {
+      result = RunModels(c, g, models);
+    } else if (embed_cmd->parsed()) {
+      result = RunEmbed(c, g, embed);
+    } else if (logits_cmd->parsed()) {
+      result = RunLogits(c, g, logits);
+    } else if (score_cmd->parsed()) {
+      result = RunScore(c, g, score);
+    } else if (rope_cmd->parsed()) {
+      result = RunRope(c, g, rope);
+    }
+  }
+  if (!result.ok()) {
+    std::cerr << "error: " << absl::StatusCodeToString(result.status().code()) << ": "
+              << result.status().message() << "\n";
+    return kExitError;
+  }
+  return *result;
+}
+
+}  // namespace
+}  // namespace vocabd
+
+int main(int argc, char** argv) { return vocabd::Main(argc, argv); }
