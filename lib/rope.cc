@@ -1,6 +1,9 @@
 #include "lib/rope.h"
 
+#include <algorithm>
 #include <cmath>
+#include <memory>
+#include <thread>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -39,56 +42,6 @@ std::string AxisField(const char* tensor, int axis, const char* what) {
   return absl::StrCat(tensor, ".shape[", axis, "] (", what, ")");
 }
 
-// Checks the parts of RopeParams this file uses (self-contained, so the
-// messages name the params field).
-absl::Status ValidateParams(const RopeParams& params) {
-  if (!std::isfinite(params.theta) || params.theta <= 0.0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("params.theta = ", params.theta, " must be a finite number > 0"));
-  }
-  if (params.head_dim <= 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("params.head_dim = ", params.head_dim, " must be > 0"));
-  }
-  if (params.head_dim % 2 != 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("params.head_dim = ", params.head_dim, " is odd"));
-  }
-  if (params.rotary_dim % 2 != 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("params.rotary_dim = ", params.rotary_dim, " is odd"));
-  }
-  if (params.rotary_dim <= 0 || params.rotary_dim > params.head_dim) {
-    return absl::InvalidArgumentError(absl::StrCat("params.rotary_dim = ", params.rotary_dim,
-                                                   " is outside [2, params.head_dim = ",
-                                                   params.head_dim, "]"));
-  }
-  if (params.max_position_embeddings < 0) {
-    return absl::InvalidArgumentError(absl::StrCat("params.max_position_embeddings = ",
-                                                   params.max_position_embeddings,
-                                                   " is negative"));
-  }
-  return absl::OkStatus();
-}
-
-const char* ScalingName(RopeScalingType type) {
-  switch (type) {
-    case RopeScalingType::kDefault:
-      return "default";
-    case RopeScalingType::kLinear:
-      return "linear";
-    case RopeScalingType::kDynamic:
-      return "dynamic";
-    case RopeScalingType::kYarn:
-      return "yarn";
-    case RopeScalingType::kLlama3:
-      return "llama3";
-    case RopeScalingType::kLongrope:
-      return "longrope";
-  }
-  return "unknown";
-}
-
 // Validates one tensor's shape for `layout`; `name` is "q" or "k".
 absl::Status ValidateTensorShape(const char* name, const QkTensor& t, QkvLayout layout) {
   const AxisNames ax = AxesOf(layout);
@@ -123,68 +76,73 @@ absl::Status ValidateTensorShape(const char* name, const QkTensor& t, QkvLayout 
   return absl::OkStatus();
 }
 
-// Rotates the first `half` pairs of one head vector in place.
-// a' = a cos - b sin,  b' = b cos + a sin   (fp32; no FMA on the x86-64
-// baseline, so each product and the sum round separately as in HF).
-inline void RotateHead(float* x, int half, bool interleaved, const float* cos_v,
-                       const float* sin_v) {
-  if (interleaved) {
-    for (int i = 0; i < half; ++i) {
-      const float a = x[2 * i];
-      const float b = x[2 * i + 1];
-      x[2 * i] = a * cos_v[i] - b * sin_v[i];
-      x[2 * i + 1] = b * cos_v[i] + a * sin_v[i];
-    }
-  } else {
-    float* lo = x;
-    float* hi = x + half;
-    for (int i = 0; i < half; ++i) {
-      const float a = lo[i];
-      const float b = hi[i];
-      lo[i] = a * cos_v[i] - b * sin_v[i];
-      hi[i] = b * cos_v[i] + a * sin_v[i];
-    }
-  }
-}
-
 }  // namespace
 
 absl::StatusOr<std::vector<float>> ComputeInvFreq(const RopeParams& params) {
-  RETURN_IF_ERROR(ValidateParams(params));
-  const RopeScaling& scaling = params.scaling;
-  if (scaling.type != RopeScalingType::kDefault && scaling.type != RopeScalingType::kLinear) {
-    return absl::UnimplementedError(absl::StrCat(
-        "params.scaling.type = ", ScalingName(scaling.type),
-        " is not implemented yet (only default and linear; the Positions issue adds dynamic, "
-        "yarn, llama3 and longrope)"));
-  }
-  float linear_factor = 1.0f;
-  if (scaling.type == RopeScalingType::kLinear) {
-    if (!std::isfinite(scaling.factor) || scaling.factor <= 0.0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "params.scaling.factor = ", scaling.factor, " must be a finite number > 0 for linear"));
+  ASSIGN_OR_RETURN(RopeFrequencies f, ComputeRopeFrequencies(params, 0, false));
+  return std::move(f.inv_freq);
+}
+
+absl::Status CheckPositions(const std::vector<int64_t>& positions, int64_t max_trained,
+                            bool allow_beyond_trained_length, const char* field) {
+  for (size_t i = 0; i < positions.size(); ++i) {
+    const int64_t p = positions[i];
+    if (p < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(field, "[", i, "] = ", p, " is negative"));
     }
-    linear_factor = static_cast<float>(scaling.factor);
+    if (max_trained > 0 && p >= max_trained && !allow_beyond_trained_length) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          field, "[", i, "]: position ", p, " >= max_position_embeddings ", max_trained,
+          " (set allow_beyond_trained_length)"));
+    }
   }
-  const int r = params.rotary_dim;
-  const float base = static_cast<float>(params.theta);
-  const float r_f = static_cast<float>(r);
-  std::vector<float> inv_freq(static_cast<size_t>(r / 2));
-  for (int i = 0; i < r / 2; ++i) {
-    // HF: arange(0, r, 2, int64).float() / r, then base ** that, then 1 / it,
-    // every step in float32.
-    const float exponent = static_cast<float>(2 * i) / r_f;
-    // float32 pow, correctly rounded: evaluated in double on the float
-    // operands and rounded once (independent of the libm's powf quality;
-    // equals glibc powf on all tested inputs).
-    const float denom = static_cast<float>(
-        std::pow(static_cast<double>(base), static_cast<double>(exponent)));
-    float v = 1.0f / denom;
-    // HF linear: inv_freq /= factor (float32 tensor / python float).
-    if (scaling.type == RopeScalingType::kLinear) v = v / linear_factor;
-    inv_freq[static_cast<size_t>(i)] = v;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<RopeCacheOutput> ComputeRopeCache(const RopeParams& params, int64_t start,
+                                                 int64_t count, bool allow_beyond_trained_length,
+                                                 bool high_precision) {
+  if (count < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("num_positions = ", count, " is negative"));
   }
-  return inv_freq;
+  if (start < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("start_position = ", start, " is negative"));
+  }
+  if (count > 0 && start > std::numeric_limits<int64_t>::max() - count) {
+    return absl::InvalidArgumentError(absl::StrCat("start_position + num_positions = ", start,
+                                                   " + ", count, " overflows int64"));
+  }
+  const int64_t last = count > 0 ? start + count - 1 : start;
+  if (count > 0 && params.max_position_embeddings > 0 && last >= params.max_position_embeddings &&
+      !allow_beyond_trained_length) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "start_position + num_positions - 1 = ", last, " >= max_position_embeddings ",
+        params.max_position_embeddings, " (set allow_beyond_trained_length)"));
+  }
+  ASSIGN_OR_RETURN(RopeFrequencies f,
+                   ComputeRopeFrequencies(params, count > 0 ? start + count : 0, high_precision));
+  constexpr int64_t kMaxValues = int64_t{1} << 24;
+  if (count > kMaxValues / std::max(f.half, 1)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "num_positions = ", count, " x rotary_dim / 2 = ", f.half, " exceeds ", kMaxValues,
+        " values per table"));
+  }
+  RopeCacheOutput out;
+  out.attention_scaling = f.attention_scaling;
+  out.used_long_factor = f.used_long_factor;
+  if (high_precision) {
+    out.inv_freq.assign(f.inv_freq_f64.begin(), f.inv_freq_f64.end());
+  } else {
+    out.inv_freq = f.inv_freq;
+  }
+  const size_t h = static_cast<size_t>(f.half);
+  out.cos.resize(static_cast<size_t>(count) * h);
+  out.sin.resize(static_cast<size_t>(count) * h);
+  for (int64_t i = 0; i < count; ++i) {
+    f.CosSin(start + i, out.cos.data() + static_cast<size_t>(i) * h,
+             out.sin.data() + static_cast<size_t>(i) * h);
+  }
+  return out;
 }
 
 absl::Status ApplyRope(const RopeParams& params, const ApplyRopeOptions& options,
@@ -228,8 +186,6 @@ absl::Status ApplyRope(const RopeParams& params, const ApplyRopeOptions& options
                                                    AxisField("q", ax.seq, "seq_len"), " = ",
                                                    q.seq_len));
   }
-  ASSIGN_OR_RETURN(std::vector<float> inv_freq, ComputeInvFreq(params));
-
   const int64_t batch = q.batch;
   const int64_t seq = q.seq_len;
   int64_t tokens = 0;
@@ -242,52 +198,96 @@ absl::Status ApplyRope(const RopeParams& params, const ApplyRopeOptions& options
         absl::StrCat("positions has ", positions.size(), " entries, expected batch * seq_len = ",
                      batch, " * ", seq, " = ", tokens));
   }
-  const int64_t max_pos = params.max_position_embeddings;
-  for (size_t i = 0; i < positions.size(); ++i) {
-    const int64_t p = positions[i];
-    if (p < 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("positions[", i, "] = ", p, " is negative"));
+  RETURN_IF_ERROR(CheckPositions(positions, params.max_position_embeddings,
+                                 options.allow_beyond_trained_length, "positions"));
+  int64_t max_position = -1;
+  for (int64_t p : positions) max_position = std::max(max_position, p);
+  // HF dynamic_rope_update: seq_len = max(position_ids) + 1 (also the
+  // longrope short/long switch).
+  ASSIGN_OR_RETURN(RopeFrequencies freqs,
+                   ComputeRopeFrequencies(params, max_position + 1, options.high_precision));
+  if (tokens == 0) return absl::OkStatus();
+
+  // cos/sin row of every token: from the cached table when the request is
+  // dense enough to be worth one (or one exists), else computed here.
+  const int half = freqs.half;
+  std::vector<const float*> cos_rows(static_cast<size_t>(tokens));
+  std::vector<const float*> sin_rows(static_cast<size_t>(tokens));
+  std::shared_ptr<const RopeTable> table;
+  std::vector<float> scratch;
+  if (options.use_cache) {
+    RopeCache& cache = options.cache != nullptr ? *options.cache : RopeCache::Shared();
+    const int64_t needed = max_position + 1;
+    const bool dense = needed <= 4 * tokens + 4096;
+    table = cache.Get(freqs, needed, /*build_if_missing=*/dense);
+  }
+  if (table != nullptr) {
+    for (int64_t t = 0; t < tokens; ++t) {
+      const size_t off = static_cast<size_t>(positions[static_cast<size_t>(t)]) * half;
+      cos_rows[static_cast<size_t>(t)] = table->cos.data() + off;
+      sin_rows[static_cast<size_t>(t)] = table->sin.data() + off;
     }
-    if (max_pos > 0 && p >= max_pos && !options.allow_beyond_trained_length) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "positions[", i, "]: position ", p, " >= max_position_embeddings ", max_pos,
-          " (set allow_beyond_trained_length)"));
+  } else {
+    scratch.resize(static_cast<size_t>(tokens) * 2 * half);
+    for (int64_t t = 0; t < tokens; ++t) {
+      float* c = scratch.data() + static_cast<size_t>(t) * 2 * half;
+      freqs.CosSin(positions[static_cast<size_t>(t)], c, c + half);
+      cos_rows[static_cast<size_t>(t)] = c;
+      sin_rows[static_cast<size_t>(t)] = c + half;
     }
   }
 
-  const int half = params.rotary_dim / 2;
-  const bool interleaved = params.pair_layout == RopePairLayout::kInterleaved;
+  const RotateRowsFn rotate =
+      GetRotateRows(params.pair_layout == RopePairLayout::kInterleaved, options.isa);
   const int64_t d = q.head_dim;
-  std::vector<float> cos_v(static_cast<size_t>(half));
-  std::vector<float> sin_v(static_cast<size_t>(half));
-
-  // Offset of the head vector (b, h, s) in a tensor with `heads` heads.
-  auto offset = [&](int64_t b, int64_t h, int64_t s, int64_t heads) -> int64_t {
-    if (layout == QkvLayout::kBHSD) return ((b * heads + h) * seq + s) * d;
-    return ((b * seq + s) * heads + h) * d;  // BSHD, THD (b == 0)
-  };
-
-  for (int64_t b = 0; b < batch; ++b) {
-    for (int64_t s = 0; s < seq; ++s) {
-      // HF: position_ids.float() @ inv_freq (K = 1, one fp32 product), then
-      // cos/sin in fp32. Computed once per token, shared by all q and k heads.
-      const float pos_f = static_cast<float>(positions[static_cast<size_t>(b * seq + s)]);
-      for (int i = 0; i < half; ++i) {
-        const float angle = pos_f * inv_freq[static_cast<size_t>(i)];
-        cos_v[static_cast<size_t>(i)] = std::cos(angle);  // float overload: cosf
-        sin_v[static_cast<size_t>(i)] = std::sin(angle);  // float overload: sinf
-      }
-      for (int64_t h = 0; h < q.num_heads; ++h) {
-        RotateHead(q.data + offset(b, h, s, q.num_heads), half, interleaved, cos_v.data(),
-                   sin_v.data());
-      }
-      for (int64_t h = 0; h < k.num_heads; ++h) {
-        RotateHead(k.data + offset(b, h, s, k.num_heads), half, interleaved, cos_v.data(),
-                   sin_v.data());
+  // Work units: blocks of kBlock tokens of one batch row; each unit rotates
+  // every q and k head of those tokens.
+  constexpr int64_t kBlock = 64;
+  const int64_t blocks_per_row = (seq + kBlock - 1) / kBlock;
+  const int64_t units = batch * blocks_per_row;
+  const float* const* cr = cos_rows.data();
+  const float* const* sr = sin_rows.data();
+  auto run_units = [&](int64_t u_begin, int64_t u_end) {
+    for (int64_t u = u_begin; u < u_end; ++u) {
+      const int64_t b = u / blocks_per_row;
+      const int64_t s0 = (u % blocks_per_row) * kBlock;
+      const int64_t n = std::min(kBlock, seq - s0);
+      const int64_t t0 = b * seq + s0;
+      if (layout == QkvLayout::kBHSD) {
+        // Rows of one head are contiguous over s: runs of n rows.
+        for (int64_t h = 0; h < q.num_heads; ++h) {
+          rotate(q.data + ((b * q.num_heads + h) * seq + s0) * d, n, d, cr + t0, sr + t0, 1, half);
+        }
+        for (int64_t h = 0; h < k.num_heads; ++h) {
+          rotate(k.data + ((b * k.num_heads + h) * seq + s0) * d, n, d, cr + t0, sr + t0, 1, half);
+        }
+      } else {
+        // BSHD / THD: all heads of a token are contiguous and share one row.
+        for (int64_t s = 0; s < n; ++s) {
+          const int64_t t = t0 + s;
+          rotate(q.data + t * q.num_heads * d, q.num_heads, d, cr + t, sr + t, 0, half);
+          rotate(k.data + t * k.num_heads * d, k.num_heads, d, cr + t, sr + t, 0, half);
+        }
       }
     }
+  };
+  int threads = options.num_threads;
+  if (threads <= 0) {
+    const int64_t bytes = tokens * (q.num_heads + k.num_heads) * d * static_cast<int64_t>(sizeof(float));
+    threads = bytes >= (int64_t{4} << 20) ? static_cast<int>(std::thread::hardware_concurrency()) : 1;
   }
+  threads = static_cast<int>(std::clamp<int64_t>(threads, 1, std::max<int64_t>(units, 1)));
+  if (threads == 1) {
+    run_units(0, units);
+    return absl::OkStatus();
+  }
+  std::vector<std::thread> workers;
+  workers.reserve(static_cast<size_t>(threads - 1));
+  for (int w = 1; w < threads; ++w) {
+    workers.emplace_back(run_units, units * w / threads, units * (w + 1) / threads);
+  }
+  run_units(0, units / threads);
+  for (std::thread& w : workers) w.join();
   return absl::OkStatus();
 }
 

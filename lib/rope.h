@@ -1,12 +1,15 @@
 // Rotary position embedding (RoFormer, arXiv:2104.09864) on q/k tensors.
 //
-// Angles follow the Hugging Face fp32 recipe (LlamaRotaryEmbedding):
-//   inv_freq[i] = 1 / theta^(float(2i) / r)      fp32, i in [0, r/2)
+// Angles follow the Hugging Face fp32 recipe (LlamaRotaryEmbedding +
+// modeling_rope_utils; every scaling type, see lib/rope_freq.h):
+//   inv_freq[i] from the scaling type, fp32, i in [0, r/2)
 //   angle(p, i) = float(p) * inv_freq[i]        fp32 product
-//   cos/sin     = cos(angle), sin(angle)         fp32
+//   cos/sin     = cos(angle) * attn, sin(angle) * attn   fp32 (attn = attention
+//                 scaling: yarn / longrope, else 1)
 // and each pair (a, b) of a head rotates to
 //   a' = a cos - b sin,  b' = b cos + a sin.
 // Coordinates [r, head_dim) pass through unchanged (partial rotary).
+// high_precision: angles and cos/sin in float64 (rounded once to fp32).
 //
 // Pair layouts inside one head of width D = head_dim, r = rotary_dim:
 //   INTERLEAVED:  [a0 b0 a1 b1 ... a(r/2-1) b(r/2-1) | pass ... ]
@@ -16,6 +19,10 @@
 //   BHSD: [B, H, S, D]    BSHD: [B, S, H, D]    THD: [T, H, D] (== BSHD, B=1)
 // q has Hq heads, k has Hk heads, Hq % Hk == 0 (GQA); both use the same
 // positions[b * S + s].
+//
+// Speed: cos/sin rows come from a per-config table cache (lib/rope_cache.h)
+// and the rotation is a vectorized kernel (lib/rope_kernel.h, AVX-512/AVX2
+// chosen at run time), split over threads for large tensors.
 #ifndef VOCABD_LIB_ROPE_H_
 #define VOCABD_LIB_ROPE_H_
 
@@ -25,21 +32,19 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "lib/model_config.h"
+#include "lib/rope_cache.h"
+#include "lib/rope_freq.h"
+#include "lib/rope_kernel.h"
 
 namespace vocabd {
 
 enum class QkvLayout { kBHSD, kBSHD, kTHD };
 
-// inv_freq [rotary_dim / 2] (fp32, radians per position) for `params`:
-//   kDefault: inv_freq[i] = 1.0f / powf(float(theta), float(2i) / float(r))
-//             (powf correctly rounded: pow in double on the float operands,
-//             rounded once to float)
-//   kLinear:  the same divided by float(scaling.factor) (HF
-//             `_compute_linear_scaling_rope_parameters`: positions / factor)
-// Other scaling types return UNIMPLEMENTED (the Positions issue adds them).
+// inv_freq [rotary_dim / 2] (fp32, radians per position) for `params` at
+// the trained length (ComputeRopeFrequencies(params, 0, false).inv_freq;
+// dynamic: the unscaled frequencies, longrope: short_factor).
 // INVALID_ARGUMENT naming the params field for theta <= 0, head_dim <= 0 or
-// odd, rotary_dim odd or outside [2, head_dim], linear factor <= 0.
-// (These checks are local to rope.cc; RopeParams::Validate is not called.)
+// odd, rotary_dim odd or outside [2, head_dim], bad scaling parameters.
 absl::StatusOr<std::vector<float>> ComputeInvFreq(const RopeParams& params);
 
 // A q or k tensor to rotate in place.
@@ -55,7 +60,40 @@ struct ApplyRopeOptions {
   QkvLayout layout = QkvLayout::kBHSD;
   // Allow positions >= params.max_position_embeddings (when > 0).
   bool allow_beyond_trained_length = false;
+  // float64 angles (see lib/rope_freq.h) instead of the HF fp32 recipe.
+  bool high_precision = false;
+  // Kernel ISA; kAuto = the best the CPU has (all give the same bits).
+  RopeIsa isa = RopeIsa::kAuto;
+  // Worker threads; 0 = auto (all hardware threads when q + k >= 4 MiB,
+  // else 1). Threads are spawned per call.
+  int num_threads = 0;
+  // cos/sin table cache; nullptr = RopeCache::Shared(). use_cache = false
+  // computes every row directly (same bits).
+  RopeCache* cache = nullptr;
+  bool use_cache = true;
 };
+
+// The length policy shared by every position consumer: INVALID_ARGUMENT
+// `<field>[i]: position P >= max_position_embeddings M (set
+// allow_beyond_trained_length)` when max_trained > 0, P >= M and not allowed;
+// `<field>[i] = P is negative` for P < 0.
+absl::Status CheckPositions(const std::vector<int64_t>& positions, int64_t max_trained,
+                            bool allow_beyond_trained_length, const char* field);
+
+// GetRopeCache: frequencies and cos/sin for positions
+// start .. start + count - 1 (seq_len for dynamic/longrope = start + count).
+struct RopeCacheOutput {
+  std::vector<float> inv_freq;  // [r/2] (high precision: float(inv_freq_f64))
+  std::vector<float> cos;       // [count, r/2], times attention_scaling
+  std::vector<float> sin;       // [count, r/2]
+  double attention_scaling = 1.0;
+  bool used_long_factor = false;
+};
+// INVALID_ARGUMENT naming `num_positions` (< 0 or count * r/2 > 2^24) /
+// `start_position` (< 0) / the length policy / params.
+absl::StatusOr<RopeCacheOutput> ComputeRopeCache(const RopeParams& params, int64_t start,
+                                                 int64_t count, bool allow_beyond_trained_length,
+                                                 bool high_precision);
 
 // Rotates q and k in place. `positions` has batch * seq_len entries
 // (position of token s of batch row b at [b * seq_len + s]); for THD,

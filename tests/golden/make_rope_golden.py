@@ -83,6 +83,23 @@ def rope_bhsd(x, positions, inv_freq, rotary_dim, layout):
     return np.concatenate([out, rest], axis=-1)
 
 
+def rope_bhsd_cs(x, c, sn, rotary_dim, layout):
+    """x: [1, H, S, D] float32; c, sn: [S, rotary_dim / 2] float32 rows."""
+    b, h, s, d = x.shape
+    assert b == 1
+    c = c.reshape(1, 1, s, rotary_dim // 2)
+    sn = sn.reshape(1, 1, s, rotary_dim // 2)
+    rot, rest = x[..., :rotary_dim], x[..., rotary_dim:]
+    if layout == "HALF_SPLIT":
+        out = rot * np.concatenate([c, c], axis=-1) + rotate_half(rot) * np.concatenate([sn, sn], axis=-1)
+    else:
+        pairs = rot.reshape(b, h, s, rotary_dim // 2, 2)
+        a, bb = pairs[..., 0], pairs[..., 1]
+        out = np.stack([a * c - bb * sn, bb * c + a * sn], axis=-1).reshape(b, h, s, rotary_dim)
+    assert out.dtype == F32
+    return np.concatenate([out, rest], axis=-1)
+
+
 def seeded_tensor(rng, shape):
     # Values on a 1/64 grid (exact in float32, short in JSON), |x| up to ~8.
     return (np.round(rng.standard_normal(shape) * 2.0 * 64.0) / 64.0).astype(F32)
