@@ -105,6 +105,7 @@ absl::StatusOr<bool> AddSafetensorsTensors(const MappedFile& file, const Safeten
     const size_t n = nbytes / DTypeSize(entry.dtype);
     WeightTensor t;
     t.shape = entry.shape;
+    t.stored_dtype = entry.dtype;
     if (IsCanonical(name) && IsFloating(entry.dtype) && entry.dtype != DType::kF32) {
       // Converted once to an owned F32 buffer.
       std::vector<uint8_t> buffer(n * sizeof(float));
@@ -262,6 +263,15 @@ int64_t Checkpoint::resident_bytes() const {
   int64_t total = 0;
   for (const auto& [name, t] : tensors_) total += static_cast<int64_t>(t.nbytes);
   return total;
+}
+
+void Checkpoint::ReleaseBuffer(const void* data) {
+  for (auto it = owned_.begin(); it != owned_.end(); ++it) {
+    if ((*it)->data() == data) {
+      owned_.erase(it);
+      return;
+    }
+  }
 }
 
 void Checkpoint::AddFile(std::unique_ptr<MappedFile> file, SourceFileInfo info) {

@@ -20,6 +20,9 @@ namespace vocabd {
 // the Checkpoint that owns it.
 struct WeightTensor {
   DType dtype = DType::kF32;
+  // The dtype in the file; differs from `dtype` when the loader converted the
+  // tensor (canonical F16/BF16 -> F32). Decides the default serving dtype.
+  DType stored_dtype = DType::kF32;
   std::vector<int64_t> shape;
   const void* data = nullptr;
   size_t nbytes = 0;
@@ -84,6 +87,10 @@ class Checkpoint {
     owned_.push_back(std::make_unique<std::vector<uint8_t>>(std::move(buffer)));
   }
   const std::vector<uint8_t>& last_buffer() const { return *owned_.back(); }
+  // Frees the owned buffer starting at `data` (no-op if `data` is not the
+  // start of an owned buffer, e.g. a mapping). Callers first repoint every
+  // tensor that used it (the model does, when it re-encodes the table).
+  void ReleaseBuffer(const void* data);
   // Checks the canonical tensors exist with the config's shapes and the head
   // rule (untied without lm_head -> FAILED_PRECONDITION naming the tensor).
   absl::Status Finalize();

@@ -44,6 +44,16 @@ ScratchBuffer& ThreadScratch() {
   return buffer;
 }
 
+// Per-thread buffer for the bf16 copy of the hidden rows.
+ScratchBuffer& ThreadBf16Src() {
+  thread_local ScratchBuffer buffer;
+  return buffer;
+}
+
+memory::data_type DnnlType(DType dtype) {
+  return dtype == DType::kBF16 ? memory::data_type::bf16 : memory::data_type::f32;
+}
+
 absl::Status DnnlError(const char* what, const dnnl::error& e) {
   return absl::InternalError(
       absl::StrCat("oneDNN ", what, " failed: ", e.what(), " (dnnl_status ",
@@ -64,6 +74,16 @@ struct LmHead::Impl {
 LmHead::LmHead(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 LmHead::~LmHead() = default;
 
+bool LmHead::Bf16Supported() {
+  const dnnl::cpu_isa isa = dnnl::get_effective_cpu_isa();
+  return isa == dnnl::cpu_isa::avx512_core_bf16 || isa == dnnl::cpu_isa::avx512_core_amx;
+}
+
+DType LmHead::weights_dtype() const { return impl_->options.weights_dtype; }
+int64_t LmHead::weight_bytes() const {
+  return impl_->options.vocab_size * impl_->options.hidden_size *
+         static_cast<int64_t>(DTypeSize(impl_->options.weights_dtype));
+}
 int64_t LmHead::vocab_size() const { return impl_->options.vocab_size; }
 int64_t LmHead::hidden_size() const { return impl_->options.hidden_size; }
 std::string LmHead::implementation() const {
@@ -83,17 +103,28 @@ absl::StatusOr<std::unique_ptr<LmHead>> LmHead::Create(const Options& options) {
     return absl::InvalidArgumentError(
         absl::StrCat("LmHead: hidden_size = ", options.hidden_size, " must be > 0"));
   }
+  if (options.weights_dtype != DType::kF32 && options.weights_dtype != DType::kBF16) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("LmHead: weights_dtype = ", std::string(DTypeName(options.weights_dtype)),
+                     " is not supported (F32 or BF16)"));
+  }
+  if (options.weights_dtype == DType::kBF16 && !Bf16Supported()) {
+    return absl::FailedPreconditionError(
+        "LmHead: BF16 weights need a CPU with AVX512-BF16 or AMX (oneDNN effective ISA has "
+        "neither)");
+  }
   const memory::dim k = options.hidden_size;
   const memory::dim n = options.vocab_size;
   auto impl = std::make_unique<Impl>();
   impl->options = options;
   try {
     impl->engine = dnnl::engine(dnnl::engine::kind::cpu, 0);
-    const memory::desc src_md({DNNL_RUNTIME_DIM_VAL, k}, memory::data_type::f32,
-                              memory::format_tag::ab);
+    const memory::data_type wt = DnnlType(options.weights_dtype);
+    // BF16 weights take bf16 src (oneDNN 2.6 has no f32 x bf16 matmul).
+    const memory::desc src_md({DNNL_RUNTIME_DIM_VAL, k}, wt, memory::format_tag::ab);
     // W is [N, K] row-major; as the [K, N] weights operand element (k, n)
     // sits at k * 1 + n * K: strides {1, K}.
-    impl->weights_md = memory::desc({k, n}, memory::data_type::f32, memory::dims{1, k});
+    impl->weights_md = memory::desc({k, n}, wt, memory::dims{1, k});
     const memory::desc dst_md({DNNL_RUNTIME_DIM_VAL, n}, memory::data_type::f32,
                               memory::format_tag::ab);
     dnnl::primitive_attr attr;
@@ -121,13 +152,25 @@ absl::Status LmHead::Compute(const float* hidden, int64_t rows, float* logits) c
   const Impl& impl = *impl_;
   const memory::dim m = rows;
   try {
-    const memory::desc src_md({m, impl.options.hidden_size}, memory::data_type::f32,
-                              memory::format_tag::ab);
+    const bool bf16 = impl.options.weights_dtype == DType::kBF16;
+    const void* src = hidden;
+    if (bf16) {
+      const size_t count = static_cast<size_t>(m * impl.options.hidden_size);
+      void* converted = ThreadBf16Src().Get(count * sizeof(uint16_t));
+      if (converted == nullptr) {
+        return absl::ResourceExhaustedError(
+            absl::StrCat("LmHead: cannot allocate ", count * 2, " bytes for bf16 rows"));
+      }
+      ConvertFromF32(hidden, count, DType::kBF16, converted);
+      src = converted;
+    }
+    const memory::desc src_md({m, impl.options.hidden_size},
+                              DnnlType(impl.options.weights_dtype), memory::format_tag::ab);
     const memory::desc dst_md({m, impl.options.vocab_size}, memory::data_type::f32,
                               memory::format_tag::ab);
     // oneDNN takes non-const handles; it never writes SRC or WEIGHTS.
-    memory src_mem(src_md, impl.engine, const_cast<float*>(hidden));
-    memory wei_mem(impl.weights_md, impl.engine, const_cast<float*>(impl.options.weights));
+    memory src_mem(src_md, impl.engine, const_cast<void*>(src));
+    memory wei_mem(impl.weights_md, impl.engine, const_cast<void*>(impl.options.weights));
     memory dst_mem(dst_md, impl.engine, logits);
     std::unordered_map<int, memory> args = {
         {DNNL_ARG_SRC, src_mem}, {DNNL_ARG_WEIGHTS, wei_mem}, {DNNL_ARG_DST, dst_mem}};

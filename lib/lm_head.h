@@ -1,10 +1,18 @@
 // The LM head GEMM: logits = hidden x W^T with oneDNN matmul.
 //
 //   hidden  [M, hidden_size]          F32, row-major (M = rows, runtime)
-//   W       [vocab_size, hidden_size] F32, row-major (embedding layout;
+//   W       [vocab_size, hidden_size] F32 or BF16, row-major (embedding layout;
 //           viewed by oneDNN as weights [K=hidden_size, N=vocab_size] with
 //           strides {1, hidden_size}, i.e. format "ba", no copy)
 //   logits  [M, vocab_size]           F32, row-major
+//
+// BF16 weights: oneDNN matmul with bf16 src and weights, f32 accumulation
+// and f32 dst. The F32 hidden rows are rounded to bf16 (nearest even) per
+// call, so each product carries both roundings; the measured error bound vs
+// float64 is documented in README.md ("Scoring performance") and asserted by
+// tests/lib/lm_head_bf16_test.cc. Only offered where the CPU has native bf16
+// dot products (AVX512-BF16 or AMX; see Bf16Supported()); elsewhere Create
+// returns FAILED_PRECONDITION so the caller can fall back to F32.
 //
 // The primitive is built once with M = DNNL_RUNTIME_DIM_VAL and
 // scratchpad_mode::user, so any thread may call Compute concurrently: each
@@ -27,22 +35,27 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "lib/dtype.h"
 
 namespace vocabd {
 
 class LmHead {
  public:
   struct Options {
-    // [vocab_size, hidden_size] row-major F32; not owned, never written, must
-    // outlive the LmHead (for a tied head this is the embedding table itself,
-    // so the model holds one copy). Read on every Compute, so changes to the
-    // table are seen by later calls.
-    const float* weights = nullptr;
+    // [vocab_size, hidden_size] row-major, of weights_dtype (float or
+    // uint16_t bf16 bits); not owned, never written, must outlive the LmHead
+    // (for a tied head this is the embedding table itself, so the model
+    // holds one copy). Read on every Compute, so changes to the table are
+    // seen by later calls.
+    const void* weights = nullptr;
+    // kF32 or kBF16.
+    DType weights_dtype = DType::kF32;
     int64_t vocab_size = 0;
     int64_t hidden_size = 0;
   };
-  // INVALID_ARGUMENT for null weights or non-positive sizes; INTERNAL when
-  // oneDNN cannot create the primitive (its message included).
+  // INVALID_ARGUMENT for null weights, non-positive sizes or a weights_dtype
+  // other than F32/BF16; FAILED_PRECONDITION for BF16 when !Bf16Supported();
+  // INTERNAL when oneDNN cannot create the primitive (its message included).
   static absl::StatusOr<std::unique_ptr<LmHead>> Create(const Options& options);
   ~LmHead();
   LmHead(const LmHead&) = delete;
@@ -54,6 +67,14 @@ class LmHead {
   // allocation failure as RESOURCE_EXHAUSTED; nothing is thrown.
   absl::Status Compute(const float* hidden, int64_t rows, float* logits) const;
 
+  // True when oneDNN's effective ISA has native bf16 dot products
+  // (avx512_core_bf16 or avx512_core_amx). Honours ONEDNN_MAX_CPU_ISA /
+  // DNNL_MAX_CPU_ISA, so `DNNL_MAX_CPU_ISA=AVX512_CORE` shows the fallback.
+  static bool Bf16Supported();
+
+  DType weights_dtype() const;
+  // Bytes of the weight matrix (vocab_size * hidden_size * element size).
+  int64_t weight_bytes() const;
   int64_t vocab_size() const;
   int64_t hidden_size() const;
   // oneDNN's implementation name for the primitive (e.g. "gemm:jit"), for

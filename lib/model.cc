@@ -1,7 +1,10 @@
 #include "lib/model.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <new>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "lib/embedding.h"
@@ -22,18 +25,79 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Create(const Options& options) {
   std::unique_ptr<Model> model(new Model());
   model->name_ = options.name;
   model->checkpoint_ = std::move(checkpoint);
-  const WeightTensor& head = model->checkpoint_->lm_head();
-  if (head.dtype != DType::kF32) {
-    return absl::UnimplementedError(absl::StrCat("model '", options.name, "': LM head dtype ",
-                                                 std::string(DTypeName(head.dtype)),
-                                                 " is served as F32 only in this version"));
+  model->requested_dtype_ = options.weights_dtype;
+  model->pool_ = options.compute_pool;
+  DType want = DType::kF32;
+  switch (options.weights_dtype) {
+    case WeightsDType::kAuto: {
+      const DType stored = model->checkpoint_->lm_head().stored_dtype;
+      want = stored == DType::kBF16 ? DType::kBF16 : DType::kF32;
+      break;
+    }
+    case WeightsDType::kF32: want = DType::kF32; break;
+    case WeightsDType::kBF16: want = DType::kBF16; break;
   }
+  if (want == DType::kBF16 && !LmHead::Bf16Supported()) {
+    model->fallback_reason_ =
+        "BF16 weights need a CPU with AVX512-BF16 or AMX (oneDNN effective ISA has neither); "
+        "serving F32";
+    want = DType::kF32;
+  }
+  RETURN_IF_ERROR(model->ServeInDType(want));
+  const WeightTensor& head = model->checkpoint_->lm_head();
   LmHead::Options head_options;
-  head_options.weights = head.f32();
+  head_options.weights = head.data;
+  head_options.weights_dtype = head.dtype;
   head_options.vocab_size = model->config().vocab_size;
   head_options.hidden_size = model->config().hidden_size;
-  ASSIGN_OR_RETURN(model->lm_head_, LmHead::Create(head_options));
+  ASSIGN_OR_RETURN(std::unique_ptr<LmHead> lm_head, LmHead::Create(head_options));
+  model->lm_head_ = std::shared_ptr<const LmHead>(std::move(lm_head));
+  if (options.batching.has_value()) {
+    if (options.compute_pool == nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("model '", options.name, "': dynamic batching needs a compute pool"));
+    }
+    auto batcher = DynamicBatcher::Create(*options.batching, model->lm_head_,
+                                          options.compute_pool);
+    if (!batcher.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("model '", options.name,
+                                                     "': batching: ", batcher.status().message()));
+    }
+    model->batcher_ = std::move(*batcher);
+  }
   return model;
+}
+
+absl::Status Model::ServeInDType(DType dtype) {
+  // Re-encodes the embedding and (untied) head tensors in `dtype`, replacing
+  // them in the checkpoint so exactly one copy stays resident.
+  for (const char* name : {kEmbedTokens, kLmHead}) {
+    const WeightTensor* t = checkpoint_->Find(name);
+    if (t == nullptr || t->dtype == dtype) continue;
+    if (t->dtype != DType::kF32 || dtype != DType::kBF16) {
+      return absl::InternalError(absl::StrCat("model '", name_, "': cannot serve ", name, " (",
+                                              std::string(DTypeName(t->dtype)), ") as ",
+                                              std::string(DTypeName(dtype))));
+    }
+    const size_t n = static_cast<size_t>(t->num_elements());
+    std::vector<uint8_t> buffer;
+    try {
+      buffer.resize(n * DTypeSize(dtype));
+    } catch (const std::bad_alloc&) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "model '", name_, "': cannot allocate ", n * DTypeSize(dtype), " bytes for ", name));
+    }
+    ConvertFromF32(t->f32(), n, dtype, buffer.data());
+    checkpoint_->AdoptBuffer(std::move(buffer));
+    WeightTensor converted = *t;
+    const void* old_data = t->data;
+    converted.dtype = dtype;
+    converted.data = checkpoint_->last_buffer().data();
+    converted.nbytes = n * DTypeSize(dtype);
+    checkpoint_->AddTensor(name, std::move(converted));
+    checkpoint_->ReleaseBuffer(old_data);  // no-op for a memory mapping
+  }
+  return absl::OkStatus();
 }
 
 absl::Status Model::Embed(const EmbedInput& input, EmbedOutput* output) const {
@@ -124,8 +188,17 @@ absl::Status Model::Embed(const EmbedInput& input, EmbedOutput* output) const {
   const int64_t hidden = cfg.hidden_size;
   output->embeddings.resize(ids.size() * hidden);
   const WeightTensor& table = checkpoint_->embedding();
-  RETURN_IF_ERROR(EmbeddingLookup(table.f32(), cfg.vocab_size, hidden, ids, "token_ids",
-                                  output->embeddings.data()));
+  if (table.dtype == DType::kBF16) {
+    // BF16 -> F32 is exact; ids were validated above.
+    const auto* bits = static_cast<const uint8_t*>(table.data);
+    for (size_t t = 0; t < ids.size(); ++t) {
+      ConvertToF32(DType::kBF16, bits + static_cast<size_t>(ids[t] * hidden) * 2,
+                   static_cast<size_t>(hidden), output->embeddings.data() + t * hidden);
+    }
+  } else {
+    RETURN_IF_ERROR(EmbeddingLookup(table.f32(), cfg.vocab_size, hidden, ids, "token_ids",
+                                    output->embeddings.data()));
+  }
   double scale = 1.0;
   switch (input.embedding_scale) {
     case EmbeddingScaleMode::kModelDefault: scale = cfg.embedding_scale; break;
@@ -171,15 +244,9 @@ absl::Status Model::ValidateHead(const HeadInput& input) const {
   return absl::OkStatus();
 }
 
-absl::Status Model::ComputeLogits(const HeadInput& input, bool log_softmax,
-                                  std::vector<float>* logits) const {
-  RETURN_IF_ERROR(ValidateHead(input));
+absl::Status Model::PrepareRows(const HeadInput& input, float* dst) const {
   const ModelConfig& cfg = config();
-  const int64_t vocab = cfg.vocab_size;
-  logits->resize(static_cast<size_t>(input.rows * vocab));
-  if (input.rows == 0) return absl::OkStatus();
-  const float* x = input.hidden;
-  std::vector<float> normed;
+  const size_t count = static_cast<size_t>(input.rows * input.width);
   if (input.apply_final_norm && cfg.final_norm_kind != NormKind::kNone) {
     if (cfg.final_norm_kind != NormKind::kRmsNorm) {
       return absl::UnimplementedError(
@@ -190,20 +257,36 @@ absl::Status Model::ComputeLogits(const HeadInput& input, bool log_softmax,
       return absl::FailedPreconditionError(
           absl::StrCat("model '", name_, "' has no final norm tensor ", kFinalNorm));
     }
-    normed.resize(static_cast<size_t>(input.rows * input.width));
-    RmsNorm(x, input.rows, input.width, weight->f32(), cfg.norm_eps, normed.data());
-    x = normed.data();
-  }
-  RETURN_IF_ERROR(lm_head_->Compute(x, input.rows, logits->data()));
-  for (int64_t r = 0; r < input.rows; ++r) {
-    float* row = logits->data() + r * vocab;
-    PrepareLogits(row, vocab, input.temperature, input.vocab_limit);
-    if (log_softmax) LogSoftmaxInPlace(row, vocab);
+    RmsNorm(input.hidden, input.rows, input.width, weight->f32(), cfg.norm_eps, dst);
+  } else {
+    std::memcpy(dst, input.hidden, count * sizeof(float));
   }
   return absl::OkStatus();
 }
 
-absl::Status Model::Score(const ScoreInput& input, ScoreOutput* output) const {
+void Model::FinishLogits(const HeadInput& input, bool log_softmax, float* logits) const {
+  const int64_t vocab = config().vocab_size;
+  for (int64_t r = 0; r < input.rows; ++r) {
+    float* row = logits + r * vocab;
+    PrepareLogits(row, vocab, input.temperature, input.vocab_limit);
+    if (log_softmax) LogSoftmaxInPlace(row, vocab);
+  }
+}
+
+absl::Status Model::ComputeLogits(const HeadInput& input, bool log_softmax,
+                                  std::vector<float>* logits) const {
+  RETURN_IF_ERROR(ValidateHead(input));
+  const int64_t vocab = config().vocab_size;
+  logits->resize(static_cast<size_t>(input.rows * vocab));
+  if (input.rows == 0) return absl::OkStatus();
+  std::vector<float> rows(static_cast<size_t>(input.rows * input.width));
+  RETURN_IF_ERROR(PrepareRows(input, rows.data()));
+  RETURN_IF_ERROR(lm_head_->Compute(rows.data(), input.rows, logits->data()));
+  FinishLogits(input, log_softmax, logits->data());
+  return absl::OkStatus();
+}
+
+absl::Status Model::ValidateScore(const ScoreInput& input) const {
   RETURN_IF_ERROR(ValidateHead(input.head));
   const int64_t vocab = config().vocab_size;
   const int64_t effective_vocab = input.head.vocab_limit > 0 ? input.head.vocab_limit : vocab;
@@ -220,27 +303,135 @@ absl::Status Model::Score(const ScoreInput& input, ScoreOutput* output) const {
                                                      " is outside [0, ", effective_vocab, ")"));
     }
   }
-  constexpr int kMaxTopK = 1024;
   if (input.top_k < 0 || input.top_k > kMaxTopK || input.top_k > effective_vocab) {
     return absl::InvalidArgumentError(
         absl::StrCat("top_k = ", input.top_k, " is outside [0, ",
                      std::min<int64_t>(kMaxTopK, effective_vocab), "]"));
   }
-  std::vector<float> logits;
-  RETURN_IF_ERROR(ComputeLogits(input.head, /*log_softmax=*/false, &logits));
+  return absl::OkStatus();
+}
+
+void Model::FinishScore(const ScoreInput& input, const float* logits,
+                        ScoreOutput* output) const {
+  const int64_t vocab = config().vocab_size;
   output->rows.clear();
   output->rows.reserve(static_cast<size_t>(input.head.rows));
   output->sum_target_logprob = 0;
   output->num_targets = 0;
   for (int64_t r = 0; r < input.head.rows; ++r) {
     const int64_t target = input.target_ids.empty() ? -1 : input.target_ids[r];
-    output->rows.push_back(ScoreRow(logits.data() + r * vocab, vocab, target, input.top_k));
+    output->rows.push_back(ScoreRow(logits + r * vocab, vocab, target, input.top_k));
     if (target >= 0) {
       output->sum_target_logprob += output->rows.back().target_logprob;
       ++output->num_targets;
     }
   }
+}
+
+absl::Status Model::Score(const ScoreInput& input, ScoreOutput* output) const {
+  RETURN_IF_ERROR(ValidateScore(input));
+  std::vector<float> logits;
+  RETURN_IF_ERROR(ComputeLogits(input.head, /*log_softmax=*/false, &logits));
+  FinishScore(input, logits.data(), output);
   return absl::OkStatus();
+}
+
+void Model::RunHead(DynamicBatcher::Item item) const {
+  if (batcher_ != nullptr) {
+    // Submit does not call finish when it refuses the item; we do.
+    auto finish = item.finish;
+    absl::Status st = batcher_->Submit(std::move(item));
+    if (!st.ok()) finish(std::move(st), nullptr);
+    return;
+  }
+  // Unbatched: one GEMM per call, on the pool (or inline without one).
+  auto task = [this, item]() {
+    if (item.check) {
+      absl::Status st = item.check();
+      if (!st.ok()) {
+        item.finish(std::move(st), nullptr);
+        return;
+      }
+    }
+    std::vector<float> rows;
+    std::vector<float> logits;
+    try {
+      rows.resize(static_cast<size_t>(item.rows * lm_head_->hidden_size()));
+      logits.resize(static_cast<size_t>(item.rows * lm_head_->vocab_size()));
+    } catch (const std::bad_alloc&) {
+      item.finish(absl::ResourceExhaustedError(
+                      absl::StrCat("out of memory for ", item.rows, " rows of logits")),
+                  nullptr);
+      return;
+    }
+    absl::Status st = item.prepare(rows.data());
+    if (st.ok()) st = lm_head_->Compute(rows.data(), item.rows, logits.data());
+    item.finish(st, st.ok() ? logits.data() : nullptr);
+  };
+  if (pool_ == nullptr) {
+    task();
+    return;
+  }
+  absl::Status st = pool_->Submit(task);
+  if (!st.ok()) item.finish(std::move(st), nullptr);
+}
+
+void Model::ComputeLogitsAsync(const HeadInput& input, bool log_softmax,
+                               std::function<absl::Status()> check, LogitsDone done) const {
+  absl::Status valid = ValidateHead(input);
+  if (!valid.ok()) {
+    done(std::move(valid), {});
+    return;
+  }
+  if (input.rows == 0) {
+    done(absl::OkStatus(), {});
+    return;
+  }
+  DynamicBatcher::Item item;
+  item.rows = input.rows;
+  item.check = std::move(check);
+  item.prepare = [this, input](float* dst) { return PrepareRows(input, dst); };
+  auto shared_done = std::make_shared<LogitsDone>(std::move(done));
+  item.finish = [this, input, log_softmax, shared_done](absl::Status st, float* logits) {
+    if (!st.ok()) {
+      (*shared_done)(std::move(st), {});
+      return;
+    }
+    FinishLogits(input, log_softmax, logits);
+    std::vector<float> out(logits, logits + input.rows * config().vocab_size);
+    (*shared_done)(absl::OkStatus(), std::move(out));
+  };
+  RunHead(std::move(item));
+}
+
+void Model::ScoreAsync(const ScoreInput& input, std::function<absl::Status()> check,
+                       ScoreDone done) const {
+  absl::Status valid = ValidateScore(input);
+  if (!valid.ok()) {
+    done(std::move(valid), {});
+    return;
+  }
+  if (input.head.rows == 0) {
+    done(absl::OkStatus(), {});
+    return;
+  }
+  auto shared_input = std::make_shared<const ScoreInput>(input);
+  DynamicBatcher::Item item;
+  item.rows = input.head.rows;
+  item.check = std::move(check);
+  item.prepare = [this, shared_input](float* dst) { return PrepareRows(shared_input->head, dst); };
+  auto shared_done = std::make_shared<ScoreDone>(std::move(done));
+  item.finish = [this, shared_input, shared_done](absl::Status st, float* logits) {
+    if (!st.ok()) {
+      (*shared_done)(std::move(st), {});
+      return;
+    }
+    FinishLogits(shared_input->head, /*log_softmax=*/false, logits);
+    ScoreOutput output;
+    FinishScore(*shared_input, logits, &output);
+    (*shared_done)(absl::OkStatus(), std::move(output));
+  };
+  RunHead(std::move(item));
 }
 
 }  // namespace vocabd

@@ -4,17 +4,30 @@
 #define VOCABD_LIB_MODEL_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "lib/checkpoint.h"
+#include "lib/compute_pool.h"
+#include "lib/dynamic_batcher.h"
 #include "lib/lm_head.h"
 #include "lib/scoring.h"
 
 namespace vocabd {
+
+// Dtype the embedding table and LM head are served in.
+//   kAuto: the checkpoint's own: BF16-stored tables are served in BF16, F32
+//          and F16 ones in F32 (F16 -> F32 is exact; F16 -> BF16 would drop
+//          3 mantissa bits, so it is only done when asked for).
+//   kF32 / kBF16: as asked. BF16 falls back to F32 (with fallback_reason())
+//          where LmHead::Bf16Supported() is false.
+enum class WeightsDType { kAuto, kF32, kBF16 };
 
 enum class AbsolutePositionsMode { kModelDefault, kNone, kSinusoidal, kLearned };
 enum class EmbeddingScaleMode { kModelDefault, kNone, kSqrtHidden };
@@ -47,8 +60,11 @@ struct HeadInput {
 struct ScoreInput {
   HeadInput head;
   std::vector<int64_t> target_ids;  // empty or [rows]
-  int top_k = 0;                    // 0..1024
+  int top_k = 0;                    // 0..kMaxTopK
 };
+
+// Largest top_k a Score request may ask for.
+inline constexpr int kMaxTopK = 1024;
 
 struct ScoreOutput {
   std::vector<RowScoreResult> rows;
@@ -59,12 +75,35 @@ struct ScoreOutput {
 class Model {
  public:
   struct Options {
+    Options() = default;
+    Options(std::string name_in, std::string path_in)
+        : name(std::move(name_in)), path(std::move(path_in)) {}
     std::string name;
     // Checkpoint path (see LoadCheckpoint).
     std::string path;
+    WeightsDType weights_dtype = WeightsDType::kAuto;
+    // Runs the async head calls (not owned; must outlive the model's
+    // in-flight calls). Null: the async calls run inline on the caller.
+    ComputePool* compute_pool = nullptr;
+    // Set: ComputeLogitsAsync/ScoreAsync go through a DynamicBatcher with
+    // these options (needs compute_pool). Unset: one pool task per call.
+    std::optional<DynamicBatcher::Options> batching;
   };
-  // Loads the checkpoint and builds the LM head primitive.
+  // Loads the checkpoint, re-encodes the embedding/head in the serving dtype
+  // (one copy: a tied head stays the embedding table; a converted source
+  // buffer is freed) and builds the LM head primitive.
   static absl::StatusOr<std::unique_ptr<Model>> Create(const Options& options);
+
+  // F32 or BF16: the dtype the embedding table and LM head are served in.
+  DType serving_dtype() const { return lm_head_->weights_dtype(); }
+  // What Options::weights_dtype asked for.
+  WeightsDType requested_weights_dtype() const { return requested_dtype_; }
+  // Why BF16 was asked for but F32 is served (empty when no fallback).
+  const std::string& fallback_reason() const { return fallback_reason_; }
+  // oneDNN implementation of the head matmul (e.g. "brg:avx512_core_bf16").
+  std::string lm_head_implementation() const { return lm_head_->implementation(); }
+  // Null when dynamic batching is off.
+  const DynamicBatcher* batcher() const { return batcher_.get(); }
 
   const std::string& name() const { return name_; }
   const ModelConfig& config() const { return checkpoint_->config(); }
@@ -83,12 +122,42 @@ class Model {
   // Per-row scores. INVALID_ARGUMENT names `target_ids[i]` / `top_k`.
   absl::Status Score(const ScoreInput& input, ScoreOutput* output) const;
 
+  // Asynchronous forms for servers: validate now, run the GEMM on the
+  // compute pool (through the dynamic batcher when enabled), then call
+  // `done` exactly once: on a compute thread, or inline before returning
+  // when the input is invalid, the queue is full (RESOURCE_EXHAUSTED) or
+  // rows == 0. `check` (optional) runs just before compute; a non-OK status
+  // drops the call without computing it and is passed to `done`.
+  // input.hidden must stay valid until `done` runs. Results are identical
+  // to ComputeLogits/Score (batching never changes a value).
+  using LogitsDone = std::function<void(absl::Status, std::vector<float> logits)>;
+  using ScoreDone = std::function<void(absl::Status, ScoreOutput output)>;
+  void ComputeLogitsAsync(const HeadInput& input, bool log_softmax,
+                          std::function<absl::Status()> check, LogitsDone done) const;
+  void ScoreAsync(const ScoreInput& input, std::function<absl::Status()> check,
+                  ScoreDone done) const;
+
  private:
   Model() = default;
   absl::Status ValidateHead(const HeadInput& input) const;
+  absl::Status ValidateScore(const ScoreInput& input) const;
+  // Writes the GEMM input rows (final norm applied if asked) to dst.
+  absl::Status PrepareRows(const HeadInput& input, float* dst) const;
+  // Temperature, vocab mask, log-softmax on logits [rows, vocab], in place.
+  void FinishLogits(const HeadInput& input, bool log_softmax, float* logits) const;
+  // Scores from prepared-and-finished logits [rows, vocab].
+  void FinishScore(const ScoreInput& input, const float* logits, ScoreOutput* output) const;
+  // Runs `item` through the batcher, or as one pool task, or inline.
+  void RunHead(DynamicBatcher::Item item) const;
+  absl::Status ServeInDType(DType dtype);
+
   std::string name_;
   std::unique_ptr<Checkpoint> checkpoint_;
-  std::unique_ptr<LmHead> lm_head_;
+  std::shared_ptr<const LmHead> lm_head_;
+  WeightsDType requested_dtype_ = WeightsDType::kAuto;
+  std::string fallback_reason_;
+  ComputePool* pool_ = nullptr;
+  std::unique_ptr<DynamicBatcher> batcher_;
 };
 
 }  // namespace vocabd
