@@ -13,6 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "lib/gguf_checkpoint.h"
 #include "lib/hf_config.h"
 #include "lib/llama2c.h"
 #include "lib/safetensors.h"
@@ -68,9 +69,22 @@ SourceFileInfo InfoFor(const MappedFile& file, std::string format) {
   return info;
 }
 
-// The tensors served to clients in F32 whatever the stored float dtype.
-bool IsCanonical(const std::string& name) {
-  return name == kEmbedTokens || name == kLmHead || name == kFinalNorm;
+bool IsCanonical(const std::string& name) { return IsCanonicalTensor(name); }
+
+// Gemma's RMSNorm multiplies by (1 + weight) in fp32 (GemmaRMSNorm); fold
+// it into the served final-norm weight once, so RmsNorm applies as usual.
+void FoldGemmaNorm(Checkpoint* ckpt) {
+  if (ckpt->config().architecture != "gemma") return;
+  const WeightTensor* norm = ckpt->Find(kFinalNorm);
+  if (norm == nullptr || norm->dtype != DType::kF32) return;
+  std::vector<uint8_t> buffer(norm->nbytes);
+  const float* src = norm->f32();
+  float* dst = reinterpret_cast<float*>(buffer.data());
+  for (int64_t j = 0; j < norm->num_elements(); ++j) dst[j] = 1.0f + src[j];
+  WeightTensor t = *norm;
+  ckpt->AdoptBuffer(std::move(buffer));
+  t.data = ckpt->last_buffer().data();
+  ckpt->AddTensor(kFinalNorm, t);
 }
 
 // Adds the tensors of one parsed safetensors shard. `expected` (from the
@@ -81,22 +95,30 @@ absl::StatusOr<bool> AddSafetensorsTensors(const MappedFile& file, const Safeten
                                            const std::string& shard_name, Checkpoint* ckpt) {
   bool any_mapped = false;
   const bool tied = ckpt->config().tie_word_embeddings;
-  for (const auto& [name, entry] : header.tensors) {
+  std::map<std::string, std::string> renames;
+  for (const auto& [from, to] : HfCanonicalTensorNames(ckpt->config().architecture)) {
+    renames.emplace(from, to);
+  }
+  for (const auto& [file_name, entry] : header.tensors) {
     if (expected != nullptr) {
-      auto it = expected->find(name);
+      auto it = expected->find(file_name);
       if (it == expected->end()) {
         return absl::InvalidArgumentError(absl::StrCat(
-            file.path(), ": tensor \"", name, "\" is not listed in the shard index weight_map"));
+            file.path(), ": tensor \"", file_name,
+            "\" is not listed in the shard index weight_map"));
       }
       if (it->second != shard_name) {
         return absl::InvalidArgumentError(
-            absl::StrCat(file.path(), ": tensor \"", name, "\" is in shard ", shard_name,
+            absl::StrCat(file.path(), ": tensor \"", file_name, "\" is in shard ", shard_name,
                          " but the index weight_map puts it in ", it->second));
       }
     }
+    auto rename = renames.find(file_name);
+    const std::string name = rename == renames.end() ? file_name : rename->second;
     if (ckpt->Find(name) != nullptr) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(file.path(), ": tensor \"", name, "\" appears in more than one shard"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          file.path(), ": tensor \"", file_name, "\" (", name,
+          ") appears twice (in more than one shard or under two names)"));
     }
     // Tied: the head is the embedding; a stored copy is ignored.
     if (tied && name == kLmHead) continue;
@@ -151,6 +173,7 @@ absl::StatusOr<std::unique_ptr<Checkpoint>> LoadSafetensorsSingle(
   SourceFileInfo info = InfoFor(*file, "safetensors");
   info.memory_mapped = mapped;
   ckpt->AddFile(std::move(file), std::move(info));
+  FoldGemmaNorm(ckpt.get());
   RETURN_IF_ERROR(ckpt->Finalize());
   return ckpt;
 }
@@ -199,12 +222,20 @@ absl::StatusOr<std::unique_ptr<Checkpoint>> LoadSafetensorsSharded(const std::st
     info.memory_mapped = mapped;
     ckpt->AddFile(std::move(file), std::move(info));
   }
+  std::map<std::string, std::string> renames;
+  for (const auto& [from, to] : HfCanonicalTensorNames(ckpt->config().architecture)) {
+    renames.emplace(from, to);
+  }
   for (const auto& [name, shard] : weight_map) {
-    if (ckpt->Find(name) == nullptr && !(name == kLmHead && ckpt->config().tie_word_embeddings)) {
+    auto rename = renames.find(name);
+    const std::string canonical = rename == renames.end() ? name : rename->second;
+    if (ckpt->Find(canonical) == nullptr &&
+        !(canonical == kLmHead && ckpt->config().tie_word_embeddings)) {
       return invalid(
           absl::StrCat("weight_map lists tensor \"", name, "\" but shard ", shard, " lacks it"));
     }
   }
+  FoldGemmaNorm(ckpt.get());
   RETURN_IF_ERROR(ckpt->Finalize());
   return ckpt;
 }
@@ -217,9 +248,12 @@ absl::StatusOr<std::unique_ptr<Checkpoint>> LoadHfDirectory(const std::string& d
     // A directory named after a llama2.c checkpoint it holds (models/X/X.bin).
     const std::string bin = JoinPath(dir, BaseName(dir) + ".bin");
     if (Stat(bin) == PathKind::kFile) return LoadLlama2c(bin);
+    const std::string gguf = JoinPath(dir, BaseName(dir) + ".gguf");
+    if (Stat(gguf) == PathKind::kFile) return LoadGguf(gguf);
     return absl::InvalidArgumentError(absl::StrCat("checkpoint directory ", dir,
                                                    " has neither config.json nor ",
-                                                   BaseName(dir) + ".bin"));
+                                                   BaseName(dir) + ".bin nor ",
+                                                   BaseName(dir) + ".gguf"));
   }
   if (Stat(single) == PathKind::kFile) return LoadSafetensorsSingle(config_path, single);
   if (Stat(index) == PathKind::kFile) return LoadSafetensorsSharded(config_path, index);
@@ -234,6 +268,11 @@ const WeightTensor& EmptyTensor() {
 }
 
 }  // namespace
+
+bool IsCanonicalTensor(const std::string& name) {
+  return name == kEmbedTokens || name == kLmHead || name == kFinalNorm ||
+         name == kFinalNormBias || name == kLmHeadBias || name == kPositionEmbeddings;
+}
 
 int64_t WeightTensor::num_elements() const {
   int64_t n = 1;
@@ -322,6 +361,28 @@ absl::Status Checkpoint::Finalize() {
   const int64_t vocab = config_.vocab_size, hidden = config_.hidden_size;
   RETURN_IF_ERROR(check(kEmbedTokens, {vocab, hidden}));
   if (config_.final_norm_kind != NormKind::kNone) RETURN_IF_ERROR(check(kFinalNorm, {hidden}));
+  if (Find(kFinalNormBias) != nullptr) {
+    if (config_.final_norm_kind != NormKind::kLayerNorm) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          where, ": tensor \"", kFinalNormBias, "\" is present but the final norm is not LayerNorm"));
+    }
+    RETURN_IF_ERROR(check(kFinalNormBias, {hidden}));
+  }
+  if (Find(kLmHeadBias) != nullptr) RETURN_IF_ERROR(check(kLmHeadBias, {vocab}));
+  if (config_.position_scheme == PositionScheme::kLearned) {
+    const WeightTensor* wpe = Find(kPositionEmbeddings);
+    if (wpe == nullptr) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          where, ": learned absolute positions need tensor \"", kPositionEmbeddings,
+          "\", which is missing"));
+    }
+    if (wpe->shape.size() != 2 || wpe->shape[1] != hidden || wpe->shape[0] <= 0) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ": tensor \"", kPositionEmbeddings,
+                                                     "\" has shape ", ShapeString(wpe->shape),
+                                                     " but the config needs [positions, ",
+                                                     hidden, "]"));
+    }
+  }
   if (config_.tie_word_embeddings) {
     // One copy in memory: the head is the embedding table.
     tensors_.erase(kLmHead);
@@ -361,12 +422,10 @@ absl::StatusOr<std::unique_ptr<Checkpoint>> LoadCheckpoint(const std::string& pa
     return single ? LoadSafetensorsSingle(config_path, path)
                   : LoadSafetensorsSharded(config_path, path);
   }
-  if (EndsWith(path, ".gguf")) {
-    return absl::UnimplementedError(absl::StrCat(path, ": GGUF loading is not implemented yet"));
-  }
+  if (EndsWith(path, ".gguf")) return LoadGguf(path);
   return absl::InvalidArgumentError(absl::StrCat(
       path, ": unknown checkpoint format (expected a directory with config.json, a llama2.c "
-            ".bin, a .safetensors or .safetensors.index.json file)"));
+            ".bin, a .gguf, a .safetensors or .safetensors.index.json file)"));
 }
 
 }  // namespace vocabd

@@ -59,6 +59,19 @@ struct SourceFileInfo {
 inline constexpr char kEmbedTokens[] = "model.embed_tokens.weight";
 inline constexpr char kLmHead[] = "lm_head.weight";
 inline constexpr char kFinalNorm[] = "model.norm.weight";
+// Optional canonical tensors (F32 after loading, like the three above):
+//   kFinalNormBias     "model.norm.bias"         [hidden_size]  LayerNorm bias
+//                      (gpt2 ln_f, gpt_neox final_layer_norm, phi
+//                      final_layernorm; absent = zero bias)
+//   kLmHeadBias        "lm_head.bias"            [vocab_size]   (phi)
+//   kPositionEmbeddings "transformer.wpe.weight" [max_positions, hidden_size]
+//                      learned absolute positions (gpt2 wpe, GGUF position_embd)
+inline constexpr char kFinalNormBias[] = "model.norm.bias";
+inline constexpr char kLmHeadBias[] = "lm_head.bias";
+inline constexpr char kPositionEmbeddings[] = "transformer.wpe.weight";
+// True for the canonical tensors above (served in F32 whatever the stored
+// float dtype).
+bool IsCanonicalTensor(const std::string& name);
 
 class Checkpoint {
  public:
@@ -112,7 +125,10 @@ class Checkpoint {
 //   - a file ending in ".bin" (llama2.c legacy checkpoint),
 //   - a file ending in ".safetensors" or ".safetensors.index.json" with
 //     config.json beside it.
-// ".gguf" gives UNIMPLEMENTED (not in this loader yet).
+//   - a file ending in ".gguf" (GGUF v2/v3, see lib/gguf_checkpoint.h),
+//   - a directory X without config.json holding X.gguf.
+// Hugging Face tensor names are mapped to the canonical names above per
+// config.json family (lib/hf_config.h HfCanonicalTensorNames).
 // Errors: NOT_FOUND for a missing path, INVALID_ARGUMENT for malformed
 // files (message names the file and the rule broken), FAILED_PRECONDITION
 // for a missing required tensor.

@@ -9,6 +9,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "lib/checkpoint.h"
 #include "lib/status_macros.h"
 
 namespace vocabd {
@@ -162,11 +163,82 @@ absl::StatusOr<RopeScaling> ParseRopeScaling(const json& top, const json& rs,
   return s;
 }
 
-// HF default of `tie_word_embeddings` when config.json omits it: the
-// model's config class default (LlamaConfig, MistralConfig, Qwen2Config set
-// False; PretrainedConfig's default is True).
-bool DefaultTieWordEmbeddings(const std::string& model_type) {
-  return !(model_type == "llama" || model_type == "mistral" || model_type == "qwen2");
+// One config.json family: which keys hold the sizes and what the HF config
+// class defaults are.
+struct Family {
+  const char* hidden = "hidden_size";
+  const char* layers = "num_hidden_layers";
+  const char* heads = "num_attention_heads";
+  const char* kv_heads = "num_key_value_heads";   // nullptr: = heads
+  const char* intermediate = "intermediate_size";  // nullptr: 4 * hidden (gpt2 n_inner)
+  const char* max_positions = "max_position_embeddings";
+  const char* eps = "rms_norm_eps";
+  double eps_default = 1e-6;
+  NormKind norm = NormKind::kRmsNorm;
+  bool tie_default = false;
+  PositionScheme positions = PositionScheme::kRope;
+  const char* theta = "rope_theta";
+  const char* theta_fallback = nullptr;
+  const char* partial = "partial_rotary_factor";
+  double partial_default = 1.0;
+  int head_dim_default = 0;  // 0: hidden / heads
+  bool sqrt_hidden_scale = false;
+};
+
+std::optional<Family> FamilyFor(const std::string& model_type) {
+  Family f;
+  if (model_type == "llama" || model_type == "mistral" || model_type == "qwen2") return f;
+  if (model_type == "gemma") {
+    // GemmaConfig: head_dim 256, tie True, embeddings * sqrt(hidden_size).
+    f.tie_default = true;
+    f.head_dim_default = 256;
+    f.sqrt_hidden_scale = true;
+    return f;
+  }
+  if (model_type == "gpt2") {
+    f.hidden = "n_embd";
+    f.layers = "n_layer";
+    f.heads = "n_head";
+    f.kv_heads = nullptr;
+    f.intermediate = nullptr;
+    f.max_positions = "n_positions";
+    f.eps = "layer_norm_epsilon";
+    f.eps_default = 1e-5;
+    f.norm = NormKind::kLayerNorm;
+    f.tie_default = true;
+    f.positions = PositionScheme::kLearned;
+    return f;
+  }
+  if (model_type == "gpt_neox") {
+    f.kv_heads = nullptr;
+    f.eps = "layer_norm_eps";
+    f.eps_default = 1e-5;
+    f.norm = NormKind::kLayerNorm;
+    f.theta = "rotary_emb_base";
+    f.theta_fallback = "rope_theta";
+    f.partial = "rotary_pct";
+    f.partial_default = 0.25;
+    return f;
+  }
+  if (model_type == "phi") {
+    f.eps = "layer_norm_eps";
+    f.eps_default = 1e-5;
+    f.norm = NormKind::kLayerNorm;
+    f.partial_default = 0.5;
+    return f;
+  }
+  return std::nullopt;
+}
+
+constexpr char kSupportedTypes[] = "llama, mistral, qwen2, gemma, gpt2, gpt_neox, phi";
+
+absl::StatusOr<int> PositiveInt(const Reader& r, const char* key, std::optional<int64_t> fallback) {
+  int64_t v = 0;
+  ASSIGN_OR_RETURN(v, r.Int(key, fallback));
+  if (v <= 0 || v > std::numeric_limits<int>::max()) {
+    return r.Error(key, absl::StrCat("= ", v, " must be in [1, 2^31)"));
+  }
+  return static_cast<int>(v);
 }
 
 }  // namespace
@@ -181,84 +253,149 @@ absl::StatusOr<ModelConfig> ParseHfConfig(const std::string& json_text,
     return absl::InvalidArgumentError(
         absl::StrCat(file_name, ": top level is a JSON ", root.type_name(), ", not an object"));
   }
-  Reader r(root, file_name, "");
+  Reader top(root, file_name, "");
+  // Composite models (Llava, ...): the language model's keys sit in a
+  // nested `text_config`.
+  const json* text = top.Get("text_config");
+  if (text != nullptr && !text->is_object()) {
+    return top.WrongType("text_config", *text, "an object");
+  }
+  const json& obj = text != nullptr ? *text : root;
+  Reader r(obj, file_name, text != nullptr ? "text_config." : "");
   ModelConfig c;
 
   std::optional<std::string> model_type;
   ASSIGN_OR_RETURN(model_type, r.String("model_type"));
   if (!model_type.has_value()) {
-    // Old configs may lack model_type; accept the Llama architecture name.
-    const json* archs = r.Get("architectures");
-    if (archs != nullptr && archs->is_array() && !archs->empty() &&
-        (*archs)[0] == "LlamaForCausalLM") {
-      model_type = "llama";
-    } else {
-      return r.Error("model_type", "is required but missing");
+    // Old configs may lack model_type; accept the architecture name.
+    const json* archs = top.Get("architectures");
+    if (archs != nullptr && archs->is_array() && !archs->empty() && (*archs)[0].is_string()) {
+      const std::string arch = (*archs)[0].get<std::string>();
+      if (arch == "LlamaForCausalLM") model_type = "llama";
+      if (arch == "GPT2LMHeadModel") model_type = "gpt2";
+      if (arch == "GPTNeoXForCausalLM") model_type = "gpt_neox";
     }
+    if (!model_type.has_value()) return r.Error("model_type", "is required but missing");
   }
-  if (*model_type != "llama" && *model_type != "mistral" && *model_type != "qwen2") {
-    return r.Error("model_type", absl::StrCat("= \"", *model_type,
-                                              "\" is not supported (llama, mistral, qwen2)"));
+  const std::optional<Family> family = FamilyFor(*model_type);
+  if (!family.has_value()) {
+    return r.Error("model_type", absl::StrCat("= \"", *model_type, "\" is not supported (",
+                                              kSupportedTypes, ")"));
   }
+  const Family& f = *family;
   c.architecture = *model_type;
 
   ASSIGN_OR_RETURN(c.vocab_size, r.Int("vocab_size", std::nullopt));
-  ASSIGN_OR_RETURN(c.hidden_size, r.Int("hidden_size", std::nullopt));
+  int hidden = 0;
+  ASSIGN_OR_RETURN(hidden, PositiveInt(r, f.hidden, std::nullopt));
+  c.hidden_size = hidden;
   int64_t v = 0;
-  ASSIGN_OR_RETURN(v, r.Int("num_hidden_layers", std::nullopt));
+  ASSIGN_OR_RETURN(v, r.Int(f.layers, std::nullopt));
   if (v < 0 || v > std::numeric_limits<int>::max()) {
-    return r.Error("num_hidden_layers", absl::StrCat("= ", v, " is out of range"));
+    return r.Error(f.layers, absl::StrCat("= ", v, " is out of range"));
   }
   c.num_hidden_layers = static_cast<int>(v);
-  ASSIGN_OR_RETURN(v, r.Int("num_attention_heads", std::nullopt));
-  if (v <= 0 || v > std::numeric_limits<int>::max()) {
-    return r.Error("num_attention_heads", absl::StrCat("= ", v, " must be > 0"));
+  ASSIGN_OR_RETURN(c.num_attention_heads, PositiveInt(r, f.heads, std::nullopt));
+  if (f.kv_heads != nullptr) {
+    ASSIGN_OR_RETURN(c.num_key_value_heads, PositiveInt(r, f.kv_heads, c.num_attention_heads));
+  } else {
+    c.num_key_value_heads = c.num_attention_heads;
   }
-  c.num_attention_heads = static_cast<int>(v);
-  ASSIGN_OR_RETURN(v, r.Int("num_key_value_heads", c.num_attention_heads));
-  if (v <= 0 || v > std::numeric_limits<int>::max()) {
-    return r.Error("num_key_value_heads", absl::StrCat("= ", v, " must be > 0"));
+  const int64_t head_dim_default =
+      f.head_dim_default > 0 ? f.head_dim_default : c.hidden_size / c.num_attention_heads;
+  ASSIGN_OR_RETURN(c.head_dim, PositiveInt(r, "head_dim", head_dim_default));
+  if (f.intermediate != nullptr) {
+    ASSIGN_OR_RETURN(c.intermediate_size, r.Int(f.intermediate, std::nullopt));
+  } else {
+    ASSIGN_OR_RETURN(c.intermediate_size, r.Int("n_inner", 4 * c.hidden_size));  // gpt2
   }
-  c.num_key_value_heads = static_cast<int>(v);
-  if (c.hidden_size <= 0) {
-    return r.Error("hidden_size", absl::StrCat("= ", c.hidden_size, " must be > 0"));
+  ASSIGN_OR_RETURN(c.max_position_embeddings, r.Int(f.max_positions, std::nullopt));
+  ASSIGN_OR_RETURN(c.norm_eps, r.Double(f.eps, f.eps_default));
+  c.final_norm_kind = f.norm;
+  c.position_scheme = f.positions;
+  // tie_word_embeddings: text_config's value wins (HF get_text_config()),
+  // then the top level, then the config class default.
+  bool tie = f.tie_default;
+  ASSIGN_OR_RETURN(tie, top.Bool("tie_word_embeddings", tie));
+  if (text != nullptr) {
+    ASSIGN_OR_RETURN(tie, r.Bool("tie_word_embeddings", tie));
   }
-  ASSIGN_OR_RETURN(v, r.Int("head_dim", c.hidden_size / c.num_attention_heads));
-  if (v <= 0 || v > std::numeric_limits<int>::max()) {
-    return r.Error("head_dim", absl::StrCat("= ", v, " must be > 0"));
-  }
-  c.head_dim = static_cast<int>(v);
-  ASSIGN_OR_RETURN(c.intermediate_size, r.Int("intermediate_size", std::nullopt));
-  ASSIGN_OR_RETURN(c.max_position_embeddings, r.Int("max_position_embeddings", std::nullopt));
-  ASSIGN_OR_RETURN(c.norm_eps, r.Double("rms_norm_eps", 1e-6));  // HF LlamaConfig default
-  c.final_norm_kind = NormKind::kRmsNorm;
-  c.position_scheme = PositionScheme::kRope;
-  ASSIGN_OR_RETURN(c.tie_word_embeddings,
-                r.Bool("tie_word_embeddings", DefaultTieWordEmbeddings(*model_type)));
+  c.tie_word_embeddings = tie;
   ASSIGN_OR_RETURN(c.bos_token_id, r.TokenId("bos_token_id"));
+  if (c.bos_token_id < 0) {
+    ASSIGN_OR_RETURN(c.bos_token_id, top.TokenId("bos_token_id"));
+  }
   ASSIGN_OR_RETURN(c.eos_token_id, r.TokenId("eos_token_id"));
-  c.embedding_scale = 1.0;
+  if (c.eos_token_id < 0) {
+    ASSIGN_OR_RETURN(c.eos_token_id, top.TokenId("eos_token_id"));
+  }
+  c.embedding_scale = f.sqrt_hidden_scale ? std::sqrt(static_cast<double>(c.hidden_size)) : 1.0;
 
   RopeParams& rope = c.rope;
-  ASSIGN_OR_RETURN(rope.theta, r.Double("rope_theta", 10000.0));
   rope.head_dim = c.head_dim;
-  double partial = 1.0;
-  ASSIGN_OR_RETURN(partial, r.Double("partial_rotary_factor", 1.0));
-  if (!(partial > 0.0 && partial <= 1.0)) {
-    return r.Error("partial_rotary_factor", absl::StrCat("= ", partial, " must be in (0, 1]"));
-  }
-  // HF: dim = int(head_dim * partial_rotary_factor).
-  rope.rotary_dim = static_cast<int>(static_cast<double>(c.head_dim) * partial);
-  rope.pair_layout = RopePairLayout::kHalfSplit;
   rope.max_position_embeddings = c.max_position_embeddings;
-  if (const json* rs = r.Get("rope_scaling"); rs != nullptr) {
-    ASSIGN_OR_RETURN(rope.scaling, ParseRopeScaling(root, *rs, file_name));
+  if (c.position_scheme == PositionScheme::kRope) {
+    double theta = 10000.0;
+    if (f.theta_fallback != nullptr) {
+      ASSIGN_OR_RETURN(theta, r.Double(f.theta_fallback, theta));
+    }
+    ASSIGN_OR_RETURN(rope.theta, r.Double(f.theta, theta));
+    double partial = 1.0;
+    ASSIGN_OR_RETURN(partial, r.Double(f.partial, f.partial_default));
+    if (!(partial > 0.0 && partial <= 1.0)) {
+      return r.Error(f.partial, absl::StrCat("= ", partial, " must be in (0, 1]"));
+    }
+    // HF: dim = int(head_dim * partial_rotary_factor) (GPT-NeoX: rotary_pct).
+    rope.rotary_dim = static_cast<int>(static_cast<double>(c.head_dim) * partial);
+    rope.pair_layout = RopePairLayout::kHalfSplit;
+    if (const json* rs = r.Get("rope_scaling"); rs != nullptr) {
+      ASSIGN_OR_RETURN(rope.scaling, ParseRopeScaling(obj, *rs, file_name));
+    }
+  } else {
+    rope.rotary_dim = c.head_dim;  // unused: no rotary
   }
 
   if (absl::Status s = c.Validate(); !s.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(file_name, ": ", s.message()));
   }
   return c;
+}
+
+std::vector<std::pair<std::string, std::string>> HfCanonicalTensorNames(
+    const std::string& architecture) {
+  std::vector<std::pair<std::string, std::string>> base;
+  if (architecture == "gpt2") {
+    base = {{"transformer.wte.weight", kEmbedTokens}, {"wte.weight", kEmbedTokens},
+            {"transformer.wpe.weight", kPositionEmbeddings}, {"wpe.weight", kPositionEmbeddings},
+            {"transformer.ln_f.weight", kFinalNorm},  {"ln_f.weight", kFinalNorm},
+            {"transformer.ln_f.bias", kFinalNormBias}, {"ln_f.bias", kFinalNormBias},
+            {"lm_head.weight", kLmHead}};
+  } else if (architecture == "gpt_neox") {
+    base = {{"gpt_neox.embed_in.weight", kEmbedTokens},
+            {"embed_out.weight", kLmHead},
+            {"gpt_neox.final_layer_norm.weight", kFinalNorm},
+            {"gpt_neox.final_layer_norm.bias", kFinalNormBias}};
+  } else if (architecture == "phi") {
+    base = {{"model.embed_tokens.weight", kEmbedTokens},
+            {"lm_head.weight", kLmHead},
+            {"lm_head.bias", kLmHeadBias},
+            {"model.final_layernorm.weight", kFinalNorm},
+            {"model.final_layernorm.bias", kFinalNormBias}};
+  } else {
+    base = {{"model.embed_tokens.weight", kEmbedTokens},
+            {"lm_head.weight", kLmHead},
+            {"model.norm.weight", kFinalNorm}};
+  }
+  // Composite checkpoints prefix the language model: "language_model.X"
+  // (older Llava) or "model.language_model.Y" for "model.Y" (newer).
+  std::vector<std::pair<std::string, std::string>> out = base;
+  for (const auto& [file_name, canonical] : base) {
+    out.emplace_back("language_model." + file_name, canonical);
+    if (file_name.rfind("model.", 0) == 0) {
+      out.emplace_back("model.language_model." + file_name.substr(6), canonical);
+    }
+  }
+  return out;
 }
 
 }  // namespace vocabd

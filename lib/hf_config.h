@@ -3,18 +3,39 @@
 #define VOCABD_LIB_HF_CONFIG_H_
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "lib/model_config.h"
 
 namespace vocabd {
 
-// Maps a config.json text of the Llama family (model_type "llama",
-// "mistral", "qwen2"; or no model_type with architectures[0] ==
-// "LlamaForCausalLM") to a ModelConfig.
+// Maps a config.json text to a ModelConfig. Families (HF `model_type`; a
+// file without it may name LlamaForCausalLM / GPT2LMHeadModel /
+// GPTNeoXForCausalLM in `architectures`):
+//   llama, mistral, qwen2: RMSNorm (`rms_norm_eps`, 1e-6), RoPE half-split,
+//     tie default false.
+//   gemma: as llama, plus head_dim default 256, tie default true, embedding
+//     scale sqrt(hidden_size) (GemmaModel multiplies embeddings by
+//     hidden_size**0.5); its RMSNorm multiplies by (1 + weight), which the
+//     loader folds into the served final-norm weight.
+//   gpt2: n_embd, n_layer, n_head, n_positions, n_inner (null = 4 n_embd),
+//     LayerNorm with bias (`layer_norm_epsilon`, 1e-5), LEARNED absolute
+//     positions (wpe), no RoPE, tie default true. Its per-layer Conv1D
+//     weights are stored [in, out] (transposed vs nn.Linear) and are kept as
+//     stored; the embedding/head are [vocab, hidden] like every family.
+//   gpt_neox: LayerNorm with bias (`layer_norm_eps`, 1e-5), rotary_pct
+//     (0.25) of head_dim rotated, theta `rotary_emb_base` (or rope_theta,
+//     10000), half-split, tie default false.
+//   phi: LayerNorm with bias (`layer_norm_eps`), partial_rotary_factor (0.5),
+//     half-split, tie default false, LM head with bias.
+// A nested `text_config` object (composite models) is read instead of the
+// top level; its tie_word_embeddings wins over a top-level one.
 //
-// Required integer keys: vocab_size, hidden_size, num_hidden_layers,
-// num_attention_heads, intermediate_size, max_position_embeddings.
+// Required integer keys (llama names; gpt2 uses its n_* names): vocab_size,
+// hidden_size, num_hidden_layers, num_attention_heads, intermediate_size,
+// max_position_embeddings.
 // Optional keys and their defaults (HF LlamaConfig defaults):
 //   num_key_value_heads = num_attention_heads, head_dim = hidden / heads
 //   (null counts as absent), rms_norm_eps = 1e-6, rope_theta = 10000,
@@ -36,6 +57,17 @@ namespace vocabd {
 // rope_type, and for values ModelConfig::Validate() rejects.
 absl::StatusOr<ModelConfig> ParseHfConfig(const std::string& json_text,
                                           const std::string& file_name);
+
+// (tensor name in the file, canonical name of lib/checkpoint.h) pairs for a
+// family (ModelConfig::architecture), including the "language_model."
+// prefixed forms of composite checkpoints. E.g. gpt2: transformer.wte.weight
+// (or wte.weight) -> model.embed_tokens.weight, transformer.ln_f.{weight,
+// bias} -> model.norm.{weight,bias}, transformer.wpe.weight kept; gpt_neox:
+// gpt_neox.embed_in.weight -> embedding, embed_out.weight -> lm_head.weight,
+// gpt_neox.final_layer_norm.* -> model.norm.*; phi: model.final_layernorm.*
+// -> model.norm.*, lm_head.bias kept. Tensors not listed keep their names.
+std::vector<std::pair<std::string, std::string>> HfCanonicalTensorNames(
+    const std::string& architecture);
 
 }  // namespace vocabd
 

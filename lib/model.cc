@@ -248,16 +248,18 @@ absl::Status Model::PrepareRows(const HeadInput& input, float* dst) const {
   const ModelConfig& cfg = config();
   const size_t count = static_cast<size_t>(input.rows * input.width);
   if (input.apply_final_norm && cfg.final_norm_kind != NormKind::kNone) {
-    if (cfg.final_norm_kind != NormKind::kRmsNorm) {
-      return absl::UnimplementedError(
-          absl::StrCat("model '", name_, "': only RMSNorm final norms are supported so far"));
-    }
     const WeightTensor* weight = checkpoint_->Find(kFinalNorm);
     if (weight == nullptr) {
       return absl::FailedPreconditionError(
           absl::StrCat("model '", name_, "' has no final norm tensor ", kFinalNorm));
     }
-    RmsNorm(input.hidden, input.rows, input.width, weight->f32(), cfg.norm_eps, dst);
+    if (cfg.final_norm_kind == NormKind::kLayerNorm) {
+      const WeightTensor* bias = checkpoint_->Find(kFinalNormBias);  // null = zero bias
+      LayerNorm(input.hidden, input.rows, input.width, weight->f32(),
+                bias != nullptr ? bias->f32() : nullptr, cfg.norm_eps, dst);
+    } else {
+      RmsNorm(input.hidden, input.rows, input.width, weight->f32(), cfg.norm_eps, dst);
+    }
   } else {
     std::memcpy(dst, input.hidden, count * sizeof(float));
   }
@@ -266,8 +268,12 @@ absl::Status Model::PrepareRows(const HeadInput& input, float* dst) const {
 
 void Model::FinishLogits(const HeadInput& input, bool log_softmax, float* logits) const {
   const int64_t vocab = config().vocab_size;
+  const WeightTensor* head_bias = checkpoint_->Find(kLmHeadBias);  // phi: lm_head.bias
   for (int64_t r = 0; r < input.rows; ++r) {
     float* row = logits + r * vocab;
+    if (head_bias != nullptr) {
+      for (int64_t j = 0; j < vocab; ++j) row[j] += head_bias->f32()[j];
+    }
     PrepareLogits(row, vocab, input.temperature, input.vocab_limit);
     if (log_softmax) LogSoftmaxInPlace(row, vocab);
   }

@@ -15,6 +15,17 @@ namespace vocabd {
 void RmsNorm(const float* x, int64_t rows, int64_t hidden_size, const float* weight,
              double eps, float* y);
 
+// LayerNorm (Ba et al. 2016; torch.nn.LayerNorm, biased variance), in fp32:
+//   mean    = mean_j(x[r, j])                 (accumulated in float64)
+//   var     = mean_j((x[r, j] - mean)^2)      (float64, two-pass)
+//   rstd    = 1 / sqrt(var + eps)             (fp32; eps rounded to fp32)
+//   y[r, j] = (x[r, j] - mean) * rstd * weight[j] + bias[j]   (fp32)
+// Used by gpt2 (ln_f), gpt_neox (final_layer_norm) and phi
+// (final_layernorm). x, y: [rows, hidden_size] F32 (may alias); weight:
+// [hidden_size]; bias: [hidden_size] or nullptr (zero bias).
+void LayerNorm(const float* x, int64_t rows, int64_t hidden_size, const float* weight,
+               const float* bias, double eps, float* y);
+
 }  // namespace vocabd
 
 #endif  // VOCABD_LIB_NORM_H_

@@ -635,7 +635,7 @@ TEST(HfConfigTest, WrongTypes) {
       {"rope_scaling", {{"type", "longrope"}, {"short_factor", {1, "x"}}},
        "key \"rope_scaling.short_factor[1]\" must be a number"},
       {"eos_token_id", "2", "key \"eos_token_id\" must be an integer"},
-      {"model_type", "gpt2", "key \"model_type\" = \"gpt2\" is not supported"},
+      {"model_type", "t5", "key \"model_type\" = \"t5\" is not supported"},
   };
   for (const Case& c : cases) {
     nlohmann::json cfg = nlohmann::json::parse(StoriesConfigText());
