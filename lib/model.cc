@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "lib/embedding.h"
+#include "lib/embedding_scale.h"
 #include "lib/norm.h"
 #include "lib/status_macros.h"
 
@@ -164,6 +165,12 @@ absl::Status Model::Embed(const EmbedInput& input, EmbedOutput* output) const {
     }
   }
   const WeightTensor* learned = nullptr;
+  const int64_t learned_offset =
+      input.learned_position_offset.value_or(cfg.learned_position_offset);
+  if (learned_offset < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("learned_position_offset = ", learned_offset, " is negative"));
+  }
   if (positions_mode == AbsolutePositionsMode::kLearned) {
     learned = checkpoint_->Find(kLearnedPositions);
     if (learned == nullptr || learned->dtype != DType::kF32) {
@@ -173,10 +180,21 @@ absl::Status Model::Embed(const EmbedInput& input, EmbedOutput* output) const {
     }
     const int64_t table_rows = learned->shape[0];
     for (size_t t = 0; t < positions.size(); ++t) {
-      if (positions[t] >= table_rows) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("position ", positions[t], " of token ", t,
-                         " is beyond the learned position table (", table_rows, " rows)"));
+      if (positions[t] >= table_rows - learned_offset) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "position ", positions[t], " of token ", t, " + learned_position_offset ",
+            learned_offset, " is beyond the learned position table (", table_rows,
+            " rows; learned positions cannot be extended)"));
+      }
+    }
+  }
+  if (positions_mode == AbsolutePositionsMode::kSinusoidal && cfg.max_position_embeddings > 0 &&
+      !input.allow_beyond_trained_length) {
+    for (size_t t = 0; t < positions.size(); ++t) {
+      if (positions[t] >= cfg.max_position_embeddings) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "position ", positions[t], " of token ", t, " >= max_position_embeddings ",
+            cfg.max_position_embeddings, " (set allow_beyond_trained_length)"));
       }
     }
   }
@@ -205,15 +223,16 @@ absl::Status Model::Embed(const EmbedInput& input, EmbedOutput* output) const {
     case EmbeddingScaleMode::kNone: scale = 1.0; break;
     case EmbeddingScaleMode::kSqrtHidden: scale = std::sqrt(static_cast<double>(hidden)); break;
   }
-  ScaleRows(output->embeddings.data(), static_cast<int64_t>(output->embeddings.size()),
-            static_cast<float>(scale));
+  // In the model's dtype (Gemma): see lib/embedding_scale.h.
+  ScaleRowsInDType(output->embeddings.data(), static_cast<int64_t>(output->embeddings.size()),
+                   scale, checkpoint_->embedding().stored_dtype);
   if (positions_mode == AbsolutePositionsMode::kSinusoidal) {
     AddSinusoidalPositions(output->embeddings.data(), static_cast<int64_t>(ids.size()), hidden,
                            positions);
   } else if (positions_mode == AbsolutePositionsMode::kLearned) {
     for (size_t t = 0; t < positions.size(); ++t) {
       float* row = output->embeddings.data() + t * hidden;
-      const float* pos_row = learned->f32() + positions[t] * hidden;
+      const float* pos_row = learned->f32() + (positions[t] + learned_offset) * hidden;
       for (int64_t j = 0; j < hidden; ++j) row[j] += pos_row[j];
     }
   }

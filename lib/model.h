@@ -7,6 +7,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -41,6 +42,11 @@ struct EmbedInput {
   std::vector<std::vector<int64_t>> position_ids;
   AbsolutePositionsMode absolute_positions = AbsolutePositionsMode::kModelDefault;
   EmbeddingScaleMode embedding_scale = EmbeddingScaleMode::kModelDefault;
+  // Learned positions read table row position + this (RoBERTa:
+  // padding_idx + 1); unset = ModelConfig::learned_position_offset.
+  std::optional<int64_t> learned_position_offset;
+  // Sinusoidal positions >= max_position_embeddings are refused unless set.
+  bool allow_beyond_trained_length = false;
 };
 
 struct EmbedOutput {

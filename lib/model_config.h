@@ -72,6 +72,9 @@ struct ModelConfig {
   bool tie_word_embeddings = true;
   // Default multiplier for Embed (sqrt(hidden_size) for Gemma, else 1).
   double embedding_scale = 1.0;
+  // Learned absolute positions: token position p reads row p + this
+  // (RoBERTa-style tables: padding_idx + 1; GPT-2: 0).
+  int64_t learned_position_offset = 0;
   int64_t bos_token_id = -1;
   int64_t eos_token_id = -1;
 

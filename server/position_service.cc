@@ -1,16 +1,20 @@
 #include "server/position_service.h"
 
+#include <algorithm>
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "client/tensor_codec.h"
+#include "lib/alibi.h"
 #include "lib/position_ids.h"
 #include "lib/rope.h"
+#include "lib/sinusoidal.h"
 #include "lib/status_macros.h"
 #include "server/grpc_status.h"
 #include "server/proto_convert.h"
-#include "server/unimplemented.h"
 
 namespace vocabd {
 namespace {
@@ -87,6 +91,27 @@ absl::StatusOr<std::vector<int64_t>> RequestPositions(const v1::ApplyRopeRequest
 }
 
 }  // namespace
+// RoPE params for a request: the model's config (model named, or the
+// default model) with the request's `rope` fields on top, or `rope` alone
+// when no model is named and rope.pair_layout is set.
+absl::StatusOr<RopeParams> ResolveRopeParams(const ServiceContext& context,
+                                             const std::string& model_name,
+                                             const v1::RopeConfig& rope, int64_t head_dim) {
+  const RopeParams* model_params = nullptr;
+  std::shared_ptr<const Model> model;
+  const bool standalone =
+      model_name.empty() && rope.pair_layout() != v1::ROPE_PAIR_LAYOUT_UNSPECIFIED;
+  if (!standalone) {
+    ASSIGN_OR_RETURN(model, context.registry->Get(model_name));
+    if (model->config().position_scheme != PositionScheme::kRope) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("model '", model->name(), "' does not use RoPE"));
+    }
+    model_params = &model->config().rope;
+  }
+  return MergeRopeParams(model_params, rope, head_dim);
+}
+
 
 grpc::ServerUnaryReactor* PositionServiceImpl::ApplyRope(grpc::CallbackServerContext* context,
                                                          const v1::ApplyRopeRequest* request,
@@ -103,51 +128,104 @@ absl::Status PositionServiceImpl::DoApplyRope(const v1::ApplyRopeRequest& reques
   ASSIGN_OR_RETURN(DecodedQk k, DecodeQk(request.k(), layout, "k"));
   // A model supplies the defaults unless the request's rope config stands on
   // its own (pair_layout set and no model named).
-  const RopeParams* model_params = nullptr;
-  std::shared_ptr<const Model> model;
-  const bool standalone =
-      request.model().empty() && request.rope().pair_layout() != v1::ROPE_PAIR_LAYOUT_UNSPECIFIED;
-  if (!standalone) {
-    ASSIGN_OR_RETURN(model, context_.registry->Get(request.model()));
-    if (model->config().position_scheme != PositionScheme::kRope) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("model '", model->name(), "' does not use RoPE"));
-    }
-    model_params = &model->config().rope;
-  }
-  ASSIGN_OR_RETURN(RopeParams params,
-                   MergeRopeParams(model_params, request.rope(), q.view.head_dim));
+  ASSIGN_OR_RETURN(RopeParams params, ResolveRopeParams(context_, request.model(), request.rope(),
+                                                        q.view.head_dim));
   ASSIGN_OR_RETURN(std::vector<int64_t> positions, RequestPositions(request, layout, q.view));
   ApplyRopeOptions options;
   options.layout = layout;
   options.allow_beyond_trained_length = request.allow_beyond_trained_length();
-  if (request.high_precision()) {
-    return absl::UnimplementedError(
-        "high_precision is not implemented yet (Positions issue); unset it for the HF fp32 recipe");
-  }
+  options.high_precision = request.high_precision();
   RETURN_IF_ERROR(::vocabd::ApplyRope(params, options, positions, q.view, k.view));
   *response->mutable_q() = EncodeFloatTensor(q.values, q.shape, q.dtype);
   *response->mutable_k() = EncodeFloatTensor(k.values, k.shape, k.dtype);
+  int64_t max_position = -1;
+  for (int64_t p : positions) max_position = std::max(max_position, p);
+  ASSIGN_OR_RETURN(RopeFrequencies freqs,
+                   ComputeRopeFrequencies(params, max_position + 1, request.high_precision()));
   return absl::OkStatus();
 }
+  response->set_attention_scaling(freqs.attention_scaling);
+  return absl::OkStatus();
+}
+
+absl::Status PositionServiceImpl::DoGetRopeCache(const v1::GetRopeCacheRequest& request,
+                                                 v1::GetRopeCacheResponse* response) {
+  ASSIGN_OR_RETURN(RopeParams params,
+                   ResolveRopeParams(context_, request.model(), request.rope(), 0));
+  ASSIGN_OR_RETURN(RopeCacheOutput out,
+                   ComputeRopeCache(params, request.start_position(), request.num_positions(),
+                                    request.allow_beyond_trained_length(),
+                                    request.high_precision()));
+  const int64_t half = static_cast<int64_t>(out.inv_freq.size());
+  *response->mutable_inv_freq() = EncodeFloatTensor(out.inv_freq, {half}, DType::kF32);
+  *response->mutable_cos() =
+      EncodeFloatTensor(out.cos, {request.num_positions(), half}, DType::kF32);
+  *response->mutable_sin() =
+      EncodeFloatTensor(out.sin, {request.num_positions(), half}, DType::kF32);
+  response->set_attention_scaling(out.attention_scaling);
+  response->set_used_long_factor(out.used_long_factor);
+  *response->mutable_rope() = RopeParamsToProto(params);
+  return absl::OkStatus();
+}
+
+absl::Status PositionServiceImpl::DoGetSinusoidalPositions(
+    const v1::GetSinusoidalPositionsRequest& request, v1::GetSinusoidalPositionsResponse* response) {
+  SinusoidalLayout layout = SinusoidalLayout::kInterleaved;
+  switch (request.layout()) {
+    case v1::ROPE_PAIR_LAYOUT_UNSPECIFIED:
+    case v1::INTERLEAVED: break;
+    case v1::HALF_SPLIT: layout = SinusoidalLayout::kHalfSplit; break;
+    default:
+      return absl::InvalidArgumentError(absl::StrCat(
+          "layout = ", static_cast<int>(request.layout()), " is not a known layout"));
+  }
+  const double base = request.base() == 0 ? 10000.0 : request.base();
+  ASSIGN_OR_RETURN(std::vector<float> table,
+                   SinusoidalTable(request.start_position(), request.num_positions(),
+                                   request.dim(), base, layout));
+  *response->mutable_table() =
+      EncodeFloatTensor(table, {request.num_positions(), request.dim()}, DType::kF32);
+  return absl::OkStatus();
+}
+
+absl::Status PositionServiceImpl::DoGetAlibiSlopes(const v1::GetAlibiSlopesRequest& request,
+                                                   v1::GetAlibiSlopesResponse* response) {
+  int64_t heads = request.num_heads();
+  if (heads == 0) {
+    ASSIGN_OR_RETURN(std::shared_ptr<const Model> model, context_.registry->Get(request.model()));
+    heads = model->config().num_attention_heads;
+  }
+  ASSIGN_OR_RETURN(std::vector<float> slopes, AlibiSlopes(heads));
+  if (request.include_bias()) {
+    ASSIGN_OR_RETURN(std::vector<float> bias, AlibiBias(slopes, request.q_len(), request.k_len(),
+                                                        !request.bidirectional()));
+    *response->mutable_bias() =
+        EncodeFloatTensor(bias, {heads, request.q_len(), request.k_len()}, DType::kF32);
+  }
+  *response->mutable_slopes() = EncodeFloatTensor(slopes, {heads}, DType::kF32);
 
 grpc::ServerUnaryReactor* PositionServiceImpl::GetRopeCache(
     grpc::CallbackServerContext* context, const v1::GetRopeCacheRequest* request,
     v1::GetRopeCacheResponse* response) {
-  return FinishUnimplemented(context, "GetRopeCache is not implemented yet (Positions issue)");
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(ToGrpcStatus(DoGetRopeCache(*request, response)));
+  return reactor;
 }
 
 grpc::ServerUnaryReactor* PositionServiceImpl::GetSinusoidalPositions(
     grpc::CallbackServerContext* context, const v1::GetSinusoidalPositionsRequest* request,
     v1::GetSinusoidalPositionsResponse* response) {
-  return FinishUnimplemented(context,
-                             "GetSinusoidalPositions is not implemented yet (Positions issue)");
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(ToGrpcStatus(DoGetSinusoidalPositions(*request, response)));
+  return reactor;
 }
 
 grpc::ServerUnaryReactor* PositionServiceImpl::GetAlibiSlopes(
     grpc::CallbackServerContext* context, const v1::GetAlibiSlopesRequest* request,
     v1::GetAlibiSlopesResponse* response) {
-  return FinishUnimplemented(context, "GetAlibiSlopes is not implemented yet (Positions issue)");
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(ToGrpcStatus(DoGetAlibiSlopes(*request, response)));
+  return reactor;
 }
 
 }  // namespace vocabd

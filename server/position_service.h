@@ -27,6 +27,12 @@ class PositionServiceImpl final : public v1::PositionService::CallbackService {
 
  private:
   absl::Status DoApplyRope(const v1::ApplyRopeRequest& request, v1::ApplyRopeResponse* response);
+  absl::Status DoGetRopeCache(const v1::GetRopeCacheRequest& request,
+                              v1::GetRopeCacheResponse* response);
+  absl::Status DoGetSinusoidalPositions(const v1::GetSinusoidalPositionsRequest& request,
+                                        v1::GetSinusoidalPositionsResponse* response);
+  absl::Status DoGetAlibiSlopes(const v1::GetAlibiSlopesRequest& request,
+                                v1::GetAlibiSlopesResponse* response);
   ServiceContext context_;
 };
 

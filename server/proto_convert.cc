@@ -186,6 +186,7 @@ v1::ModelInfo ModelToProto(const Model& model, bool is_default) {
   info.mutable_final_norm()->set_kind(NormKindToProto(cfg.final_norm_kind));
   info.mutable_final_norm()->set_eps(cfg.norm_eps);
   info.set_embedding_scale(cfg.embedding_scale);
+  info.set_learned_position_offset(cfg.learned_position_offset);
   info.set_bos_token_id(cfg.bos_token_id);
   info.set_eos_token_id(cfg.eos_token_id);
   info.set_resident_bytes(model.checkpoint().resident_bytes());
@@ -226,6 +227,10 @@ absl::StatusOr<EmbedInput> EmbedInputFromProto(const v1::EmbedRequest& request) 
       break;
     default:
       return absl::InvalidArgumentError(absl::StrCat(
+  if (request.has_learned_position_offset()) {
+    input.learned_position_offset = request.learned_position_offset();
+  }
+  input.allow_beyond_trained_length = request.allow_beyond_trained_length();
           "absolute_positions = ", static_cast<int>(request.absolute_positions()),
           " is not a known value"));
   }

@@ -1,0 +1,359 @@
+// PositionService through the real server: GetRopeCache (model and
+// standalone configs, every scaling type via the golden, length policy,
+// high precision), GetSinusoidalPositions, GetAlibiSlopes, ApplyRope with
+// F16/BF16, high precision and attention scaling, GetModel's trained length
+// and scaling, Embed's sinusoidal length policy, and one test per bad input
+// (status code + message naming the field; the server keeps serving).
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+
+#include "client/tensor_codec.h"
+#include "tests/server/server_fixture.h"
+#include "tests/test_util.h"
+#include "vocabd/v1/embedding.grpc.pb.h"
+#include "vocabd/v1/model.grpc.pb.h"
+#include "vocabd/v1/position.grpc.pb.h"
+
+namespace vocabd::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+class PositionServiceTest : public ServerTest {
+ protected:
+  static std::unique_ptr<v1::PositionService::Stub> Stub() {
+    return v1::PositionService::NewStub(client().channel());
+  }
+  static grpc::Status Cache(const v1::GetRopeCacheRequest& req, v1::GetRopeCacheResponse* resp) {
+    grpc::ClientContext ctx;
+    return Stub()->GetRopeCache(&ctx, req, resp);
+  }
+  static grpc::Status Sin(const v1::GetSinusoidalPositionsRequest& req,
+                          v1::GetSinusoidalPositionsResponse* resp) {
+    grpc::ClientContext ctx;
+    return Stub()->GetSinusoidalPositions(&ctx, req, resp);
+  }
+  static grpc::Status Alibi(const v1::GetAlibiSlopesRequest& req,
+                            v1::GetAlibiSlopesResponse* resp) {
+    grpc::ClientContext ctx;
+    return Stub()->GetAlibiSlopes(&ctx, req, resp);
+  }
+  static void ExpectInvalid(const grpc::Status& s, const std::string& text) {
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message();
+    EXPECT_THAT(s.error_message(), HasSubstr(text));
+    // Still serving.
+    v1::GetAlibiSlopesRequest ok;
+    ok.set_num_heads(4);
+    v1::GetAlibiSlopesResponse r;
+    EXPECT_TRUE(Alibi(ok, &r).ok());
+  }
+};
+
+TEST_F(PositionServiceTest, GetRopeCacheForTheModelMatchesTheFormula) {
+  v1::GetRopeCacheRequest req;
+  req.set_model(kHfModel);
+  req.set_start_position(10);
+  req.set_num_positions(3);
+  v1::GetRopeCacheResponse resp;
+  ASSERT_TRUE(Cache(req, &resp).ok());
+  auto inv = DecodeFloatTensor(resp.inv_freq(), "inv_freq");
+  auto cos = DecodeFloatTensor(resp.cos(), "cos");
+  auto sin = DecodeFloatTensor(resp.sin(), "sin");
+  ASSERT_TRUE(inv.ok() && cos.ok() && sin.ok());
+  const int64_t half = static_cast<int64_t>(inv->size());
+  EXPECT_EQ(resp.cos().shape(0), 3);
+  EXPECT_EQ(resp.cos().shape(1), half);
+  EXPECT_EQ(resp.attention_scaling(), 1.0);
+  EXPECT_EQ(resp.rope().pair_layout(), v1::HALF_SPLIT);
+  for (int64_t p = 0; p < 3; ++p) {
+    for (int64_t i = 0; i < half; ++i) {
+      const double angle = (10 + p) * std::pow(10000.0, -2.0 * i / (2 * half));
+      EXPECT_NEAR((*cos)[p * half + i], std::cos(angle), 2e-6);
+      EXPECT_NEAR((*sin)[p * half + i], std::sin(angle), 2e-6);
+    }
+  }
+}
+
+TEST_F(PositionServiceTest, GetRopeCacheEveryScalingTypeMatchesGolden) {
+  const nlohmann::json golden = ReadGolden("rope_scaling_golden.json");
+  int n = 0;
+  for (const auto& c : golden.at("cases")) {
+    if (c.at("pair_layout") != "HALF_SPLIT") continue;
+    const auto& cfg = c.at("config");
+    v1::GetRopeCacheRequest req;
+    v1::RopeConfig* rope = req.mutable_rope();
+    rope->set_pair_layout(v1::HALF_SPLIT);
+    rope->set_theta(cfg.at("rope_theta").get<double>());
+    rope->set_head_dim(cfg.at("head_dim").get<int>());
+    rope->set_rotary_dim(cfg.at("rotary_dim").get<int>());
+    rope->set_max_position_embeddings(cfg.at("max_position_embeddings").get<int64_t>());
+    if (cfg.contains("rope_scaling")) {
+      const auto& s = cfg.at("rope_scaling");
+      v1::RopeScaling* rs = rope->mutable_scaling();
+      const std::string t = s.at("rope_type").get<std::string>();
+      rs->set_type(t == "linear"    ? v1::ROPE_SCALING_LINEAR
+                   : t == "dynamic" ? v1::ROPE_SCALING_DYNAMIC
+                   : t == "yarn"    ? v1::ROPE_SCALING_YARN
+                   : t == "llama3"  ? v1::ROPE_SCALING_LLAMA3
+                                    : v1::ROPE_SCALING_LONGROPE);
+      if (s.contains("factor")) rs->set_factor(s.at("factor").get<double>());
+      if (s.contains("original_max_position_embeddings")) {
+        rs->set_original_max_position_embeddings(
+            s.at("original_max_position_embeddings").get<int64_t>());
+      }
+      if (s.contains("low_freq_factor")) rs->set_low_freq_factor(s.at("low_freq_factor").get<double>());
+      if (s.contains("high_freq_factor")) rs->set_high_freq_factor(s.at("high_freq_factor").get<double>());
+      if (s.contains("beta_fast")) rs->set_beta_fast(s.at("beta_fast").get<double>());
+      if (s.contains("beta_slow")) rs->set_beta_slow(s.at("beta_slow").get<double>());
+      if (s.contains("mscale")) rs->set_mscale(s.at("mscale").get<double>());
+      if (s.contains("mscale_all_dim")) rs->set_mscale_all_dim(s.at("mscale_all_dim").get<double>());
+      if (s.contains("attention_factor")) rs->set_attention_factor(s.at("attention_factor").get<double>());
+      if (s.contains("truncate")) rs->set_truncate(s.at("truncate").get<bool>());
+      for (double f : s.value("short_factor", std::vector<double>{})) rs->add_short_factor(f);
+      for (double f : s.value("long_factor", std::vector<double>{})) rs->add_long_factor(f);
+    }
+    // The last golden position, as a one-position cache (seq_len = p + 1).
+    const int64_t p = c.at("positions").back().get<int64_t>();
+    req.set_start_position(p);
+    req.set_num_positions(1);
+    req.set_allow_beyond_trained_length(true);
+    v1::GetRopeCacheResponse resp;
+    grpc::Status st = Cache(req, &resp);
+    ASSERT_TRUE(st.ok()) << c.at("name") << ": " << st.error_message();
+    EXPECT_EQ(*DecodeFloatTensor(resp.inv_freq(), "inv_freq"), ToFloats(c.at("inv_freq")))
+        << c.at("name");
+    EXPECT_EQ(resp.attention_scaling(), c.at("attention_scaling").get<double>()) << c.at("name");
+    EXPECT_EQ(resp.used_long_factor(), c.at("used_long_factor").get<bool>()) << c.at("name");
+    const std::vector<float> want = ToFloats(c.at("cos"));
+    auto cos = DecodeFloatTensor(resp.cos(), "cos");
+    const size_t half = cos->size();
+    for (size_t i = 0; i < half; ++i) {
+      EXPECT_NEAR((*cos)[i], want[want.size() - half + i], 1e-6) << c.at("name");
+    }
+    ++n;
+  }
+  EXPECT_EQ(n, 13);
+}
+
+TEST_F(PositionServiceTest, GetRopeCacheLengthPolicyAndHighPrecision) {
+  v1::GetRopeCacheRequest req;
+  req.set_model(kBinModel);
+  req.set_start_position(510);
+  req.set_num_positions(3);  // 510..512, trained length 512
+  v1::GetRopeCacheResponse resp;
+  ExpectInvalid(Cache(req, &resp),
+                "start_position + num_positions - 1 = 512 >= max_position_embeddings 512");
+  req.set_allow_beyond_trained_length(true);
+  req.set_start_position(1 << 20);
+  req.set_num_positions(1);
+  ASSERT_TRUE(Cache(req, &resp).ok());
+  auto fp32 = *DecodeFloatTensor(resp.cos(), "cos");
+  req.set_high_precision(true);
+  ASSERT_TRUE(Cache(req, &resp).ok());
+  auto hp = *DecodeFloatTensor(resp.cos(), "cos");
+  const int64_t half = static_cast<int64_t>(hp.size());
+  double err_hp = 0, err_32 = 0;
+  for (int64_t i = 0; i < half; ++i) {
+    const double exact = std::cos(1048576.0 * std::pow(10000.0, -2.0 * i / (2 * half)));
+    err_hp = std::max(err_hp, std::fabs(hp[i] - exact));
+    err_32 = std::max(err_32, std::fabs(fp32[i] - exact));
+  }
+  EXPECT_LT(err_hp, 1e-6);
+  EXPECT_GT(err_32, 5e-4);  // head_dim 8: 4 frequencies; ~1e-3 observed
+}
+
+TEST_F(PositionServiceTest, GetRopeCacheBadInputs) {
+  v1::GetRopeCacheRequest req;
+  v1::GetRopeCacheResponse resp;
+  req.set_num_positions(-1);
+  ExpectInvalid(Cache(req, &resp), "num_positions = -1");
+  req.set_num_positions(1);
+  req.set_start_position(-5);
+  ExpectInvalid(Cache(req, &resp), "start_position = -5");
+  req.set_start_position(0);
+  req.mutable_rope()->set_pair_layout(v1::HALF_SPLIT);  // standalone without head_dim
+  ExpectInvalid(Cache(req, &resp), "head_dim = 0");
+  req.mutable_rope()->set_head_dim(8);
+  req.mutable_rope()->mutable_scaling()->set_type(v1::ROPE_SCALING_YARN);
+  req.mutable_rope()->mutable_scaling()->set_factor(-1);
+  ExpectInvalid(Cache(req, &resp), "factor = -1");
+  req.mutable_rope()->mutable_scaling()->set_type(v1::ROPE_SCALING_LONGROPE);
+  req.mutable_rope()->mutable_scaling()->set_factor(2);
+  req.mutable_rope()->set_max_position_embeddings(64);
+  ExpectInvalid(Cache(req, &resp), "short_factor.size() = 0");
+  req.Clear();
+  req.set_model("nope");
+  req.set_num_positions(1);
+  grpc::Status s = Cache(req, &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND);
+}
+
+TEST_F(PositionServiceTest, SinusoidalTableAndOddDim) {
+  const nlohmann::json golden = ReadGolden("alibi_golden.json");
+  for (const auto& c : golden.at("sinusoidal")) {
+    v1::GetSinusoidalPositionsRequest req;
+    req.set_start_position(c.at("start").get<int64_t>());
+    req.set_num_positions(c.at("count").get<int64_t>());
+    req.set_dim(c.at("dim").get<int64_t>());
+    req.set_base(c.at("base").get<double>());
+    req.set_layout(c.at("layout") == "INTERLEAVED" ? v1::INTERLEAVED : v1::HALF_SPLIT);
+    v1::GetSinusoidalPositionsResponse resp;
+    ASSERT_TRUE(Sin(req, &resp).ok());
+    EXPECT_EQ(resp.table().shape(0), req.num_positions());
+    EXPECT_EQ(resp.table().shape(1), req.dim());
+    EXPECT_EQ(*DecodeFloatTensor(resp.table(), "table"), ToFloats(c.at("table")));
+  }
+  v1::GetSinusoidalPositionsRequest req;
+  req.set_num_positions(4);
+  req.set_dim(7);
+  v1::GetSinusoidalPositionsResponse resp;
+  ExpectInvalid(Sin(req, &resp), "dim = 7 must be even");
+  req.set_dim(8);
+  req.set_base(-3);
+  ExpectInvalid(Sin(req, &resp), "base = -3");
+  req.set_base(0);  // = 10000
+  req.set_num_positions(int64_t{1} << 40);
+  ExpectInvalid(Sin(req, &resp), "exceeds");
+}
+
+TEST_F(PositionServiceTest, AlibiSlopesAndBias) {
+  const nlohmann::json golden = ReadGolden("alibi_golden.json");
+  for (int heads : {8, 12, 16, 24}) {
+    v1::GetAlibiSlopesRequest req;
+    req.set_num_heads(heads);
+    v1::GetAlibiSlopesResponse resp;
+    ASSERT_TRUE(Alibi(req, &resp).ok());
+    EXPECT_EQ(*DecodeFloatTensor(resp.slopes(), "slopes"),
+              ToFloats(golden.at("slopes").at(std::to_string(heads))));
+    EXPECT_FALSE(resp.has_bias());
+  }
+  for (const auto& c : golden.at("biases")) {
+    v1::GetAlibiSlopesRequest req;
+    req.set_num_heads(c.at("num_heads").get<int>());
+    req.set_include_bias(true);
+    req.set_q_len(c.at("q_len").get<int64_t>());
+    req.set_k_len(c.at("k_len").get<int64_t>());
+    req.set_bidirectional(!c.at("causal").get<bool>());
+    v1::GetAlibiSlopesResponse resp;
+    ASSERT_TRUE(Alibi(req, &resp).ok());
+    ASSERT_EQ(resp.bias().shape_size(), 3);
+    auto bias = *DecodeFloatTensor(resp.bias(), "bias");
+    const auto& want = c.at("bias");
+    ASSERT_EQ(bias.size(), want.size());
+    for (size_t i = 0; i < bias.size(); ++i) {
+      if (want[i].is_null()) {
+        EXPECT_EQ(bias[i], -std::numeric_limits<float>::infinity());
+      } else {
+        EXPECT_EQ(bias[i], want[i].get<float>());
+      }
+    }
+  }
+  // num_heads = 0: the model's heads (stories260K: 8).
+  v1::GetAlibiSlopesRequest req;
+  v1::GetAlibiSlopesResponse resp;
+  ASSERT_TRUE(Alibi(req, &resp).ok());
+  EXPECT_EQ(resp.slopes().shape(0), 8);
+  req.set_num_heads(-3);
+  ExpectInvalid(Alibi(req, &resp), "num_heads = -3");
+  req.set_num_heads(4);
+  req.set_include_bias(true);
+  req.set_q_len(5);
+  req.set_k_len(2);
+  ExpectInvalid(Alibi(req, &resp), "q_len = 5 > k_len = 2");
+  req.set_q_len(0);
+  ExpectInvalid(Alibi(req, &resp), "q_len = 0");
+}
+
+TEST_F(PositionServiceTest, ApplyRopeBf16F16HighPrecisionAndAttentionScaling) {
+  const int64_t h = 2, s = 3, d = 8;
+  std::vector<float> q(h * s * d), k(h * s * d);
+  for (size_t i = 0; i < q.size(); ++i) q[i] = 0.25f * static_cast<float>(i % 7) - 0.5f;
+  k = q;
+  v1::ApplyRopeRequest f32;
+  f32.set_model(kHfModel);
+  *f32.mutable_q() = EncodeFloatTensor(q, {1, h, s, d});
+  *f32.mutable_k() = EncodeFloatTensor(k, {1, h, s, d});
+  f32.add_position_offsets(7);
+  auto ref = client().ApplyRope(f32);
+  ASSERT_TRUE(ref.ok());
+  const auto ref_q = *DecodeFloatTensor(ref->q(), "q");
+  for (DType dt : {DType::kBF16, DType::kF16}) {
+    v1::ApplyRopeRequest r = f32;
+    *r.mutable_q() = EncodeFloatTensor(q, {1, h, s, d}, dt);  // inputs exact in both
+    *r.mutable_k() = EncodeFloatTensor(k, {1, h, s, d}, dt);
+    auto got = client().ApplyRope(r);
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_EQ(got->q().dtype(), r.q().dtype());
+    // Computed in F32, rounded once to the dtype.
+    auto want = EncodeFloatTensor(ref_q, {1, h, s, d}, dt);
+    EXPECT_EQ(got->q().data(), want.data());
+  }
+  // Yarn through the request: attention scaling reported and applied.
+  v1::ApplyRopeRequest yarn = f32;
+  v1::RopeScaling* sc = yarn.mutable_rope()->mutable_scaling();
+  sc->set_type(v1::ROPE_SCALING_YARN);
+  sc->set_factor(4.0);
+  sc->set_original_max_position_embeddings(128);
+  auto y = client().ApplyRope(yarn);
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_DOUBLE_EQ(y->attention_scaling(), 0.1 * std::log(4.0) + 1.0);
+  // high_precision is accepted and changes far positions only slightly.
+  v1::ApplyRopeRequest hp = f32;
+  hp.set_high_precision(true);
+  auto got = client().ApplyRope(hp);
+  ASSERT_TRUE(got.ok()) << got.status();
+  const auto hp_q = *DecodeFloatTensor(got->q(), "q");
+  for (size_t i = 0; i < hp_q.size(); ++i) EXPECT_NEAR(hp_q[i], ref_q[i], 1e-5);
+}
+
+TEST_F(PositionServiceTest, GetModelReportsTrainedLengthAndScaling) {
+  auto stub = v1::ModelService::NewStub(client().channel());
+  grpc::ClientContext ctx;
+  v1::GetModelRequest req;
+  req.set_name(kHfModel);
+  v1::ModelInfo info;
+  ASSERT_TRUE(stub->GetModel(&ctx, req, &info).ok());
+  EXPECT_EQ(info.max_position_embeddings(), 512);
+  EXPECT_EQ(info.rope().max_position_embeddings(), 512);
+  EXPECT_EQ(info.rope().scaling().type(), v1::ROPE_SCALING_DEFAULT);
+  EXPECT_EQ(info.rope().rotary_dim(), info.head_dim());
+  EXPECT_EQ(info.learned_position_offset(), 0);
+}
+
+TEST_F(PositionServiceTest, EmbedSinusoidalLengthPolicy) {
+  auto stub = v1::EmbeddingService::NewStub(client().channel());
+  v1::EmbedRequest req;
+  req.set_model(kBinModel);
+  req.set_absolute_positions(v1::ABSOLUTE_POSITIONS_SINUSOIDAL);
+  v1::TokenSequence* seq = req.add_sequences();
+  seq->add_token_ids(5);
+  seq->add_token_ids(6);
+  seq->set_position_offset(511);  // positions 511, 512
+  v1::EmbedResponse resp;
+  {
+    grpc::ClientContext ctx;
+    grpc::Status s = stub->Embed(&ctx, req, &resp);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_THAT(s.error_message(),
+                HasSubstr("position 512 of token 1 >= max_position_embeddings 512 "
+                          "(set allow_beyond_trained_length)"));
+  }
+  req.set_allow_beyond_trained_length(true);
+  grpc::ClientContext ctx;
+  EXPECT_TRUE(stub->Embed(&ctx, req, &resp).ok());
+  // Learned positions on a model without a table: FAILED_PRECONDITION.
+  req.set_absolute_positions(v1::ABSOLUTE_POSITIONS_LEARNED);
+  req.set_learned_position_offset(2);
+  grpc::ClientContext ctx2;
+  EXPECT_EQ(stub->Embed(&ctx2, req, &resp).error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+}
+
+}  // namespace
+}  // namespace vocabd::testing
