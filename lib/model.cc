@@ -178,6 +178,9 @@ absl::Status Model::Embed(const EmbedInput& input, EmbedOutput* output) const {
           absl::StrCat("absolute_positions = LEARNED but model '", name_,
                        "' has no learned position table"));
     }
+    // Length policy: a learned table has no rows past its end, so no flag
+    // extends it. RoBERTa-style tables start real tokens at row
+    // padding_idx + 1 (learned_position_offset).
     const int64_t table_rows = learned->shape[0];
     for (size_t t = 0; t < positions.size(); ++t) {
       if (positions[t] >= table_rows - learned_offset) {

@@ -90,7 +90,6 @@ absl::StatusOr<std::vector<int64_t>> RequestPositions(const v1::ApplyRopeRequest
   return PositionsFromOffsets(offsets, q.batch, q.seq_len);
 }
 
-}  // namespace
 // RoPE params for a request: the model's config (model named, or the
 // default model) with the request's `rope` fields on top, or `rope` alone
 // when no model is named and rope.pair_layout is set.
@@ -112,6 +111,7 @@ absl::StatusOr<RopeParams> ResolveRopeParams(const ServiceContext& context,
   return MergeRopeParams(model_params, rope, head_dim);
 }
 
+}  // namespace
 
 grpc::ServerUnaryReactor* PositionServiceImpl::ApplyRope(grpc::CallbackServerContext* context,
                                                          const v1::ApplyRopeRequest* request,
@@ -136,14 +136,12 @@ absl::Status PositionServiceImpl::DoApplyRope(const v1::ApplyRopeRequest& reques
   options.allow_beyond_trained_length = request.allow_beyond_trained_length();
   options.high_precision = request.high_precision();
   RETURN_IF_ERROR(::vocabd::ApplyRope(params, options, positions, q.view, k.view));
-  *response->mutable_q() = EncodeFloatTensor(q.values, q.shape, q.dtype);
-  *response->mutable_k() = EncodeFloatTensor(k.values, k.shape, k.dtype);
   int64_t max_position = -1;
   for (int64_t p : positions) max_position = std::max(max_position, p);
   ASSIGN_OR_RETURN(RopeFrequencies freqs,
                    ComputeRopeFrequencies(params, max_position + 1, request.high_precision()));
-  return absl::OkStatus();
-}
+  *response->mutable_q() = EncodeFloatTensor(q.values, q.shape, q.dtype);
+  *response->mutable_k() = EncodeFloatTensor(k.values, k.shape, k.dtype);
   response->set_attention_scaling(freqs.attention_scaling);
   return absl::OkStatus();
 }
@@ -203,6 +201,8 @@ absl::Status PositionServiceImpl::DoGetAlibiSlopes(const v1::GetAlibiSlopesReque
         EncodeFloatTensor(bias, {heads, request.q_len(), request.k_len()}, DType::kF32);
   }
   *response->mutable_slopes() = EncodeFloatTensor(slopes, {heads}, DType::kF32);
+  return absl::OkStatus();
+}
 
 grpc::ServerUnaryReactor* PositionServiceImpl::GetRopeCache(
     grpc::CallbackServerContext* context, const v1::GetRopeCacheRequest* request,

@@ -214,6 +214,10 @@ absl::StatusOr<EmbedInput> EmbedInputFromProto(const v1::EmbedRequest& request) 
     input.position_offsets[b] = seq.position_offset();
     input.position_ids[b].assign(seq.position_ids().begin(), seq.position_ids().end());
   }
+  if (request.has_learned_position_offset()) {
+    input.learned_position_offset = request.learned_position_offset();
+  }
+  input.allow_beyond_trained_length = request.allow_beyond_trained_length();
   switch (request.absolute_positions()) {
     case v1::ABSOLUTE_POSITIONS_MODEL_DEFAULT:
       input.absolute_positions = AbsolutePositionsMode::kModelDefault;
@@ -227,10 +231,6 @@ absl::StatusOr<EmbedInput> EmbedInputFromProto(const v1::EmbedRequest& request) 
       break;
     default:
       return absl::InvalidArgumentError(absl::StrCat(
-  if (request.has_learned_position_offset()) {
-    input.learned_position_offset = request.learned_position_offset();
-  }
-  input.allow_beyond_trained_length = request.allow_beyond_trained_length();
           "absolute_positions = ", static_cast<int>(request.absolute_positions()),
           " is not a known value"));
   }
