@@ -19,6 +19,7 @@ PACKAGES=(
   nlohmann-json3-dev libabsl-dev libcli11-dev libssl-dev
   python3-numpy
   python3-torch
+  clang libclang-rt-14-dev
 )
 
 deps() {
@@ -45,6 +46,10 @@ run_tests() {
   build
   cd "$BUILD_DIR"
   ctest --output-on-failure -j "$JOBS" --timeout 900
+  # libFuzzer targets for the checkpoint parsers (fuzz/), 60 s each after ctest.
+  if [[ ${VOCABD_FUZZ_SECONDS:-60} != 0 ]]; then
+    VOCABD_FUZZ_BUILD_DIR="${BUILD_DIR}-fuzz" "$ROOT/fuzz/run_fuzz.sh" "${VOCABD_FUZZ_SECONDS:-60}"
+  fi
 }
 
 run_server() {

@@ -65,7 +65,10 @@ SourceFileInfo InfoFor(const MappedFile& file, std::string format) {
   info.path = file.path();
   info.format = std::move(format);
   info.size_bytes = static_cast<int64_t>(file.size());
-  info.sha256 = file.Sha256Hex();
+  // Small JSON files are hashed now; weight files by Checkpoint::HashFiles.
+  if (info.format == "config.json" || info.format == "safetensors.index.json") {
+    info.sha256 = file.Sha256Hex();
+  }
   return info;
 }
 
@@ -314,8 +317,52 @@ void Checkpoint::ReleaseBuffer(const void* data) {
 }
 
 void Checkpoint::AddFile(std::unique_ptr<MappedFile> file, SourceFileInfo info) {
+  if (info.sha256.empty()) to_hash_.emplace_back(files_.size(), file.get());
   mappings_.push_back(std::move(file));
   files_.push_back(std::move(info));
+}
+
+Checkpoint::~Checkpoint() {
+  cancel_hash_ = true;
+  if (hasher_.joinable()) hasher_.join();
+}
+
+void Checkpoint::HashFiles(bool background) {
+  if (to_hash_.empty()) return;
+  if (!background) {
+    for (const auto& [index, file] : to_hash_) files_[index].sha256 = file->Sha256Hex();
+    to_hash_.clear();
+    return;
+  }
+  for (const auto& [index, file] : to_hash_) files_[index].sha256_pending = true;
+  hashing_ = true;
+  hasher_ = std::thread([this, jobs = to_hash_] {
+    for (const auto& [index, file] : jobs) {
+      std::string hex = file->Sha256Hex(&cancel_hash_);
+      std::lock_guard<std::mutex> lock(hash_mu_);
+      hashed_[index] = std::move(hex);
+    }
+    std::lock_guard<std::mutex> lock(hash_mu_);
+    hashing_ = false;
+    hash_cv_.notify_all();
+  });
+  to_hash_.clear();
+}
+
+std::vector<SourceFileInfo> Checkpoint::SourceFilesSnapshot() const {
+  std::vector<SourceFileInfo> out = files_;
+  std::lock_guard<std::mutex> lock(hash_mu_);
+  for (const auto& [index, hex] : hashed_) {
+    if (hex.empty()) continue;  // cancelled
+    out[index].sha256 = hex;
+    out[index].sha256_pending = false;
+  }
+  return out;
+}
+
+bool Checkpoint::WaitForSha256(std::chrono::milliseconds timeout) const {
+  std::unique_lock<std::mutex> lock(hash_mu_);
+  return hash_cv_.wait_for(lock, timeout, [this] { return !hashing_; });
 }
 
 absl::Status Checkpoint::Finalize() {
@@ -398,7 +445,19 @@ absl::Status Checkpoint::Finalize() {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::unique_ptr<Checkpoint>> LoadCheckpoint(const std::string& path) {
+namespace {
+absl::StatusOr<std::unique_ptr<Checkpoint>> LoadAnyForm(const std::string& path);
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Checkpoint>> LoadCheckpoint(const std::string& path,
+                                                           const LoadOptions& options) {
+  absl::StatusOr<std::unique_ptr<Checkpoint>> ckpt = LoadAnyForm(path);
+  if (ckpt.ok()) (*ckpt)->HashFiles(options.sha256_in_background);
+  return ckpt;
+}
+
+namespace {
+absl::StatusOr<std::unique_ptr<Checkpoint>> LoadAnyForm(const std::string& path) {
   switch (Stat(path)) {
     case PathKind::kMissing:
       return absl::NotFoundError(absl::StrCat("checkpoint path ", path, " does not exist"));
@@ -427,5 +486,7 @@ absl::StatusOr<std::unique_ptr<Checkpoint>> LoadCheckpoint(const std::string& pa
       path, ": unknown checkpoint format (expected a directory with config.json, a llama2.c "
             ".bin, a .gguf, a .safetensors or .safetensors.index.json file)"));
 }
+
+}  // namespace
 
 }  // namespace vocabd

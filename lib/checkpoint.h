@@ -3,10 +3,16 @@
 #ifndef VOCABD_LIB_CHECKPOINT_H_
 #define VOCABD_LIB_CHECKPOINT_H_
 
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -35,7 +41,12 @@ struct SourceFileInfo {
   // "llama2c", "safetensors", "safetensors.index.json", "config.json", "gguf"
   std::string format;
   int64_t size_bytes = 0;
-  std::string sha256;  // lowercase hex, computed once at load
+  // Lowercase hex, computed once at load. With
+  // LoadOptions::sha256_in_background it is computed on a background thread
+  // after the model is ready: empty (and sha256_pending) until then, see
+  // Checkpoint::SourceFilesSnapshot().
+  std::string sha256;
+  bool sha256_pending = false;
   // True when at least one tensor is served in place from this file's mapping.
   bool memory_mapped = false;
 };
@@ -76,7 +87,21 @@ bool IsCanonicalTensor(const std::string& name);
 class Checkpoint {
  public:
   const ModelConfig& config() const { return config_; }
+  // The files as loaded (a pending background sha256 is empty here).
   const std::vector<SourceFileInfo>& source_files() const { return files_; }
+  // source_files() with background sha256 results merged in (thread-safe).
+  std::vector<SourceFileInfo> SourceFilesSnapshot() const;
+  // Blocks until every background sha256 is done (or `timeout` passes);
+  // true when done.
+  bool WaitForSha256(std::chrono::milliseconds timeout) const;
+  // Hashes every mapped file whose sha256 is empty: now, or on a
+  // background thread (LoadCheckpoint calls this).
+  void HashFiles(bool background);
+  Checkpoint() = default;
+  Checkpoint(const Checkpoint&) = delete;
+  Checkpoint& operator=(const Checkpoint&) = delete;
+  // Stops and joins a running background hash.
+  ~Checkpoint();
   const std::map<std::string, WeightTensor>& tensors() const { return tensors_; }
   // nullptr if absent.
   const WeightTensor* Find(const std::string& name) const;
@@ -114,6 +139,21 @@ class Checkpoint {
   std::vector<std::unique_ptr<MappedFile>> mappings_;
   std::vector<std::unique_ptr<std::vector<uint8_t>>> owned_;
   std::map<std::string, WeightTensor> tensors_;
+  // (index in files_, mapping) of files still to hash.
+  std::vector<std::pair<size_t, const MappedFile*>> to_hash_;
+  mutable std::mutex hash_mu_;
+  mutable std::condition_variable hash_cv_;
+  std::map<size_t, std::string> hashed_;  // background results by files_ index
+  bool hashing_ = false;
+  std::atomic<bool> cancel_hash_{false};
+  std::thread hasher_;
+};
+
+struct LoadOptions {
+  // Compute the weight files' sha256 on a background thread so the model
+  // serves as soon as it is mapped (GetModel shows sha256_pending until
+  // done). false: computed before LoadCheckpoint returns.
+  bool sha256_in_background = false;
 };
 
 // Loads `path`:
@@ -132,7 +172,8 @@ class Checkpoint {
 // Errors: NOT_FOUND for a missing path, INVALID_ARGUMENT for malformed
 // files (message names the file and the rule broken), FAILED_PRECONDITION
 // for a missing required tensor.
-absl::StatusOr<std::unique_ptr<Checkpoint>> LoadCheckpoint(const std::string& path);
+absl::StatusOr<std::unique_ptr<Checkpoint>> LoadCheckpoint(const std::string& path,
+                                                           const LoadOptions& options = {});
 
 }  // namespace vocabd
 

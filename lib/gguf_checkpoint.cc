@@ -318,7 +318,7 @@ absl::StatusOr<std::unique_ptr<Checkpoint>> LoadGguf(const std::string& path) {
   info.path = file->path();
   info.format = "gguf";
   info.size_bytes = static_cast<int64_t>(file->size());
-  info.sha256 = file->Sha256Hex();
+  // sha256: Checkpoint::HashFiles (LoadCheckpoint), possibly in the background.
   info.memory_mapped = any_mapped;
   ckpt->AddFile(std::move(file), std::move(info));
   RETURN_IF_ERROR(ckpt->Finalize());

@@ -167,7 +167,7 @@ absl::StatusOr<std::unique_ptr<Checkpoint>> LoadLlama2c(const std::string& path)
   info.path = path;
   info.format = "llama2c";
   info.size_bytes = static_cast<int64_t>(file->size());
-  info.sha256 = file->Sha256Hex();
+  // sha256: Checkpoint::HashFiles (LoadCheckpoint), possibly in the background.
   info.memory_mapped = true;
   ckpt->AddFile(std::move(file), std::move(info));
   RETURN_IF_ERROR(ckpt->Finalize());

@@ -54,7 +54,7 @@ MappedFile::~MappedFile() {
   if (data_ != nullptr) ::munmap(const_cast<uint8_t*>(data_), size_);
 }
 
-std::string MappedFile::Sha256Hex() const {
+std::string MappedFile::Sha256Hex(const std::atomic<bool>* cancel) const {
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int digest_len = 0;
   EVP_MD_CTX* ctx = EVP_MD_CTX_new();
@@ -63,6 +63,10 @@ std::string MappedFile::Sha256Hex() const {
   // Feed in 64 MiB pieces so very large files never hit an int limit.
   constexpr size_t kChunk = size_t{64} << 20;
   for (size_t offset = 0; ok && offset < size_; offset += kChunk) {
+    if (cancel != nullptr && cancel->load()) {
+      EVP_MD_CTX_free(ctx);
+      return "";
+    }
     const size_t n = size_ - offset < kChunk ? size_ - offset : kChunk;
     ok = EVP_DigestUpdate(ctx, data_ + offset, n) == 1;
   }

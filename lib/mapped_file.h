@@ -2,6 +2,7 @@
 #ifndef VOCABD_LIB_MAPPED_FILE_H_
 #define VOCABD_LIB_MAPPED_FILE_H_
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -24,7 +25,8 @@ class MappedFile {
   size_t size() const { return size_; }
   const std::string& path() const { return path_; }
   // Lowercase hex sha256 of the contents (OpenSSL EVP).
-  std::string Sha256Hex() const;
+  // Returns "" when `cancel` becomes true midway (checked every 64 MiB).
+  std::string Sha256Hex(const std::atomic<bool>* cancel = nullptr) const;
 
  private:
   MappedFile(std::string path, const uint8_t* data, size_t size)

@@ -22,7 +22,7 @@ constexpr char kLearnedPositions[] = "transformer.wpe.weight";
 
 absl::StatusOr<std::unique_ptr<Model>> Model::Create(const Options& options) {
   if (options.name.empty()) return absl::InvalidArgumentError("model name is empty");
-  ASSIGN_OR_RETURN(std::unique_ptr<Checkpoint> checkpoint, LoadCheckpoint(options.path));
+  ASSIGN_OR_RETURN(std::unique_ptr<Checkpoint> checkpoint, LoadCheckpoint(options.path, LoadOptions{options.sha256_in_background}));
   std::unique_ptr<Model> model(new Model());
   model->name_ = options.name;
   model->checkpoint_ = std::move(checkpoint);

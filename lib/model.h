@@ -87,6 +87,9 @@ class Model {
     std::string name;
     // Checkpoint path (see LoadCheckpoint).
     std::string path;
+    // Hash the checkpoint files on a background thread (LoadOptions): the
+    // model serves as soon as it is mapped.
+    bool sha256_in_background = false;
     WeightsDType weights_dtype = WeightsDType::kAuto;
     // Runs the async head calls (not owned; must outlive the model's
     // in-flight calls). Null: the async calls run inline on the caller.

@@ -52,6 +52,7 @@ absl::StatusOr<std::unique_ptr<ModelRepository>> ModelRepository::Create(const O
       Model::Options model_options;
       model_options.name = name;
       model_options.path = path;
+      model_options.sha256_in_background = true;
       return Model::Create(model_options);
     };
   }

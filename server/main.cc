@@ -46,6 +46,15 @@ int main(int argc, char** argv) {
                  "model.safetensors")
       ->capture_default_str()
       ->envname("VOCABD_MODEL");
+  app.add_option("--model-repository", options.model_repository,
+                 "Model repository: each subfolder is a model that LoadModel/UnloadModel "
+                 "load/unload by name (with it, --model has no default)")
+      ->envname("VOCABD_MODEL_REPOSITORY");
+  app.add_option("--load-model", options.load_models,
+                 "Repository model to load at start (repeatable)");
+  app.add_option("--default-model", options.default_model,
+                 "Model answering requests that name none (default: the first --model, else "
+                 "the first --load-model)");
   app.add_option("--compute-threads", options.compute_threads,
                  "Worker threads running the LM head GEMM")
       ->capture_default_str()
@@ -80,6 +89,10 @@ int main(int argc, char** argv) {
   }
   options.drain_timeout = std::chrono::milliseconds(drain_timeout_ms);
   options.models.clear();
+  if (!options.model_repository.empty() && app.count("--model") == 0 &&
+      std::getenv("VOCABD_MODEL") == nullptr) {
+    model_flags.clear();  // a repository replaces the built-in default model
+  }
   for (const std::string& flag : model_flags) options.models.push_back(ParseModelFlag(flag));
 
   // Block SIGTERM/SIGINT in every thread; a dedicated thread waits for them.

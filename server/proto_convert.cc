@@ -190,13 +190,14 @@ v1::ModelInfo ModelToProto(const Model& model, bool is_default) {
   info.set_bos_token_id(cfg.bos_token_id);
   info.set_eos_token_id(cfg.eos_token_id);
   info.set_resident_bytes(model.checkpoint().resident_bytes());
-  for (const SourceFileInfo& f : model.checkpoint().source_files()) {
+  for (const SourceFileInfo& f : model.checkpoint().SourceFilesSnapshot()) {
     v1::SourceFile* out = info.add_source_files();
     out->set_path(f.path);
     out->set_format(f.format);
     out->set_size_bytes(f.size_bytes);
     out->set_sha256(f.sha256);
     out->set_memory_mapped(f.memory_mapped);
+    out->set_sha256_pending(f.sha256_pending);
   }
   info.set_is_default(is_default);
   return info;

@@ -12,6 +12,7 @@
 #include "absl/strings/str_split.h"
 #include "lib/compute_pool.h"
 #include "lib/model_registry.h"
+#include "lib/model_repository.h"
 #include "lib/status_macros.h"
 #include "server/embedding_service.h"
 #include "server/model_service.h"
@@ -30,7 +31,12 @@ const char* const kServiceNames[] = {
 
 absl::Status VocabdServer::Options::Validate() const {
   if (listen_address.empty()) return absl::InvalidArgumentError("--listen is empty");
-  if (models.empty()) return absl::InvalidArgumentError("no --model given");
+  if (models.empty() && model_repository.empty()) {
+    return absl::InvalidArgumentError("no --model given (and no --model-repository)");
+  }
+  if (!load_models.empty() && model_repository.empty()) {
+    return absl::InvalidArgumentError("--load-model needs --model-repository");
+  }
   for (const ModelSpec& m : models) {
     if (m.name.empty() || m.path.empty()) {
       return absl::InvalidArgumentError(
@@ -62,6 +68,8 @@ absl::Status VocabdServer::Options::Validate() const {
 struct VocabdServer::Impl {
   Options options;
   ModelRegistry registry;
+  // After the registry: destroyed first (joins its load/unload threads).
+  std::unique_ptr<ModelRepository> repository;
   std::unique_ptr<ComputePool> pool;
   std::unique_ptr<ModelServiceImpl> model_service;
   std::unique_ptr<EmbeddingServiceImpl> embedding_service;
@@ -101,6 +109,16 @@ absl::StatusOr<std::unique_ptr<VocabdServer>> VocabdServer::Create(const Options
         (*model)->checkpoint().resident_bytes());
     RETURN_IF_ERROR(impl->registry.Add(std::shared_ptr<const Model>(std::move(*model))));
   }
+  if (!options.default_model.empty()) impl->registry.set_default_name(options.default_model);
+  ModelRepository::Options repository_options;
+  repository_options.root = options.model_repository;
+  repository_options.registry = &impl->registry;
+  ASSIGN_OR_RETURN(impl->repository, ModelRepository::Create(repository_options));
+  for (const std::string& name : options.load_models) {
+    spdlog::info("loading model '{}' from the repository {}", name, impl->repository->root());
+    auto model = impl->repository->Load(name);
+    if (!model.ok()) return model.status();
+  }
   ComputePool::Options pool_options;
   pool_options.num_threads = options.compute_threads;
   pool_options.max_queue_size = static_cast<size_t>(options.max_queue_size);
@@ -108,6 +126,7 @@ absl::StatusOr<std::unique_ptr<VocabdServer>> VocabdServer::Create(const Options
 
   ServiceContext context;
   context.registry = &impl->registry;
+  context.repository = impl->repository.get();
   context.compute_pool = impl->pool.get();
   impl->model_service = std::make_unique<ModelServiceImpl>(context);
   impl->embedding_service = std::make_unique<EmbeddingServiceImpl>(context);

@@ -25,6 +25,14 @@ class VocabdServer {
     std::string listen_address = "127.0.0.1:50051";
     // Models to load at start; the first is the default model.
     std::vector<ModelSpec> models;
+    // Model repository root (each subfolder a model, LoadModel/UnloadModel
+    // by name); empty = none.
+    std::string model_repository;
+    // Repository models loaded at start (after `models`).
+    std::vector<std::string> load_models;
+    // Model answering requests that name none; empty = the first of
+    // `models`, else of `load_models`, else the first loaded later.
+    std::string default_model;
     // Threads of the compute pool that runs the LM head (>= 1).
     int compute_threads = 1;
     // Tasks the compute pool may queue before RESOURCE_EXHAUSTED.

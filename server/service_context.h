@@ -6,11 +6,15 @@
 
 #include "lib/compute_pool.h"
 #include "lib/model_registry.h"
+#include "lib/model_repository.h"
 
 namespace vocabd {
 
 struct ServiceContext {
   ModelRegistry* registry = nullptr;
+  // Loads/unloads models by name off the reactor threads (always set by
+  // VocabdServer; its root may be empty = no --model-repository).
+  ModelRepository* repository = nullptr;
   // Runs LM-head work off the reactor threads.
   ComputePool* compute_pool = nullptr;
 };

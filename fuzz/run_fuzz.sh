@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets with clang (ASan + UBSan) and runs each for
+# SECONDS (default 60) on a seed corpus made from ../shared/models and
+# tests/data. Exit status != 0 when a target crashes (the reproducer is
+# left in $FUZZ_DIR/artifacts/).
+#   fuzz/run_fuzz.sh            # 60 s each (CI)
+#   fuzz/run_fuzz.sh 3600       # long run, 1 h each
+set -euo pipefail
+SECONDS_EACH="${1:-60}"
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BUILD="${VOCABD_FUZZ_BUILD_DIR:-$ROOT/build-fuzz}"
+FUZZ_DIR="${VOCABD_FUZZ_WORK_DIR:-$BUILD/work}"
+MODELS="$ROOT/../shared/models"
+
+cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_CXX_COMPILER=clang++ -DVOCABD_FUZZ=ON -DVOCABD_BUILD_TESTS=OFF \
+  -DVOCABD_BUILD_BENCH=OFF >/dev/null
+cmake --build "$BUILD" --target safetensors_header_fuzzer gguf_fuzzer hf_config_fuzzer
+
+mkdir -p "$FUZZ_DIR/artifacts"
+seed() {  # seed <name> <files...>
+  local dir="$FUZZ_DIR/corpus/$1"; shift
+  mkdir -p "$dir"
+  for f in "$@"; do [[ -f $f ]] && cp -f "$f" "$dir/$(echo "$f" | md5sum | cut -c1-16)"; done
+  true
+}
+seed safetensors_header_fuzzer "$MODELS"/*/*.safetensors "$ROOT"/tests/data/forms/*/*.safetensors \
+  "$ROOT"/tests/data/hostile/st_*/model.safetensors
+seed gguf_fuzzer "$MODELS"/*/*.gguf "$ROOT"/tests/data/forms/*/*.gguf "$ROOT"/tests/data/hostile/gguf_*/*.gguf
+seed hf_config_fuzzer "$MODELS"/*/config.json "$ROOT"/tests/data/forms/*/config.json \
+  "$ROOT"/tests/data/hostile/cfg_*/config.json
+
+status=0
+for target in safetensors_header_fuzzer gguf_fuzzer hf_config_fuzzer; do
+  echo "== $target: ${SECONDS_EACH}s"
+  "$BUILD/fuzz/$target" "$FUZZ_DIR/corpus/$target" -max_total_time="$SECONDS_EACH" \
+    -max_len=2097152 -rss_limit_mb=4096 -timeout=20 -print_final_stats=1 \
+    -artifact_prefix="$FUZZ_DIR/artifacts/$target-" 2>&1 | tail -n 12 || status=1
+done
+exit $status
