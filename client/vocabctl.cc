@@ -34,6 +34,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "client/bench_command.h"
 #include "client/tensor_codec.h"
 #include "client/vocabd_client.h"
 #include "lib/status_macros.h"
@@ -854,6 +855,9 @@ int Main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
 
+  BenchOptions bench;
+  CLI::App* bench_cmd = AddBenchCommand(app, &bench);
+
   try {
     app.parse(argc, argv);
     // Cross-option checks CLI11 cannot express; reported as usage errors.
@@ -896,6 +900,8 @@ int Main(int argc, char** argv) {
       result = RunScore(c, g, score);
     } else if (rope_cmd->parsed()) {
       result = RunRope(c, g, rope);
+    } else if (bench_cmd->parsed()) {
+      result = RunBench(c, g.target, g.timeout_ms, g.json, g.model, bench);
     }
   }
   if (!result.ok()) {
