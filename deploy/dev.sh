@@ -18,6 +18,7 @@ PACKAGES=(
   libdnnl-dev libspdlog-dev libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libabsl-dev libcli11-dev libssl-dev
   python3-numpy
+  python3-grpcio gnuplot-nox
   python3-torch
   clang libclang-rt-14-dev
 )
