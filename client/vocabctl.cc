@@ -56,6 +56,9 @@ struct GlobalOptions {
   int64_t timeout_ms = 30000;
   bool json = false;
   std::string model;
+  // Connection (see VocabdClient::Options).
+  bool tls = false;
+  std::string ca, cert, key, tls_server_name, token, token_file, lb_policy;
 };
 
 struct HealthOptions {
@@ -765,6 +768,29 @@ int Main(int argc, char** argv) {
       ->capture_default_str();
   app.add_flag("--json", g.json, "machine-readable JSON output");
   app.add_option("--model", g.model, "model name (default: the server's default model)");
+  app.add_flag("--tls", g.tls, "connect with TLS (implied by --ca/--cert/--key)")
+      ->envname("VOCABD_TLS");
+  app.add_option("--ca", g.ca, "PEM CA bundle that verifies the server (default: system roots)")
+      ->envname("VOCABD_CA");
+  app.add_option("--cert", g.cert, "PEM client certificate for mutual TLS (with --key)")
+      ->envname("VOCABD_CERT");
+  app.add_option("--key", g.key, "PEM private key for --cert")->envname("VOCABD_KEY");
+  app.add_option("--tls-server-name", g.tls_server_name,
+                 "name checked against the server certificate (default: the target host)")
+      ->envname("VOCABD_TLS_SERVER_NAME");
+  app.add_option("--token-file", g.token_file,
+                 "file whose first line is a bearer token sent as 'authorization: Bearer' "
+                 "(needs TLS)")
+      ->envname("VOCABD_TOKEN_FILE");
+  app.add_option("--token", g.token,
+                 "bearer token (needs TLS); prefer env VOCABD_TOKEN or --token-file, which "
+                 "do not show in `ps`")
+      ->envname("VOCABD_TOKEN");
+  app.add_option("--lb-policy", g.lb_policy,
+                 "client-side load balancing: round_robin (with a dns:/// target) or "
+                 "pick_first")
+      ->check(CLI::IsMember({"round_robin", "pick_first"}))
+      ->envname("VOCABD_LB_POLICY");
 
   HealthOptions health;
   CLI::App* health_cmd = app.add_subcommand("health", "grpc.health.v1 Check; exit 0 only when SERVING");
@@ -880,6 +906,14 @@ int Main(int argc, char** argv) {
   VocabdClient::Options client_options;
   client_options.target = g.target;
   client_options.timeout = std::chrono::milliseconds(g.timeout_ms);
+  client_options.tls = g.tls;
+  client_options.ca_file = g.ca;
+  client_options.cert_file = g.cert;
+  client_options.key_file = g.key;
+  client_options.tls_server_name = g.tls_server_name;
+  client_options.token_file = g.token_file;
+  client_options.lb_policy = g.lb_policy;
+  client_options.token = g.token;
   auto client = VocabdClient::Create(client_options);
   absl::StatusOr<int> result = kExitUsage;
   if (!client.ok()) {

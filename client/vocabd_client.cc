@@ -1,10 +1,13 @@
 #include "client/vocabd_client.h"
 
+#include <fstream>
 #include <functional>
+#include <sstream>
 #include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "grpc/reflection/v1alpha/reflection.grpc.pb.h"
 
@@ -23,6 +26,70 @@ absl::StatusOr<Response> Unary(
   grpc::Status status = (stub->*method)(&context, request, &response);
   if (!status.ok()) return FromGrpcStatus(status);
   return response;
+}
+
+absl::StatusOr<std::string> ReadFileOption(const std::string& path, const char* option) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat(option, " = '", path, "': cannot open"));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> MakeChannelCredentials(
+    const VocabdClient::Options& options, grpc::ChannelArguments* args) {
+  std::string token = options.token;
+  if (token.empty() && !options.token_file.empty()) {
+    absl::StatusOr<std::string> text = ReadFileOption(options.token_file, "token_file");
+    if (!text.ok()) return text.status();
+    std::istringstream lines(*text);
+    std::string line;
+    while (token.empty() && std::getline(lines, line)) {
+      token = std::string(absl::StripAsciiWhitespace(line));
+      if (!token.empty() && token[0] == '#') token.clear();
+    }
+    if (token.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("token_file = '", options.token_file, "' holds no token"));
+    }
+  }
+  const bool tls = options.tls || !options.ca_file.empty() || !options.cert_file.empty() ||
+                   !options.key_file.empty();
+  if (options.cert_file.empty() != options.key_file.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("cert_file = '", options.cert_file,
+                                                   "' and key_file = '", options.key_file,
+                                                   "' must be given together"));
+  }
+  if (!tls) {
+    if (!token.empty()) {
+      return absl::InvalidArgumentError(
+          "a bearer token needs TLS (tls / ca_file): tokens are never sent in plaintext");
+    }
+    return grpc::InsecureChannelCredentials();
+  }
+  grpc::SslCredentialsOptions ssl;
+  if (!options.ca_file.empty()) {
+    absl::StatusOr<std::string> ca = ReadFileOption(options.ca_file, "ca_file");
+    if (!ca.ok()) return ca.status();
+    ssl.pem_root_certs = *ca;
+  }
+  if (!options.cert_file.empty()) {
+    absl::StatusOr<std::string> cert = ReadFileOption(options.cert_file, "cert_file");
+    if (!cert.ok()) return cert.status();
+    absl::StatusOr<std::string> key = ReadFileOption(options.key_file, "key_file");
+    if (!key.ok()) return key.status();
+    ssl.pem_cert_chain = *cert;
+    ssl.pem_private_key = *key;
+  }
+  if (!options.tls_server_name.empty()) {
+    args->SetSslTargetNameOverride(options.tls_server_name);
+  }
+  std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::SslCredentials(ssl);
+  if (!token.empty()) {
+    credentials = grpc::CompositeChannelCredentials(credentials,
+                                                    grpc::AccessTokenCredentials(token));
+  }
+  return credentials;
 }
 
 }  // namespace
@@ -45,8 +112,18 @@ absl::StatusOr<std::unique_ptr<VocabdClient>> VocabdClient::Create(const Options
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(options.max_receive_message_bytes);
   args.SetMaxSendMessageSize(-1);  // the server enforces its own limit
+  if (!options.lb_policy.empty()) {
+    if (options.lb_policy != "round_robin" && options.lb_policy != "pick_first") {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "lb_policy = '", options.lb_policy, "' must be round_robin or pick_first"));
+    }
+    args.SetLoadBalancingPolicyName(options.lb_policy);
+  }
+  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
+      MakeChannelCredentials(options, &args);
+  if (!credentials.ok()) return credentials.status();
   std::shared_ptr<grpc::Channel> channel =
-      grpc::CreateCustomChannel(options.target, grpc::InsecureChannelCredentials(), args);
+      grpc::CreateCustomChannel(options.target, *credentials, args);
   if (channel == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat("cannot create a channel to target \"",
                                                    options.target, "\""));

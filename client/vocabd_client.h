@@ -28,8 +28,26 @@ class VocabdClient {
     std::chrono::milliseconds timeout{30000};
     // Max response size accepted (bytes).
     int max_receive_message_bytes = 256 << 20;
+    // Client-side load balancing policy, e.g. "round_robin" (with a
+    // "dns:///host:port" target that resolves to every server, such as a
+    // Kubernetes headless Service); empty = gRPC's default (pick_first).
+    std::string lb_policy;
+    // TLS: on when `tls` is true or any PEM file below is set.
+    bool tls = false;
+    std::string ca_file;    // PEM roots to verify the server (empty = system roots)
+    std::string cert_file;  // PEM client certificate (mutual TLS), with key_file
+    std::string key_file;
+    // Overrides the name checked against the server certificate (testing,
+    // or addressing pods by IP); empty = the target host.
+    std::string tls_server_name;
+    // Bearer token sent as `authorization: Bearer <token>` (needs TLS).
+    std::string token;
+    // File holding the token (first non-empty line); used when token is empty.
+    std::string token_file;
   };
-  // Creates an insecure channel to options.target.
+  // Creates a channel to options.target (insecure, or TLS when requested).
+  // INVALID_ARGUMENT naming the option for a bad combination; NOT_FOUND
+  // naming the file when a PEM or token file cannot be read.
   static absl::StatusOr<std::unique_ptr<VocabdClient>> Create(const Options& options);
   // Uses an existing channel (tests: in-process channel).
   VocabdClient(std::shared_ptr<grpc::Channel> channel, const Options& options);

@@ -2,7 +2,11 @@
 # vocabd developer entry point. Usage:
 #   deploy/dev.sh deps    install the Debian packages vocabd needs (apt-get)
 #   deploy/dev.sh build   deps + configure + build (build/, Release)
-#   deploy/dev.sh test    build + run the whole test suite with ctest
+#   deploy/dev.sh test    build + run the whole test suite with ctest, then the
+#                         same suite under ASan+UBSan and under TSan (separate
+#                         build dirs build-asan/, build-tsan/; any sanitizer
+#                         report fails). VOCABD_SANITIZERS=0 skips them.
+#   deploy/dev.sh test-asan | test-tsan   one sanitizer suite only
 #   deploy/dev.sh run     build + start vocabd on 127.0.0.1:50051 with the
 #                         bundled stories260K model + show a real call
 #   deploy/dev.sh stop    stop the server started by `run`
@@ -18,8 +22,9 @@ PACKAGES=(
   libdnnl-dev libspdlog-dev libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libabsl-dev libcli11-dev libssl-dev
   python3-numpy
-  python3-grpcio gnuplot-nox
   python3-torch
+  libcpp-httplib-dev openssl python3-yaml
+  python3-grpcio gnuplot-nox libopenblas-dev
   clang libclang-rt-14-dev
 )
 
@@ -45,12 +50,38 @@ build() {
 
 run_tests() {
   build
-  cd "$BUILD_DIR"
-  ctest --output-on-failure -j "$JOBS" --timeout 900
+  (cd "$BUILD_DIR" && ctest --output-on-failure -j "$JOBS" --timeout 900)
+  if [[ ${VOCABD_SANITIZERS:-1} != 0 ]]; then
+    sanitizer_tests asan
+    sanitizer_tests tsan
+  fi
   # libFuzzer targets for the checkpoint parsers (fuzz/), 60 s each after ctest.
   if [[ ${VOCABD_FUZZ_SECONDS:-60} != 0 ]]; then
     VOCABD_FUZZ_BUILD_DIR="${BUILD_DIR}-fuzz" "$ROOT/fuzz/run_fuzz.sh" "${VOCABD_FUZZ_SECONDS:-60}"
   fi
+}
+
+# The whole suite built with sanitizers; the first report aborts the test
+# (halt_on_error) and so fails ctest. Suppressions: deploy/sanitizers/.
+sanitizer_tests() {
+  local kind=$1 dir flags start=$SECONDS
+  deps
+  case $kind in
+    asan) dir="${VOCABD_ASAN_BUILD_DIR:-$ROOT/build-asan}"; flags="address,undefined" ;;
+    tsan) dir="${VOCABD_TSAN_BUILD_DIR:-$ROOT/build-tsan}"; flags="thread" ;;
+    *) echo "unknown sanitizer $kind"; exit 2 ;;
+  esac
+  cmake -S "$ROOT" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DVOCABD_SANITIZE="$flags" \
+    -DVOCABD_BUILD_BENCH=OFF
+  cmake --build "$dir" -j "$JOBS"
+  local supp="$ROOT/deploy/sanitizers"
+  (cd "$dir" &&
+    ASAN_OPTIONS="halt_on_error=1:abort_on_error=1:detect_leaks=1:detect_stack_use_after_return=0" \
+    LSAN_OPTIONS="suppressions=$supp/lsan.supp:print_suppressions=0" \
+    UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:suppressions=$supp/ubsan.supp" \
+    TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$supp/tsan.supp:print_suppressions=0" \
+    ctest --output-on-failure -j "$JOBS" --timeout 1800)
+  echo "$kind suite (build + test): $((SECONDS - start)) s"
 }
 
 run_server() {
@@ -84,7 +115,9 @@ case "${1:-}" in
   deps) deps ;;
   build) build ;;
   test) run_tests ;;
+  test-asan) sanitizer_tests asan ;;
+  test-tsan) sanitizer_tests tsan ;;
   run) run_server ;;
   stop) stop_server ;;
-  *) sed -n '2,9p' "$0"; exit 2 ;;
+  *) sed -n '2,13p' "$0"; exit 2 ;;
 esac

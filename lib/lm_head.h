@@ -48,10 +48,10 @@ class LmHead {
     // holds one copy). Read on every Compute, so changes to the table are
     // seen by later calls.
     const void* weights = nullptr;
-    // kF32 or kBF16.
-    DType weights_dtype = DType::kF32;
     int64_t vocab_size = 0;
     int64_t hidden_size = 0;
+    // kF32 or kBF16 (last, so {weights, vocab, hidden} still means F32).
+    DType weights_dtype = DType::kF32;
   };
   // INVALID_ARGUMENT for null weights, non-positive sizes or a weights_dtype
   // other than F32/BF16; FAILED_PRECONDITION for BF16 when !Bf16Supported();

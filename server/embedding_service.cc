@@ -2,6 +2,7 @@
 
 #include "client/tensor_codec.h"
 #include "lib/status_macros.h"
+#include "server/call_tracker.h"
 #include "server/grpc_status.h"
 #include "server/output_dtype.h"
 #include "server/proto_convert.h"
@@ -13,6 +14,7 @@ grpc::ServerUnaryReactor* EmbeddingServiceImpl::Embed(grpc::CallbackServerContex
                                                       const v1::EmbedRequest* request,
                                                       v1::EmbedResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  if (RejectIfNotAdmitted(context_.tracker, context, *request, reactor)) return reactor;
   reactor->Finish(ToGrpcStatus(DoEmbed(*request, response)));
   return reactor;
 }

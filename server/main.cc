@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
+#include "server/logging.h"
 #include "server/server.h"
 
 namespace {
@@ -35,6 +36,7 @@ int main(int argc, char** argv) {
   vocabd::VocabdServer::Options options;
   std::vector<std::string> model_flags = {"stories260K=models/stories260K/stories260K.bin"};
   std::string log_level = "info";
+  std::string log_format = "text";
   int intra_op_threads = 0;
   int64_t drain_timeout_ms = options.drain_timeout.count();
   app.add_option("--listen", options.listen_address, "gRPC listen address host:port (port 0 = any)")
@@ -67,22 +69,81 @@ int main(int argc, char** argv) {
                  "LM-head calls that may wait for a worker before RESOURCE_EXHAUSTED")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  // LM-head serving (server/model_serving_options.h).
+  std::vector<std::string> weights_dtype_flags, batching_flags;
+  app.add_option("--weights-dtype", weights_dtype_flags,
+                 "[NAME=]auto|f32|bf16: dtype the embedding table and LM head are served in "
+                 "(repeatable; no NAME = every model; auto = the checkpoint's own: BF16 "
+                 "checkpoints in BF16, F32/F16 in F32). bf16 falls back to f32 (logged, shown "
+                 "by GetModel) on CPUs without AVX512-BF16/AMX");
+  app.add_option("--dynamic-batching", options.serving.dynamic_batching,
+                 "Batch concurrent ComputeLogits/Score rows into one GEMM (false: one GEMM per "
+                 "call)")
+      ->capture_default_str();
+  app.add_option("--max-batch-rows", options.serving.batching.max_batch_rows,
+                 "Most rows concatenated into one LM-head GEMM (every model)")
+      ->capture_default_str();
+  app.add_option("--max-queue-delay-us", options.serving.batching.max_queue_delay_us,
+                 "How long the first queued call may wait for more rows, microseconds")
+      ->capture_default_str();
+  app.add_option("--max-queue-rows", options.serving.batching.max_queue_rows,
+                 "Rows that may wait for the LM head; beyond it calls get RESOURCE_EXHAUSTED")
+      ->capture_default_str();
+  app.add_option("--batching", batching_flags,
+                 "NAME:KEY=VALUE per-model batching override (repeatable); KEY = "
+                 "max_batch_rows, max_queue_delay_us, max_queue_rows or enabled (true/false)");
   app.add_option("--max-receive-message-bytes", options.max_receive_message_bytes,
                  "Largest request accepted")
       ->capture_default_str();
   app.add_option("--max-send-message-bytes", options.max_send_message_bytes,
                  "Largest response sent")
       ->capture_default_str();
-  app.add_option("--drain-timeout-ms", drain_timeout_ms,
-                 "On SIGTERM/SIGINT, how long in-flight calls may take to finish")
-      ->capture_default_str();
+  app.add_option("--drain-timeout-ms,--drain-timeout", drain_timeout_ms,
+                 "On SIGTERM/SIGINT, how long in-flight calls may take to finish (ms)")
+      ->capture_default_str()
+      ->envname("VOCABD_DRAIN_TIMEOUT_MS");
+  app.add_option("--metrics-listen", options.metrics_listen,
+                 "Prometheus /metrics HTTP address host:port (empty = off)")
+      ->capture_default_str()
+      ->envname("VOCABD_METRICS_LISTEN");
+  app.add_option("--max-tokens-per-request", options.max_tokens_per_request,
+                 "Largest request in tokens/rows; more = RESOURCE_EXHAUSTED (0 = no limit)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber)
+      ->envname("VOCABD_MAX_TOKENS_PER_REQUEST");
+  app.add_option("--max-concurrent-requests", options.max_concurrent_requests,
+                 "vocabd.v1 calls in flight at once; more = RESOURCE_EXHAUSTED (0 = no limit)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber)
+      ->envname("VOCABD_MAX_CONCURRENT_REQUESTS");
+  app.add_option("--tls-cert", options.security.tls_cert_file,
+                 "PEM certificate chain; with --tls-key turns TLS on")
+      ->envname("VOCABD_TLS_CERT");
+  app.add_option("--tls-key", options.security.tls_key_file, "PEM private key for --tls-cert")
+      ->envname("VOCABD_TLS_KEY");
+  app.add_option("--tls-client-ca", options.security.tls_client_ca_file,
+                 "PEM CA bundle: require client certificates signed by it (mutual TLS)")
+      ->envname("VOCABD_TLS_CLIENT_CA");
+  app.add_option("--auth-token-file", options.security.auth_token_file,
+                 "File of accepted bearer tokens, one per line (needs TLS; health is exempt)")
+      ->envname("VOCABD_AUTH_TOKEN_FILE");
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error, critical, off")
       ->capture_default_str()
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}))
       ->envname("VOCABD_LOG_LEVEL");
+  app.add_option("--log-format", log_format,
+                 "text or json (one JSON object per line); debug level logs every request")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"text", "json"}))
+      ->envname("VOCABD_LOG_FORMAT");
   CLI11_PARSE(app, argc, argv);
 
-  spdlog::set_level(spdlog::level::from_str(log_level));
+  vocabd::LogFormat format = vocabd::LogFormat::kText;
+  if (absl::Status s = vocabd::ParseLogFormat(log_format, &format); !s.ok() ||
+      !(s = vocabd::ConfigureLogging(log_level, format)).ok()) {
+    std::cerr << s.message() << "\n";
+    return 2;
+  }
   if (intra_op_threads > 0) {
     // Read by libgomp when oneDNN first opens a parallel region.
     setenv("OMP_NUM_THREADS", std::to_string(intra_op_threads).c_str(), 1);
@@ -94,6 +155,18 @@ int main(int argc, char** argv) {
     model_flags.clear();  // a repository replaces the built-in default model
   }
   for (const std::string& flag : model_flags) options.models.push_back(ParseModelFlag(flag));
+  for (const std::string& flag : weights_dtype_flags) {
+    if (absl::Status st = options.serving.AddWeightsDTypeFlag(flag); !st.ok()) {
+      std::cerr << st.message() << "\n";
+      return 2;
+    }
+  }
+  for (const std::string& flag : batching_flags) {
+    if (absl::Status st = options.serving.AddBatchingFlag(flag); !st.ok()) {
+      std::cerr << st.message() << "\n";
+      return 2;
+    }
+  }
 
   // Block SIGTERM/SIGINT in every thread; a dedicated thread waits for them.
   sigset_t signals;

@@ -13,6 +13,7 @@
 #include "lib/rope.h"
 #include "lib/sinusoidal.h"
 #include "lib/status_macros.h"
+#include "server/call_tracker.h"
 #include "server/grpc_status.h"
 #include "server/proto_convert.h"
 
@@ -117,6 +118,7 @@ grpc::ServerUnaryReactor* PositionServiceImpl::ApplyRope(grpc::CallbackServerCon
                                                          const v1::ApplyRopeRequest* request,
                                                          v1::ApplyRopeResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  if (RejectIfNotAdmitted(context_.tracker, context, *request, reactor)) return reactor;
   reactor->Finish(ToGrpcStatus(DoApplyRope(*request, response)));
   return reactor;
 }

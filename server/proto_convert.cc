@@ -200,6 +200,18 @@ v1::ModelInfo ModelToProto(const Model& model, bool is_default) {
     out->set_sha256_pending(f.sha256_pending);
   }
   info.set_is_default(is_default);
+  switch (model.requested_weights_dtype()) {
+    case WeightsDType::kAuto: info.set_requested_dtype(v1::DTYPE_UNSPECIFIED); break;
+    case WeightsDType::kF32: info.set_requested_dtype(v1::F32); break;
+    case WeightsDType::kBF16: info.set_requested_dtype(v1::BF16); break;
+  }
+  info.set_dtype_fallback_reason(model.fallback_reason());
+  info.set_lm_head_implementation(model.lm_head_implementation());
+  if (const DynamicBatcher* b = model.batcher(); b != nullptr) {
+    info.mutable_batching()->set_max_batch_rows(b->options().max_batch_rows);
+    info.mutable_batching()->set_max_queue_delay_us(b->options().max_queue_delay_us);
+    info.mutable_batching()->set_max_queue_rows(b->options().max_queue_rows);
+  }
   return info;
 }
 

@@ -2,24 +2,23 @@
 
 #include <chrono>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "client/tensor_codec.h"
 #include "lib/status_macros.h"
+#include "server/call_tracker.h"
 #include "server/grpc_status.h"
 #include "server/output_dtype.h"
-#include "server/unimplemented.h"
+#include "server/score_stream_reactor.h"
 
 namespace vocabd {
 namespace {
 
-// Decoded `hidden` [rows, width] as F32.
-struct HiddenRows {
-  std::vector<float> values;
-  int64_t rows = 0;
-  int64_t width = 0;
-};
+float TemperatureOrDefault(float t) { return t == 0.0f ? 1.0f : t; }
+
+}  // namespace
 
 absl::StatusOr<HiddenRows> DecodeHidden(const v1::Tensor& tensor) {
   if (tensor.shape_size() != 2) {
@@ -34,34 +33,63 @@ absl::StatusOr<HiddenRows> DecodeHidden(const v1::Tensor& tensor) {
   return out;
 }
 
-float TemperatureOrDefault(float t) { return t == 0.0f ? 1.0f : t; }
+ScoreInput ScoreInputFromProto(const v1::ScoreRequest& request, const HiddenRows& hidden) {
+  ScoreInput input;
+  input.head.hidden = hidden.values.data();
+  input.head.rows = hidden.rows;
+  input.head.width = hidden.width;
+  input.head.apply_final_norm = !request.has_apply_final_norm() || request.apply_final_norm();
+  input.head.temperature = TemperatureOrDefault(request.temperature());
+  input.head.vocab_limit = request.vocab_limit();
+  input.target_ids.assign(request.target_ids().begin(), request.target_ids().end());
+  input.top_k = request.top_k();
+  return input;
+}
 
-}  // namespace
+void ScoreOutputToProto(const ScoreOutput& output, bool has_targets, const Model& model,
+                        const v1::ScoreRequest& request, v1::ScoreResponse* response) {
+  for (const RowScoreResult& row : output.rows) {
+    v1::RowScore* out = response->add_rows();
+    out->set_logsumexp(row.logsumexp);
+    if (has_targets) {
+      out->set_target_logprob(row.target_logprob);
+      out->set_target_rank(row.target_rank);
+    }
+    for (const auto& [id, logprob] : row.top_k) {
+      v1::TokenLogprob* entry = out->add_top_k();
+      entry->set_token_id(id);
+      entry->set_logprob(logprob);
+    }
+  }
+  response->set_sum_target_logprob(output.sum_target_logprob);
+  response->set_num_targets(output.num_targets);
+  response->set_model(model.name());
+  response->set_request_id(request.request_id());
+}
 
-void ScoringServiceImpl::RunOnPool(grpc::CallbackServerContext* context,
-                                   grpc::ServerUnaryReactor* reactor,
-                                   std::function<absl::Status()> work) {
-  absl::Status submitted = context_.compute_pool->Submit(
-      [context, reactor, work = std::move(work)]() {
-        if (context->IsCancelled()) {
-          reactor->Finish(grpc::Status(grpc::StatusCode::CANCELLED,
-                                       "call cancelled or deadline exceeded before compute"));
-          return;
-        }
-        if (context->deadline() < std::chrono::system_clock::now()) {
-          reactor->Finish(grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
-                                       "deadline exceeded while queued"));
-          return;
-        }
-        reactor->Finish(ToGrpcStatus(work()));
-      });
-  if (!submitted.ok()) reactor->Finish(ToGrpcStatus(submitted));
+std::function<absl::Status()> ComputeCheck(grpc::CallbackServerContext* context,
+                                           Metrics* metrics, const Model& model, int64_t rows) {
+  const bool batched = model.batcher() != nullptr;
+  return [context, metrics, batched, rows]() -> absl::Status {
+    if (context->IsCancelled()) {
+      if (metrics != nullptr) metrics->RecordSkippedWork("cancelled");
+      return absl::CancelledError("call cancelled or deadline exceeded before compute");
+    }
+    if (context->deadline() < std::chrono::system_clock::now()) {
+      if (metrics != nullptr) metrics->RecordSkippedWork("deadline_exceeded");
+      return absl::DeadlineExceededError("deadline exceeded while queued");
+    }
+    // Batched GEMM sizes are reported by the batcher's on_batch hook.
+    if (!batched && metrics != nullptr) metrics->ObserveBatchSize(rows);
+    return absl::OkStatus();
+  };
 }
 
 grpc::ServerUnaryReactor* ScoringServiceImpl::ComputeLogits(
     grpc::CallbackServerContext* context, const v1::ComputeLogitsRequest* request,
     v1::ComputeLogitsResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  if (RejectIfNotAdmitted(context_.tracker, context, *request, reactor)) return reactor;
   auto model = context_.registry->Get(request->model());
   if (!model.ok()) {
     reactor->Finish(ToGrpcStatus(model.status()));
@@ -78,24 +106,28 @@ grpc::ServerUnaryReactor* ScoringServiceImpl::ComputeLogits(
     return reactor;
   }
   auto hidden_rows = std::make_shared<HiddenRows>(std::move(*hidden));
-  RunOnPool(context, reactor,
-            [model = *model, hidden_rows, request, response, dtype = *output_dtype]() {
-              HeadInput input;
-              input.hidden = hidden_rows->values.data();
-              input.rows = hidden_rows->rows;
-              input.width = hidden_rows->width;
-              input.apply_final_norm =
-                  !request->has_apply_final_norm() || request->apply_final_norm();
-              input.temperature = TemperatureOrDefault(request->temperature());
-              input.vocab_limit = request->vocab_limit();
-              std::vector<float> logits;
-              RETURN_IF_ERROR(model->ComputeLogits(input, request->log_softmax(), &logits));
-              *response->mutable_logits() = EncodeFloatTensor(
-                  logits, {input.rows, model->config().vocab_size}, dtype);
-              response->set_model(model->name());
-              response->set_request_id(request->request_id());
-              return absl::OkStatus();
-            });
+  HeadInput input;
+  input.hidden = hidden_rows->values.data();
+  input.rows = hidden_rows->rows;
+  input.width = hidden_rows->width;
+  input.apply_final_norm = !request->has_apply_final_norm() || request->apply_final_norm();
+  input.temperature = TemperatureOrDefault(request->temperature());
+  input.vocab_limit = request->vocab_limit();
+  const Model& m = **model;
+  // `done` runs on a compute thread (or inline on a rejection) and finishes
+  // the reactor; it keeps the model and the decoded rows alive until then.
+  m.ComputeLogitsAsync(
+      input, request->log_softmax(), ComputeCheck(context, context_.metrics, m, input.rows),
+      [model = *model, hidden_rows, request, response, reactor, dtype = *output_dtype](
+          absl::Status status, std::vector<float> logits) {
+        if (status.ok()) {
+          *response->mutable_logits() =
+              EncodeFloatTensor(logits, {hidden_rows->rows, model->config().vocab_size}, dtype);
+          response->set_model(model->name());
+          response->set_request_id(request->request_id());
+        }
+        reactor->Finish(ToGrpcStatus(status));
+      });
   return reactor;
 }
 
@@ -103,6 +135,7 @@ grpc::ServerUnaryReactor* ScoringServiceImpl::Score(grpc::CallbackServerContext*
                                                     const v1::ScoreRequest* request,
                                                     v1::ScoreResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  if (RejectIfNotAdmitted(context_.tracker, context, *request, reactor)) return reactor;
   auto model = context_.registry->Get(request->model());
   if (!model.ok()) {
     reactor->Finish(ToGrpcStatus(model.status()));
@@ -114,44 +147,23 @@ grpc::ServerUnaryReactor* ScoringServiceImpl::Score(grpc::CallbackServerContext*
     return reactor;
   }
   auto hidden_rows = std::make_shared<HiddenRows>(std::move(*hidden));
-  RunOnPool(context, reactor, [model = *model, hidden_rows, request, response]() {
-    ScoreInput input;
-    input.head.hidden = hidden_rows->values.data();
-    input.head.rows = hidden_rows->rows;
-    input.head.width = hidden_rows->width;
-    input.head.apply_final_norm = !request->has_apply_final_norm() || request->apply_final_norm();
-    input.head.temperature = TemperatureOrDefault(request->temperature());
-    input.head.vocab_limit = request->vocab_limit();
-    input.target_ids.assign(request->target_ids().begin(), request->target_ids().end());
-    input.top_k = request->top_k();
-    ScoreOutput output;
-    RETURN_IF_ERROR(model->Score(input, &output));
-    for (const RowScoreResult& row : output.rows) {
-      v1::RowScore* out = response->add_rows();
-      out->set_logsumexp(row.logsumexp);
-      if (!input.target_ids.empty()) {
-        out->set_target_logprob(row.target_logprob);
-        out->set_target_rank(row.target_rank);
-      }
-      for (const auto& [id, logprob] : row.top_k) {
-        v1::TokenLogprob* entry = out->add_top_k();
-        entry->set_token_id(id);
-        entry->set_logprob(logprob);
-      }
-    }
-    response->set_sum_target_logprob(output.sum_target_logprob);
-    response->set_num_targets(output.num_targets);
-    response->set_model(model->name());
-    response->set_request_id(request->request_id());
-    return absl::OkStatus();
-  });
+  const ScoreInput input = ScoreInputFromProto(*request, *hidden_rows);
+  const Model& m = **model;
+  m.ScoreAsync(input, ComputeCheck(context, context_.metrics, m, input.head.rows),
+               [model = *model, hidden_rows, request, response, reactor](absl::Status status,
+                                                                         ScoreOutput output) {
+                 if (status.ok()) {
+                   ScoreOutputToProto(output, request->target_ids_size() > 0, *model, *request,
+                                      response);
+                 }
+                 reactor->Finish(ToGrpcStatus(status));
+               });
   return reactor;
 }
 
 grpc::ServerBidiReactor<v1::ScoreRequest, v1::ScoreResponse>* ScoringServiceImpl::ScoreStream(
     grpc::CallbackServerContext* context) {
-  return new UnimplementedBidiReactor<v1::ScoreRequest, v1::ScoreResponse>(
-      "ScoreStream is not implemented yet (scoring issue); use Score");
+  return new ScoreStreamReactor(context_, context);
 }
 
 }  // namespace vocabd

@@ -1,15 +1,36 @@
 // vocabd.v1.ScoringService. The reactor thread validates and decodes; the
-// LM-head GEMM runs on the compute pool, which finishes the reactor.
+// LM-head GEMM runs on the compute pool (through the model's dynamic batcher
+// when enabled), whose completion callback finishes the reactor.
 #ifndef VOCABD_SERVER_SCORING_SERVICE_H_
 #define VOCABD_SERVER_SCORING_SERVICE_H_
 
 #include <functional>
+#include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "lib/model.h"
 #include "server/service_context.h"
 #include "vocabd/v1/scoring.grpc.pb.h"
 
 namespace vocabd {
+
+// Decoded `hidden` [rows, width] as F32.
+struct HiddenRows {
+  std::vector<float> values;
+  int64_t rows = 0;
+  int64_t width = 0;
+};
+
+// Shared by Score and ScoreStream (no math: decoding and proto mapping).
+// INVALID_ARGUMENT naming `hidden.shape` / `hidden` for a bad tensor.
+absl::StatusOr<HiddenRows> DecodeHidden(const v1::Tensor& tensor);
+// `hidden` must outlive the returned input's use.
+ScoreInput ScoreInputFromProto(const v1::ScoreRequest& request, const HiddenRows& hidden);
+void ScoreOutputToProto(const ScoreOutput& output, bool has_targets, const Model& model,
+                        const v1::ScoreRequest& request, v1::ScoreResponse* response);
+// The pre-compute check of one call: CANCELLED / DEADLINE_EXCEEDED drop it.
+std::function<absl::Status()> ComputeCheck(grpc::CallbackServerContext* context);
 
 class ScoringServiceImpl final : public v1::ScoringService::CallbackService {
  public:
@@ -25,10 +46,6 @@ class ScoringServiceImpl final : public v1::ScoringService::CallbackService {
       grpc::CallbackServerContext* context) override;
 
  private:
-  // Runs `work` on the compute pool and finishes `reactor` with its status;
-  // a cancelled or expired call is finished without running `work`.
-  void RunOnPool(grpc::CallbackServerContext* context, grpc::ServerUnaryReactor* reactor,
-                 std::function<absl::Status()> work);
   ServiceContext context_;
 };
 

@@ -11,10 +11,14 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "lib/compute_pool.h"
+#include "lib/metrics.h"
 #include "lib/model_registry.h"
 #include "lib/model_repository.h"
 #include "lib/status_macros.h"
+#include "server/build_info.h"
+#include "server/call_tracker.h"
 #include "server/embedding_service.h"
+#include "server/metrics_http.h"
 #include "server/model_service.h"
 #include "server/position_service.h"
 #include "server/scoring_service.h"
@@ -26,6 +30,23 @@ namespace {
 const char* const kServiceNames[] = {
     "vocabd.v1.ModelService", "vocabd.v1.EmbeddingService", "vocabd.v1.ScoringService",
     "vocabd.v1.PositionService"};
+
+// Logs how a model's head is served (dtype, oneDNN kernel, batching) and
+// warns when BF16 was asked for but the CPU cannot run it.
+void LogServing(const Model& model) {
+  const DynamicBatcher* b = model.batcher();
+  spdlog::info(
+      "model '{}': weights {} (asked {}), LM head kernel {}, dynamic batching {}", model.name(),
+      std::string(DTypeName(model.serving_dtype())),
+      WeightsDTypeName(model.requested_weights_dtype()), model.lm_head_implementation(),
+      b == nullptr ? std::string("off")
+                   : absl::StrCat("on (max_batch_rows=", b->options().max_batch_rows,
+                                  " max_queue_delay_us=", b->options().max_queue_delay_us,
+                                  " max_queue_rows=", b->options().max_queue_rows, ")"));
+  if (!model.fallback_reason().empty()) {
+    spdlog::warn("model '{}': {}", model.name(), model.fallback_reason());
+  }
+}
 
 }  // namespace
 
@@ -41,6 +62,17 @@ absl::Status VocabdServer::Options::Validate() const {
     if (m.name.empty() || m.path.empty()) {
       return absl::InvalidArgumentError(
           absl::StrCat("--model '", m.name, "=", m.path, "' needs the form name=path"));
+    }
+  }
+  RETURN_IF_ERROR(serving.Validate());
+  if (model_repository.empty()) {
+    for (const auto& [name, o] : serving.per_model) {
+      bool known = false;
+      for (const ModelSpec& m : models) known = known || m.name == name;
+      if (!known) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--batching names model '", name, "' which no --model loads"));
+      }
     }
   }
   if (compute_threads < 1) {
@@ -62,11 +94,25 @@ absl::Status VocabdServer::Options::Validate() const {
   if (drain_timeout.count() < 0) {
     return absl::InvalidArgumentError("--drain-timeout-ms must be >= 0");
   }
+  if (!metrics_listen.empty()) {
+    MetricsHttpServer::Options http_options;
+    http_options.listen_address = metrics_listen;
+    RETURN_IF_ERROR(http_options.Validate());
+  }
+  RETURN_IF_ERROR(security.Validate());
+  CallTracker::Options tracker_options;
+  tracker_options.max_tokens_per_request = max_tokens_per_request;
+  tracker_options.max_concurrent_requests = max_concurrent_requests;
+  RETURN_IF_ERROR(tracker_options.Validate());
   return absl::OkStatus();
 }
 
 struct VocabdServer::Impl {
   Options options;
+  // Declared first: destroyed last (the services, pool and HTTP thread use it).
+  std::unique_ptr<Metrics> metrics;
+  std::unique_ptr<CallTracker> tracker;
+  std::unique_ptr<MetricsHttpServer> metrics_http;
   ModelRegistry registry;
   // After the registry: destroyed first (joins its load/unload threads).
   std::unique_ptr<ModelRepository> repository;
@@ -92,9 +138,30 @@ absl::StatusOr<std::unique_ptr<VocabdServer>> VocabdServer::Create(const Options
   RETURN_IF_ERROR(options.Validate());
   auto impl = std::make_unique<Impl>();
   impl->options = options;
+  const BuildInfo& build = GetBuildInfo();
+  spdlog::info("vocabd starting: {}", build.ToString());
+  ASSIGN_OR_RETURN(impl->metrics, Metrics::Create(Metrics::Options()));
+  impl->metrics->SetBuildInfo(build.Labels());
+  CallTracker::Options tracker_options;
+  tracker_options.max_tokens_per_request = options.max_tokens_per_request;
+  tracker_options.max_concurrent_requests = options.max_concurrent_requests;
+  ASSIGN_OR_RETURN(impl->tracker, CallTracker::Create(tracker_options, impl->metrics.get()));
+  ComputePool::Options pool_options;
+  pool_options.num_threads = options.compute_threads;
+  pool_options.max_queue_size = static_cast<size_t>(options.max_queue_size);
+  ASSIGN_OR_RETURN(impl->pool, ComputePool::Create(pool_options));
+  // Model options (weights dtype, batcher) for a name and path; batch sizes
+  // go to the metrics.
+  auto model_options = [impl = impl.get(), serving = options.serving](const std::string& name,
+                                                                       const std::string& path) {
+    return serving.ForModel(name, path, impl->pool.get(), [metrics = impl->metrics.get()](
+                                                              int64_t rows) {
+      metrics->ObserveBatchSize(rows);
+    });
+  };
   for (const ModelSpec& spec : options.models) {
     spdlog::info("loading model '{}' from {}", spec.name, spec.path);
-    auto model = Model::Create({spec.name, spec.path});
+    auto model = Model::Create(model_options(spec.name, spec.path));
     if (!model.ok()) {
       return absl::Status(model.status().code(),
                           absl::StrCat("loading model '", spec.name, "' from ", spec.path, ": ",
@@ -107,27 +174,35 @@ absl::StatusOr<std::unique_ptr<VocabdServer>> VocabdServer::Create(const Options
         spec.name, cfg.architecture, cfg.vocab_size, cfg.hidden_size, cfg.num_hidden_layers,
         cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_dim, cfg.tie_word_embeddings,
         (*model)->checkpoint().resident_bytes());
+    impl->metrics->SetModelResidentBytes(spec.name, (*model)->checkpoint().resident_bytes());
+    LogServing(**model);
     RETURN_IF_ERROR(impl->registry.Add(std::shared_ptr<const Model>(std::move(*model))));
   }
   if (!options.default_model.empty()) impl->registry.set_default_name(options.default_model);
   ModelRepository::Options repository_options;
   repository_options.root = options.model_repository;
   repository_options.registry = &impl->registry;
+  repository_options.factory = [model_options](const std::string& name, const std::string& path)
+      -> absl::StatusOr<std::unique_ptr<Model>> {
+    auto model = Model::Create(model_options(name, path));
+    if (model.ok()) LogServing(**model);
+    return model;
+  };
   ASSIGN_OR_RETURN(impl->repository, ModelRepository::Create(repository_options));
   for (const std::string& name : options.load_models) {
     spdlog::info("loading model '{}' from the repository {}", name, impl->repository->root());
     auto model = impl->repository->Load(name);
     if (!model.ok()) return model.status();
   }
-  ComputePool::Options pool_options;
-  pool_options.num_threads = options.compute_threads;
-  pool_options.max_queue_size = static_cast<size_t>(options.max_queue_size);
-  ASSIGN_OR_RETURN(impl->pool, ComputePool::Create(pool_options));
+  impl->metrics->SetQueueDepthSource(
+      "compute", [pool = impl->pool.get()] { return static_cast<int64_t>(pool->queue_depth()); });
 
   ServiceContext context;
   context.registry = &impl->registry;
   context.repository = impl->repository.get();
   context.compute_pool = impl->pool.get();
+  context.metrics = impl->metrics.get();
+  context.tracker = impl->tracker.get();
   impl->model_service = std::make_unique<ModelServiceImpl>(context);
   impl->embedding_service = std::make_unique<EmbeddingServiceImpl>(context);
   impl->scoring_service = std::make_unique<ScoringServiceImpl>(context);
@@ -136,8 +211,14 @@ absl::StatusOr<std::unique_ptr<VocabdServer>> VocabdServer::Create(const Options
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(options.listen_address, grpc::InsecureServerCredentials(),
-                           &impl->port);
+  ASSIGN_OR_RETURN(std::shared_ptr<grpc::ServerCredentials> credentials,
+                   MakeServerCredentials(options.security));
+  builder.AddListeningPort(options.listen_address, credentials, &impl->port);
+  {
+    std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> creators;
+    creators.push_back(impl->tracker->MakeInterceptorFactory());
+    builder.experimental().SetInterceptorCreators(std::move(creators));
+  }
   builder.SetMaxReceiveMessageSize(options.max_receive_message_bytes);
   builder.SetMaxSendMessageSize(options.max_send_message_bytes);
   builder.RegisterService(impl->model_service.get());
@@ -152,12 +233,34 @@ absl::StatusOr<std::unique_ptr<VocabdServer>> VocabdServer::Create(const Options
   grpc::HealthCheckServiceInterface* health = impl->server->GetHealthCheckService();
   health->SetServingStatus(true);
   for (const char* name : kServiceNames) health->SetServingStatus(name, true);
-  spdlog::info("vocabd listening on port {} ({} model(s), default '{}')", impl->port,
-               options.models.size(), impl->registry.default_name());
+  if (!options.metrics_listen.empty()) {
+    MetricsHttpServer::Options http_options;
+    http_options.listen_address = options.metrics_listen;
+    auto http = MetricsHttpServer::Create(http_options, impl->metrics.get());
+    if (!http.ok()) {
+      impl->server->Shutdown();
+      impl->pool->Shutdown();
+      return http.status();
+    }
+    impl->metrics_http = std::move(*http);
+    spdlog::info("metrics on http://{}/metrics (port {})", options.metrics_listen,
+                 impl->metrics_http->port());
+  }
+  spdlog::info("vocabd listening on port {} ({} model(s), default '{}', tls={}, mtls={}, "
+               "token_auth={})",
+               impl->port, options.models.size(), impl->registry.default_name(),
+               options.security.tls(), !options.security.tls_client_ca_file.empty(),
+               !options.security.auth_token_file.empty());
   return std::unique_ptr<VocabdServer>(new VocabdServer(std::move(impl)));
 }
 
 int VocabdServer::port() const { return impl_->port; }
+
+int VocabdServer::metrics_port() const {
+  return impl_->metrics_http ? impl_->metrics_http->port() : 0;
+}
+
+Metrics& VocabdServer::metrics() const { return *impl_->metrics; }
 
 std::string VocabdServer::target() const {
   // Keep the host the server listens on; wildcard hosts are reached via
@@ -183,6 +286,7 @@ void VocabdServer::Shutdown() {
   impl_->server->Shutdown(std::chrono::system_clock::now() + impl_->options.drain_timeout);
   impl_->pool->Shutdown();
   impl_->server->Wait();
+  if (impl_->metrics_http) impl_->metrics_http->Stop();
   spdlog::info("vocabd stopped");
   {
     std::lock_guard<std::mutex> lock(impl_->mu);

@@ -9,9 +9,12 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "server/model_serving_options.h"
+#include "server/transport_security.h"
 
 namespace vocabd {
 
+class Metrics;
 class ModelRegistry;
 
 class VocabdServer {
@@ -33,6 +36,10 @@ class VocabdServer {
     // Model answering requests that name none; empty = the first of
     // `models`, else of `load_models`, else the first loaded later.
     std::string default_model;
+    // Weights dtype and dynamic batching per model (--weights-dtype,
+    // --dynamic-batching, --max-batch-rows, --max-queue-delay-us,
+    // --max-queue-rows, --batching; server/model_serving_options.h).
+    ModelServingOptions serving;
     // Threads of the compute pool that runs the LM head (>= 1).
     int compute_threads = 1;
     // Tasks the compute pool may queue before RESOURCE_EXHAUSTED.
@@ -43,6 +50,15 @@ class VocabdServer {
     int max_send_message_bytes = 256 << 20;
     // In-flight calls get this long to finish on Shutdown().
     std::chrono::milliseconds drain_timeout{10000};
+    // Operations (see README "Operating vocabd"):
+    // Prometheus /metrics HTTP address host:port; empty = no HTTP listener
+    // (metrics are still collected, see metrics()).
+    std::string metrics_listen;
+    // TLS / mTLS / bearer-token auth (server/transport_security.h).
+    TransportSecurityOptions security;
+    // Request limits (server/call_tracker.h); 0 = no limit.
+    int64_t max_tokens_per_request = 0;
+    int max_concurrent_requests = 0;
 
     // INVALID_ARGUMENT naming the flag for bad values.
     absl::Status Validate() const;
@@ -57,6 +73,10 @@ class VocabdServer {
   int port() const;
   // "127.0.0.1:<port>"-style target for clients.
   std::string target() const;
+  // The bound /metrics port (0 when metrics_listen is empty).
+  int metrics_port() const;
+  // The server's metrics (never null).
+  Metrics& metrics() const;
   // Health -> NOT_SERVING, stop accepting, let in-flight calls finish
   // (up to drain_timeout), stop. Idempotent.
   void Shutdown();

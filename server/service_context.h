@@ -5,10 +5,13 @@
 #include <cstdint>
 
 #include "lib/compute_pool.h"
+#include "lib/metrics.h"
 #include "lib/model_registry.h"
 #include "lib/model_repository.h"
 
 namespace vocabd {
+
+class CallTracker;
 
 struct ServiceContext {
   ModelRegistry* registry = nullptr;
@@ -17,6 +20,13 @@ struct ServiceContext {
   ModelRepository* repository = nullptr;
   // Runs LM-head work off the reactor threads.
   ComputePool* compute_pool = nullptr;
+  // Prometheus metrics (lib/metrics.h): the batcher reports batch sizes with
+  // metrics->ObserveBatchSize(rows), dropped work with RecordSkippedWork().
+  // Null in tests that build a service without a server.
+  Metrics* metrics = nullptr;
+  // Limits + per-call accounting; handlers call
+  // RejectIfNotAdmitted(tracker, ...) (server/call_tracker.h) first.
+  CallTracker* tracker = nullptr;
 };
 
 }  // namespace vocabd

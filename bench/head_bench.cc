@@ -1,0 +1,162 @@
+// LM-head benchmark (README "Scoring performance"): vocabd's head (F32 and
+// BF16 weights) vs OpenBLAS sgemm on the same shapes vs the bandwidth floor,
+// all measured in one run, for N = 1, 8, 64, 256 rows.
+//
+//   head_bench --f32 /tmp/vocabd-bench/llama3-f32 --bf16 /tmp/vocabd-bench/llama3-bf16
+//              [--rows 1,8,64,256] [--reps 5] [--csv out.csv]
+//
+// Weights come from the checkpoints through vocabd's own loader (Model),
+// F32 read in place from the mapping, BF16 served natively. Times are the
+// median of --reps runs after one warm-up. GFLOP/s = 2 N V d / time.
+// Bandwidth floor = weight bytes / copy bandwidth, where copy bandwidth is
+// STREAM-style (2 x bytes / time) for a memcpy of a buffer as large as the
+// F32 weights, split over all OpenMP threads.
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <cblas.h>
+
+#include "lib/lm_head.h"
+#include "lib/model.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+template <typename F>
+double MedianSeconds(int reps, F&& f) {
+  f();  // warm-up
+  std::vector<double> t;
+  for (int i = 0; i < reps; ++i) {
+    const auto start = Clock::now();
+    f();
+    t.push_back(std::chrono::duration<double>(Clock::now() - start).count());
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+// STREAM-style copy bandwidth (bytes/s, read + write) for `bytes`.
+double CopyBandwidth(size_t bytes, int reps) {
+  std::vector<char> a(bytes), b(bytes);
+#pragma omp parallel for
+  for (long i = 0; i < static_cast<long>(bytes); i += 4096) {
+    a[i] = 1;
+    b[i] = 2;
+  }
+  const double s = MedianSeconds(reps, [&] {
+#pragma omp parallel
+    {
+      const size_t n = omp_get_num_threads(), id = omp_get_thread_num();
+      const size_t chunk = (bytes + n - 1) / n;
+      const size_t begin = std::min(bytes, id * chunk), end = std::min(bytes, begin + chunk);
+      std::memcpy(b.data() + begin, a.data() + begin, end - begin);
+    }
+  });
+  return 2.0 * static_cast<double>(bytes) / s;
+}
+
+std::unique_ptr<vocabd::LmHead> HeadOf(const vocabd::Model& m) {
+  const vocabd::WeightTensor& w = m.checkpoint().lm_head();
+  vocabd::LmHead::Options o;
+  o.weights = w.data;
+  o.weights_dtype = w.dtype;
+  o.vocab_size = m.config().vocab_size;
+  o.hidden_size = m.config().hidden_size;
+  auto head = vocabd::LmHead::Create(o);
+  if (!head.ok()) {
+    std::fprintf(stderr, "%s\n", head.status().ToString().c_str());
+    std::exit(1);
+  }
+  return std::move(*head);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"vocabd LM-head benchmark"};
+  std::string f32_path = "/tmp/vocabd-bench/llama3-f32";
+  std::string bf16_path = "/tmp/vocabd-bench/llama3-bf16";
+  std::vector<int64_t> rows_list = {1, 8, 64, 256};
+  int reps = 5;
+  std::string csv;
+  app.add_option("--f32", f32_path, "F32 checkpoint folder")->capture_default_str();
+  app.add_option("--bf16", bf16_path, "BF16 checkpoint folder")->capture_default_str();
+  app.add_option("--rows", rows_list, "row counts N")->delimiter(',')->capture_default_str();
+  app.add_option("--reps", reps, "timed repetitions per point (median)")->capture_default_str();
+  app.add_option("--csv", csv, "also write the table as CSV here");
+  CLI11_PARSE(app, argc, argv);
+
+  auto f32 = vocabd::Model::Create({"f32", f32_path});
+  if (!f32.ok()) {
+    std::fprintf(stderr, "%s\n", f32.status().ToString().c_str());
+    return 1;
+  }
+  auto bf16 = vocabd::Model::Create({"bf16", bf16_path});
+  if (!bf16.ok()) {
+    std::fprintf(stderr, "%s\n", bf16.status().ToString().c_str());
+    return 1;
+  }
+  auto head32 = HeadOf(**f32);
+  auto head16 = HeadOf(**bf16);
+  const int64_t v = head32->vocab_size(), d = head32->hidden_size();
+  const float* w32 = static_cast<const float*>((*f32)->checkpoint().lm_head().data);
+  const int threads = omp_get_max_threads();
+  openblas_set_num_threads(threads);
+  std::printf("shape V=%ld d=%ld, %d threads; F32 kernel %s, BF16 kernel %s (%s)\n",
+              static_cast<long>(v), static_cast<long>(d), threads,
+              head32->implementation().c_str(), head16->implementation().c_str(),
+              std::string(vocabd::DTypeName(head16->weights_dtype())).c_str());
+  const double bw = CopyBandwidth(static_cast<size_t>(head32->weight_bytes()), 3);
+  const double floor32 = head32->weight_bytes() / bw;
+  const double floor16 = head16->weight_bytes() / bw;
+  std::printf("copy bandwidth %.2f GB/s (STREAM copy of %.2f GB); floor F32 %.1f ms, BF16 %.1f ms\n\n",
+              bw / 1e9, head32->weight_bytes() / 1e9, floor32 * 1e3, floor16 * 1e3);
+
+  std::mt19937 rng(1);
+  std::normal_distribution<float> dist;
+  const int64_t max_rows = *std::max_element(rows_list.begin(), rows_list.end());
+  std::vector<float> x(static_cast<size_t>(max_rows * d));
+  for (float& e : x) e = dist(rng);
+  std::vector<float> out(static_cast<size_t>(max_rows * v));
+
+  std::printf("| N | vocabd F32 ms | GFLOP/s | vocabd BF16 ms | GFLOP/s | OpenBLAS sgemm ms | GFLOP/s "
+              "| F32 vs OpenBLAS | BF16 speedup | F32 / floor | BF16 / floor |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
+  std::ofstream csv_out;
+  if (!csv.empty()) {
+    csv_out.open(csv);
+    csv_out << "rows,f32_ms,bf16_ms,openblas_ms,floor_f32_ms,floor_bf16_ms\n";
+  }
+  for (int64_t n : rows_list) {
+    const int r = n >= 64 ? std::max(1, reps / 2) : reps;
+    const double t32 = MedianSeconds(r, [&] { (void)head32->Compute(x.data(), n, out.data()); });
+    const double t16 = MedianSeconds(r, [&] { (void)head16->Compute(x.data(), n, out.data()); });
+    const double tb = MedianSeconds(r, [&] {
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(n),
+                  static_cast<int>(v), static_cast<int>(d), 1.0f, x.data(), static_cast<int>(d),
+                  w32, static_cast<int>(d), 0.0f, out.data(), static_cast<int>(v));
+    });
+    const double flop = 2.0 * n * v * d;
+    std::printf("| %ld | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.2fx | %.2fx | %.2fx | %.2fx |\n",
+                static_cast<long>(n), t32 * 1e3, flop / t32 / 1e9, t16 * 1e3, flop / t16 / 1e9,
+                tb * 1e3, flop / tb / 1e9, tb / t32, t32 / t16, t32 / floor32, t16 / floor16);
+    std::fflush(stdout);
+    if (csv_out) {
+      csv_out << n << "," << t32 * 1e3 << "," << t16 * 1e3 << "," << tb * 1e3 << ","
+              << floor32 * 1e3 << "," << floor16 * 1e3 << "\n";
+    }
+  }
+  std::printf("\nF32 vs OpenBLAS = OpenBLAS time / vocabd F32 time (> 1: vocabd faster); "
+              "BF16 speedup = F32 time / BF16 time; X / floor = time / bandwidth floor.\n");
+  return 0;
+}

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# End-to-end Score throughput over gRPC (README "Scoring performance"):
+# 1 caller vs 64 concurrent single-row callers, dynamic batching off vs on,
+# against a real vocabd serving the synthetic Llama-3 head.
+#
+#   bench/score_e2e.sh [BUILD_DIR] [CHECKPOINT] [SECONDS]
+#   defaults: build, /tmp/vocabd-bench/llama3-f32 (bench/make_llama3_head.py), 8
+set -euo pipefail
+BUILD=${1:-build}
+CKPT=${2:-/tmp/vocabd-bench/llama3-f32}
+SECONDS_PER_RUN=${3:-8}
+PORT=${PORT:-50777}
+VOCABD="$BUILD/server/vocabd"
+LOAD="$BUILD/bench/score_load"
+
+run_server() {  # $1 = true|false (dynamic batching)
+  "$VOCABD" --listen "127.0.0.1:$PORT" --model "llama3=$CKPT" --dynamic-batching="$1" \
+    --max-batch-rows 256 --max-queue-delay-us 0 --max-queue-rows 4096 \
+    --max-queue-size 4096 --log-level warn &
+  SERVER_PID=$!
+  for _ in $(seq 1 600); do
+    if "$BUILD/client/vocabctl" --target "127.0.0.1:$PORT" health >/dev/null 2>&1; then return; fi
+    sleep 0.5
+  done
+  echo "vocabd did not become healthy" >&2
+  exit 1
+}
+
+stop_server() { kill -TERM "$SERVER_PID"; wait "$SERVER_PID" || true; }
+
+echo "| dynamic batching | callers | requests/s | p50 ms | p99 ms |"
+echo "|---|---|---|---|---|"
+for batching in false true; do
+  run_server "$batching"
+  for c in 1 64; do
+    line=$("$LOAD" --target "127.0.0.1:$PORT" --model llama3 --hidden-size 4096 \
+      --concurrency "$c" --seconds "$SECONDS_PER_RUN")
+    rps=$(sed -n 's/.*rps=\([0-9.]*\).*/\1/p' <<<"$line")
+    p50=$(sed -n 's/.*p50_ms=\([0-9.]*\).*/\1/p' <<<"$line")
+    p99=$(sed -n 's/.*p99_ms=\([0-9.]*\).*/\1/p' <<<"$line")
+    echo "| $batching | $c | $rps | $p50 | $p99 |"
+  done
+  stop_server
+done

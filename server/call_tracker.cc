@@ -1,0 +1,206 @@
+#include "server/call_tracker.h"
+
+#include <chrono>
+#include <string_view>
+
+#include <spdlog/spdlog.h>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "server/request_info.h"
+
+namespace vocabd {
+namespace {
+
+using grpc::experimental::InterceptionHookPoints;
+
+constexpr std::string_view kVocabdPrefix = "/vocabd.v1.";
+
+std::string CodeName(grpc::StatusCode code) {
+  return absl::StatusCodeToString(static_cast<absl::StatusCode>(code));
+}
+
+class CallInterceptor final : public grpc::experimental::Interceptor {
+ public:
+  CallInterceptor(CallTracker* tracker, grpc::experimental::ServerRpcInfo* info)
+      : tracker_(tracker),
+        info_(info),
+        method_(info->method() != nullptr ? info->method() : ""),
+        counted_(std::string_view(method_).substr(0, kVocabdPrefix.size()) == kVocabdPrefix),
+        start_(std::chrono::steady_clock::now()) {
+    if (counted_) tracker_->CallStarted();
+  }
+  ~CallInterceptor() override {
+    if (!ended_) {
+      if (counted_) tracker_->CallEnded();
+      tracker_->TakeRequestInfo(info_->server_context());
+    }
+  }
+
+  void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
+    if (methods->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_SEND_STATUS)) {
+      Finished(methods->GetSendStatus());
+    }
+    methods->Proceed();
+  }
+
+ private:
+  void Finished(const grpc::Status& status) {
+    if (ended_) return;
+    ended_ = true;
+    if (counted_) tracker_->CallEnded();
+    grpc::ServerContextBase* context = info_->server_context();
+    // Saved by Admit() (handlers of the other RPCs do not call it).
+    const RequestInfo request = tracker_->TakeRequestInfo(context);
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    const std::string code = CodeName(status.error_code());
+    if (Metrics* metrics = tracker_->metrics()) metrics->RecordRequest(method_, code, seconds);
+    if (!spdlog::should_log(spdlog::level::debug)) return;
+    std::string id = request.request_id;
+    if (id.empty() && context != nullptr) {
+      const auto& metadata = context->client_metadata();
+      if (auto it = metadata.find("x-request-id"); it != metadata.end()) {
+        id.assign(it->second.data(), it->second.size());
+      }
+    }
+    if (id.empty()) id = tracker_->NextRequestId();
+    const std::string peer = context != nullptr ? context->peer() : "";
+    const std::string rpc =
+        method_.empty() ? std::string("unknown") : method_.substr(1);  // drop leading '/'
+    if (status.ok()) {
+      spdlog::debug("request id={} rpc={} model={} rows={} status={} latency_ms={:.3f} peer={}",
+                    id, rpc, request.model.empty() ? "(default)" : request.model,
+                    request.tokens, code, seconds * 1e3, peer);
+    } else {
+      spdlog::debug(
+          "request id={} rpc={} model={} rows={} status={} latency_ms={:.3f} peer={} error: {}",
+          id, rpc, request.model.empty() ? "(default)" : request.model, request.tokens, code,
+          seconds * 1e3, peer, status.error_message());
+    }
+  }
+
+  CallTracker* tracker_;
+  grpc::experimental::ServerRpcInfo* info_;
+  const std::string method_;
+  const bool counted_;
+  const std::chrono::steady_clock::time_point start_;
+  bool ended_ = false;
+};
+
+class CallInterceptorFactory final
+    : public grpc::experimental::ServerInterceptorFactoryInterface {
+ public:
+  explicit CallInterceptorFactory(CallTracker* tracker) : tracker_(tracker) {}
+  grpc::experimental::Interceptor* CreateServerInterceptor(
+      grpc::experimental::ServerRpcInfo* info) override {
+    return new CallInterceptor(tracker_, info);
+  }
+
+ private:
+  CallTracker* tracker_;
+};
+
+}  // namespace
+
+absl::Status CallTracker::Options::Validate() const {
+  if (max_tokens_per_request < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--max-tokens-per-request = ", max_tokens_per_request, " must be >= 0 (0 = no limit)"));
+  }
+  if (max_concurrent_requests < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("--max-concurrent-requests = ",
+                                                   max_concurrent_requests,
+                                                   " must be >= 0 (0 = no limit)"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<CallTracker>> CallTracker::Create(const Options& options,
+                                                                 Metrics* metrics) {
+  if (absl::Status s = options.Validate(); !s.ok()) return s;
+  return std::unique_ptr<CallTracker>(new CallTracker(options, metrics));
+}
+
+std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>
+CallTracker::MakeInterceptorFactory() {
+  return std::make_unique<CallInterceptorFactory>(this);
+}
+
+void CallTracker::CallStarted() {
+  in_flight_.fetch_add(1, std::memory_order_relaxed);
+  if (metrics_ != nullptr) metrics_->AddInFlight(1);
+}
+
+void CallTracker::CallEnded() {
+  in_flight_.fetch_sub(1, std::memory_order_relaxed);
+  if (metrics_ != nullptr) metrics_->AddInFlight(-1);
+}
+
+void CallTracker::SaveRequestInfo(const grpc::ServerContextBase* context, RequestInfo info) {
+  std::lock_guard<std::mutex> lock(mu_);
+  requests_[context] = std::move(info);
+}
+
+RequestInfo CallTracker::TakeRequestInfo(const grpc::ServerContextBase* context) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = requests_.find(context);
+  if (it == requests_.end()) return RequestInfo();
+  RequestInfo info = std::move(it->second);
+  requests_.erase(it);
+  return info;
+}
+
+std::string CallTracker::NextRequestId() {
+  return absl::StrCat("srv-", next_id_.fetch_add(1, std::memory_order_relaxed));
+}
+
+grpc::Status CallTracker::Admit(grpc::CallbackServerContext* context,
+                                const google::protobuf::Message& request) {
+  if (context->IsCancelled()) {
+    SaveRequestInfo(context, GetRequestInfo(request));
+    if (metrics_ != nullptr) metrics_->RecordSkippedWork("cancelled");
+    return grpc::Status(grpc::StatusCode::CANCELLED, "call cancelled before it started");
+  }
+  if (context->deadline() < std::chrono::system_clock::now()) {
+    SaveRequestInfo(context, GetRequestInfo(request));
+    if (metrics_ != nullptr) metrics_->RecordSkippedWork("deadline_exceeded");
+    return grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
+                        "deadline exceeded before the call started");
+  }
+  const RequestInfo info = GetRequestInfo(request);
+  SaveRequestInfo(context, info);
+  // This call is already counted by its interceptor.
+  const int64_t in_flight = in_flight_.load(std::memory_order_relaxed);
+  if (options_.max_concurrent_requests > 0 && in_flight > options_.max_concurrent_requests) {
+    if (metrics_ != nullptr) metrics_->RecordRejected("max_concurrent_requests");
+    return grpc::Status(
+        grpc::StatusCode::RESOURCE_EXHAUSTED,
+        absl::StrCat("too many concurrent requests: ", in_flight,
+                     " in flight exceeds --max-concurrent-requests = ",
+                     options_.max_concurrent_requests, "; retry with backoff"));
+  }
+  if (options_.max_tokens_per_request > 0) {
+    if (info.tokens > options_.max_tokens_per_request) {
+      if (metrics_ != nullptr) metrics_->RecordRejected("max_tokens_per_request");
+      return grpc::Status(
+          grpc::StatusCode::RESOURCE_EXHAUSTED,
+          absl::StrCat("request has ", info.tokens, " tokens (", info.tokens_field,
+                       ") > --max-tokens-per-request = ", options_.max_tokens_per_request,
+                       "; split it into smaller requests"));
+    }
+  }
+  return grpc::Status::OK;
+}
+
+bool RejectIfNotAdmitted(CallTracker* tracker, grpc::CallbackServerContext* context,
+                         const google::protobuf::Message& request,
+                         grpc::ServerUnaryReactor* reactor) {
+  if (tracker == nullptr) return false;
+  grpc::Status status = tracker->Admit(context, request);
+  if (status.ok()) return false;
+  reactor->Finish(status);
+  return true;
+}
+
+}  // namespace vocabd

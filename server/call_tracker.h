@@ -1,0 +1,87 @@
+// Per-call bookkeeping shared by every RPC: a gRPC server interceptor counts
+// calls in flight, records vocabd_requests_total / request_duration_seconds
+// and writes one debug log line per finished call
+//   request id=<id> rpc=<Service/Method> model=<name> rows=<tokens> status=<CODE>
+//           latency_ms=<ms> peer=<peer>
+// (id: the request's request_id field, else the x-request-id metadata, else
+// a server-assigned "srv-<n>"). Admit() applies the request limits before a
+// handler does any work.
+#ifndef VOCABD_SERVER_CALL_TRACKER_H_
+#define VOCABD_SERVER_CALL_TRACKER_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include <google/protobuf/message.h>
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/support/server_interceptor.h>
+
+#include "absl/status/status.h"
+#include "lib/metrics.h"
+#include "server/request_info.h"
+
+namespace vocabd {
+
+class CallTracker {
+ public:
+  struct Options {
+    // Largest request in tokens (see RequestInfo::tokens); 0 = no limit.
+    int64_t max_tokens_per_request = 0;
+    // vocabd.v1 calls allowed in flight at once (health and reflection are
+    // not counted); 0 = no limit. Calls beyond it get RESOURCE_EXHAUSTED.
+    int max_concurrent_requests = 0;
+    // INVALID_ARGUMENT naming the flag for negative values.
+    absl::Status Validate() const;
+  };
+  // `metrics` must outlive the tracker; it may be null (no metrics).
+  static absl::StatusOr<std::unique_ptr<CallTracker>> Create(const Options& options,
+                                                             Metrics* metrics);
+
+  // For grpc::ServerBuilder::experimental().SetInterceptorCreators().
+  std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface> MakeInterceptorFactory();
+
+  // OK, or the status to finish the call with before doing any work:
+  //   CANCELLED           the client already cancelled
+  //   DEADLINE_EXCEEDED   the deadline passed before the handler ran
+  //   RESOURCE_EXHAUSTED  more than max_concurrent_requests calls in flight, or
+  //                       the request has more than max_tokens_per_request tokens
+  grpc::Status Admit(grpc::CallbackServerContext* context,
+                     const google::protobuf::Message& request);
+
+  // vocabd.v1 calls started whose status is not sent yet.
+  int64_t in_flight() const { return in_flight_.load(std::memory_order_relaxed); }
+
+  // Interceptor hooks (internal).
+  void CallStarted();
+  void CallEnded();
+  Metrics* metrics() const { return metrics_; }
+  std::string NextRequestId();
+  // Admit() saves what the log line needs about the request; the
+  // interceptor takes it when the call ends (empty if never saved).
+  void SaveRequestInfo(const grpc::ServerContextBase* context, RequestInfo info);
+  RequestInfo TakeRequestInfo(const grpc::ServerContextBase* context);
+
+ private:
+  CallTracker(const Options& options, Metrics* metrics) : options_(options), metrics_(metrics) {}
+  Options options_;
+  Metrics* metrics_;
+  std::atomic<int64_t> in_flight_{0};
+  std::atomic<uint64_t> next_id_{1};
+  std::mutex mu_;
+  std::unordered_map<const grpc::ServerContextBase*, RequestInfo> requests_;
+};
+
+// Finishes `reactor` and returns true when `tracker` (may be null) rejects
+// the call; handlers call it first:
+//   if (RejectIfNotAdmitted(tracker, context, *request, reactor)) return reactor;
+bool RejectIfNotAdmitted(CallTracker* tracker, grpc::CallbackServerContext* context,
+                         const google::protobuf::Message& request,
+                         grpc::ServerUnaryReactor* reactor);
+
+}  // namespace vocabd
+
+#endif  // VOCABD_SERVER_CALL_TRACKER_H_

@@ -1,0 +1,81 @@
+#include "server/metrics_http.h"
+
+#include <httplib.h>
+
+#include <chrono>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+
+namespace vocabd {
+
+absl::Status SplitHostPort(const std::string& address, const std::string& flag,
+                           std::string* host, int* port) {
+  const size_t colon = address.rfind(':');
+  if (colon == std::string::npos || colon == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(flag, " = '", address, "' must be host:port (for example 0.0.0.0:9090)"));
+  }
+  std::string h = address.substr(0, colon);
+  if (h.size() >= 2 && h.front() == '[' && h.back() == ']') h = h.substr(1, h.size() - 2);
+  int p = 0;
+  if (!absl::SimpleAtoi(address.substr(colon + 1), &p) || p < 0 || p > 65535) {
+    return absl::InvalidArgumentError(absl::StrCat(flag, " = '", address, "': port '",
+                                                   address.substr(colon + 1),
+                                                   "' must be a number in [0, 65535]"));
+  }
+  *host = h;
+  *port = p;
+  return absl::OkStatus();
+}
+
+absl::Status MetricsHttpServer::Options::Validate() const {
+  std::string host;
+  int port = 0;
+  return SplitHostPort(listen_address, "--metrics-listen", &host, &port);
+}
+
+absl::StatusOr<std::unique_ptr<MetricsHttpServer>> MetricsHttpServer::Create(
+    const Options& options, const Metrics* metrics) {
+  std::string host;
+  int port = 0;
+  if (absl::Status s = SplitHostPort(options.listen_address, "--metrics-listen", &host, &port);
+      !s.ok()) {
+    return s;
+  }
+  std::unique_ptr<MetricsHttpServer> server(new MetricsHttpServer());
+  server->http_ = std::make_unique<httplib::Server>();
+  httplib::Server& http = *server->http_;
+  http.Get("/metrics", [metrics](const httplib::Request&, httplib::Response& res) {
+    res.set_content(metrics->Render(), "text/plain; version=0.0.4; charset=utf-8");
+  });
+  http.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content("ok\n", "text/plain");
+  });
+  if (port == 0) {
+    server->port_ = http.bind_to_any_port(host);
+  } else {
+    server->port_ = http.bind_to_port(host, port) ? port : -1;
+  }
+  if (server->port_ <= 0) {
+    return absl::UnavailableError(absl::StrCat("--metrics-listen = '", options.listen_address,
+                                               "': cannot bind (address in use or invalid)"));
+  }
+  server->thread_ = std::thread([s = server.get()] { s->http_->listen_after_bind(); });
+  return server;
+}
+
+MetricsHttpServer::~MetricsHttpServer() { Stop(); }
+
+void MetricsHttpServer::Stop() {
+  if (http_ && thread_.joinable()) {
+    // stop() is a no-op until the listener runs; give the thread time to start.
+    for (int i = 0; i < 5000 && !http_->is_running(); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    http_->stop();
+  }
+  if (thread_.joinable()) thread_.join();
+}
+
+}  // namespace vocabd

@@ -1,0 +1,54 @@
+#include "server/request_info.h"
+
+#include "vocabd/v1/embedding.pb.h"
+#include "vocabd/v1/model.pb.h"
+#include "vocabd/v1/position.pb.h"
+#include "vocabd/v1/scoring.pb.h"
+
+namespace vocabd {
+namespace {
+
+int64_t Dim(const v1::Tensor& t, int i) { return t.shape_size() > i ? t.shape(i) : 0; }
+
+}  // namespace
+
+RequestInfo GetRequestInfo(const google::protobuf::Message& request) {
+  RequestInfo info;
+  if (const auto* r = dynamic_cast<const v1::EmbedRequest*>(&request)) {
+    info.request_id = r->request_id();
+    info.model = r->model();
+    for (const auto& seq : r->sequences()) info.tokens += seq.token_ids_size();
+    info.tokens_field = "sequences[*].token_ids";
+  } else if (const auto* r = dynamic_cast<const v1::ComputeLogitsRequest*>(&request)) {
+    info.request_id = r->request_id();
+    info.model = r->model();
+    info.tokens = Dim(r->hidden(), 0);
+    info.tokens_field = "hidden.shape[0]";
+  } else if (const auto* r = dynamic_cast<const v1::ScoreRequest*>(&request)) {
+    info.request_id = r->request_id();
+    info.model = r->model();
+    info.tokens = Dim(r->hidden(), 0);
+    info.tokens_field = "hidden.shape[0]";
+  } else if (const auto* r = dynamic_cast<const v1::ApplyRopeRequest*>(&request)) {
+    info.model = r->model();
+    switch (r->layout()) {
+      case v1::THD:
+        info.tokens = Dim(r->q(), 0);
+        info.tokens_field = "q.shape[0]";
+        break;
+      case v1::BSHD:
+        info.tokens = Dim(r->q(), 0) * Dim(r->q(), 1);
+        info.tokens_field = "q batch x seq";
+        break;
+      default:  // BHSD
+        info.tokens = Dim(r->q(), 0) * Dim(r->q(), 2);
+        info.tokens_field = "q batch x seq";
+        break;
+    }
+  } else if (const auto* r = dynamic_cast<const v1::GetModelRequest*>(&request)) {
+    info.model = r->name();
+  }
+  return info;
+}
+
+}  // namespace vocabd

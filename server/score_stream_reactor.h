@@ -1,0 +1,73 @@
+// ScoringService/ScoreStream: a bidirectional stream of ScoreRequest ->
+// ScoreResponse, one response per request, in request order.
+//
+// Each request is decoded and validated on the reactor thread and scored
+// asynchronously exactly like Score (through the model's dynamic batcher, so
+// the requests of one stream - and of other callers - share GEMMs). Up to
+// kMaxInFlight requests per stream are in compute at once; beyond that the
+// next read is started only when a response is written (flow control, no
+// blocking). The first failing request (bad input, unknown model, queue
+// full, ...) ends the stream with its status after every earlier response
+// has been written; the message starts with "requests[i]: " (i = 0-based
+// index in the stream). Client half-close ends the stream with OK once all
+// responses are written. Cancelled streams drop their queued requests before
+// compute. The reactor never blocks; it deletes itself when gRPC is done
+// with it and no compute callback can still reach it.
+#ifndef VOCABD_SERVER_SCORE_STREAM_REACTOR_H_
+#define VOCABD_SERVER_SCORE_STREAM_REACTOR_H_
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+
+#include <grpcpp/grpcpp.h>
+
+#include "absl/status/status.h"
+#include "server/service_context.h"
+#include "vocabd/v1/scoring.grpc.pb.h"
+
+namespace vocabd {
+
+class ScoreStreamReactor : public grpc::ServerBidiReactor<v1::ScoreRequest, v1::ScoreResponse> {
+ public:
+  static constexpr int kMaxInFlight = 64;
+
+  ScoreStreamReactor(const ServiceContext& service, grpc::CallbackServerContext* context);
+
+  void OnReadDone(bool ok) override;
+  void OnWriteDone(bool ok) override;
+  void OnDone() override;
+
+ private:
+  struct Result {
+    absl::Status status;
+    v1::ScoreResponse response;
+  };
+  // Called (any thread) when request `seq` has its result.
+  void Complete(int64_t seq, absl::Status status, v1::ScoreResponse response);
+  // With mu_ held: starts the next write, read or Finish as the state allows.
+  void Advance();
+  // With mu_ held: deletes this when gRPC and every callback are done.
+  bool ShouldDelete() const;
+
+  ServiceContext service_;
+  grpc::CallbackServerContext* context_;
+  v1::ScoreRequest request_;  // the read buffer
+
+  std::mutex mu_;
+  std::map<int64_t, Result> results_;  // finished, not yet written
+  std::optional<v1::ScoreResponse> writing_;  // the write buffer
+  int64_t next_seq_ = 0;      // sequence number of the next request read
+  int64_t next_write_ = 0;    // sequence number of the next response to write
+  int in_compute_ = 0;        // requests submitted whose result is not in yet
+  bool reading_ = false;
+  bool reads_done_ = false;   // client half-closed (or the read failed)
+  bool failed_ = false;       // a request failed: read no more
+  bool finished_ = false;     // Finish called
+  bool done_ = false;         // OnDone called
+};
+
+}  // namespace vocabd
+
+#endif  // VOCABD_SERVER_SCORE_STREAM_REACTOR_H_

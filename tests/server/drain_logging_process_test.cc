@@ -1,0 +1,371 @@
+// Runs the real `vocabd` binary: graceful drain under load on SIGTERM
+// (health Watch sees NOT_SERVING, in-flight calls finish, no accepted call
+// fails, exit 0 within --drain-timeout-ms), JSON request logs, startup build
+// info, and `vocabctl` over TLS + token.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+#include "client/tensor_codec.h"
+#include "client/vocabd_client.h"
+#include "grpc/health/v1/health.grpc.pb.h"
+#include "tests/test_util.h"
+
+namespace vocabd::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::pair<int, std::string> RunCommand(const std::string& command) {
+  std::string out;
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return {-1, ""};
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), pipe)) > 0) out.append(buf, n);
+  const int status = pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+// Every line of a JSON-format log, parsed (non-JSON lines fail the test).
+std::vector<nlohmann::json> JsonLines(const std::string& text) {
+  std::vector<nlohmann::json> lines;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    EXPECT_FALSE(j.is_discarded()) << "not JSON: " << line;
+    if (!j.is_discarded()) lines.push_back(std::move(j));
+  }
+  return lines;
+}
+
+class VocabdProcess {
+ public:
+  explicit VocabdProcess(std::vector<std::string> extra) {
+    log_path_ = MakeTempDir() + "/vocabd.log";
+    std::vector<std::string> args = {BinaryDir() + "/server/vocabd", "--listen", "127.0.0.1:0",
+                                     "--model=stories260K=" + Stories260KBin()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    pid_ = fork();
+    if (pid_ == 0) {
+      FILE* log = freopen(log_path_.c_str(), "w", stdout);
+      if (log == nullptr) _exit(100);
+      dup2(fileno(stdout), fileno(stderr));
+      std::vector<char*> argv;
+      for (std::string& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      execv(argv[0], argv.data());
+      _exit(101);
+    }
+    const std::regex re("listening on port ([0-9]+)");
+    const std::regex metrics_re("metrics on http://[^ ]+ \\(port ([0-9]+)\\)");
+    for (int i = 0; i < 600 && port_ == 0; ++i) {
+      std::smatch m;
+      const std::string text = ReadAll(log_path_);
+      if (std::regex_search(text, m, metrics_re)) metrics_port_ = std::stoi(m[1]);
+      if (std::regex_search(text, m, re)) port_ = std::stoi(m[1]);
+      if (port_ == 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+  ~VocabdProcess() {
+    if (pid_ > 0) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+  }
+  // SIGTERM, then the exit status (-1 if still running after `limit`).
+  int TerminateAndWait(std::chrono::milliseconds limit, std::chrono::milliseconds* took) {
+    const auto start = std::chrono::steady_clock::now();
+    kill(pid_, SIGTERM);
+    while (std::chrono::steady_clock::now() - start < limit) {
+      int status = 0;
+      if (waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        *took = std::chrono::duration_cast<std::chrono::milliseconds>(
+            std::chrono::steady_clock::now() - start);
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return -1;
+  }
+  int port() const { return port_; }
+  int metrics_port() const { return metrics_port_; }
+  std::string target() const { return "127.0.0.1:" + std::to_string(port_); }
+  std::string log() const { return ReadAll(log_path_); }
+
+ private:
+  std::string log_path_;
+  pid_t pid_ = -1;
+  int port_ = 0;
+  int metrics_port_ = 0;
+};
+
+v1::ScoreRequest ScoreRows(int64_t rows, const std::string& id) {
+  v1::ScoreRequest request;
+  std::vector<float> h(static_cast<size_t>(rows * 64));
+  for (size_t i = 0; i < h.size(); ++i) h[i] = static_cast<float>((i * 31) % 17) / 8.0f - 1;
+  *request.mutable_hidden() = EncodeFloatTensor(h, {rows, 64});
+  request.set_request_id(id);
+  return request;
+}
+
+TEST(DrainTest, SigtermUnderLoadFinishesEveryAcceptedCallAndExitsZero) {
+  constexpr int kDrainMs = 20000;
+  VocabdProcess vocabd({"--log-level", "debug", "--log-format", "json", "--compute-threads", "1",
+                        "--dynamic-batching=false", "--drain-timeout-ms", std::to_string(kDrainMs),
+                        "--metrics-listen", "127.0.0.1:0"});
+  ASSERT_NE(vocabd.port(), 0) << vocabd.log();
+  ASSERT_NE(vocabd.metrics_port(), 0) << vocabd.log();
+
+  VocabdClient::Options options;
+  options.target = vocabd.target();
+  options.timeout = std::chrono::milliseconds(60000);
+  auto client = VocabdClient::Create(options);
+  ASSERT_TRUE(client.ok());
+
+  // A health watcher sees NOT_SERVING when the drain starts.
+  auto health = grpc::health::v1::Health::NewStub((*client)->channel());
+  grpc::ClientContext watch_context;
+  grpc::health::v1::HealthCheckRequest watch_request;
+  auto watch = health->Watch(&watch_context, watch_request);
+  grpc::health::v1::HealthCheckResponse update;
+  ASSERT_TRUE(watch->Read(&update));
+  ASSERT_EQ(update.status(), grpc::health::v1::HealthCheckResponse::SERVING);
+  std::atomic<bool> saw_not_serving{false};
+  std::thread watcher([&] {
+    grpc::health::v1::HealthCheckResponse u;
+    while (watch->Read(&u)) {
+      if (u.status() == grpc::health::v1::HealthCheckResponse::NOT_SERVING) {
+        saw_not_serving = true;
+        // A watcher that stays open holds the drain until its timeout (the
+        // server waits for every call, streams included): go away like a
+        // load balancer would.
+        watch_context.TryCancel();
+      }
+    }
+  });
+
+  // A long call (one 100000-row GEMM) is in flight when SIGTERM arrives: its
+  // GEMM has started once the batch-size histogram has a row above 8192.
+  absl::Status long_status;
+  std::thread long_call([&] { long_status = (*client)->Score(ScoreRows(100000, "long")).status(); });
+  httplib::Client http("127.0.0.1", vocabd.metrics_port());
+  auto long_started = [&] {
+    auto res = http.Get("/metrics");
+    if (!res) return false;
+    std::smatch inf, le8192;
+    static const std::regex inf_re("vocabd_batch_size_rows_bucket\\{le=\"\\+Inf\"\\} ([0-9]+)");
+    static const std::regex le_re("vocabd_batch_size_rows_bucket\\{le=\"8192\"\\} ([0-9]+)");
+    return std::regex_search(res->body, inf, inf_re) && std::regex_search(res->body, le8192, le_re) &&
+           std::stoi(inf[1]) > std::stoi(le8192[1]);
+  };
+  for (int i = 0; i < 6000 && !long_started(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(long_started()) << vocabd.log();
+
+  // Load: 4 threads send Score/Embed calls back to back until one is refused.
+  std::mutex mu;
+  std::map<std::string, int> client_codes;  // status code name -> count
+  std::set<std::string> client_ok_ids;
+  std::atomic<int> ok_calls{0};
+  std::vector<std::thread> load;
+  for (int t = 0; t < 4; ++t) {
+    load.emplace_back([&, t] {
+      for (int i = 0;; ++i) {
+        const std::string id = "load-" + std::to_string(t) + "-" + std::to_string(i);
+        absl::Status s;
+        if (i % 2 == 0) {
+          s = (*client)->Score(ScoreRows(t == 0 ? 2000 : 500, id)).status();
+        } else {
+          v1::EmbedRequest e;
+          e.add_sequences()->add_token_ids(i % 512);
+          e.set_request_id(id);
+          s = (*client)->Embed(e).status();
+        }
+        std::lock_guard<std::mutex> lock(mu);
+        ++client_codes[absl::StatusCodeToString(s.code())];
+        if (s.ok()) {
+          client_ok_ids.insert(id);
+          ++ok_calls;
+        } else {
+          return;
+        }
+      }
+    });
+  }
+  while (ok_calls < 20) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+
+  std::chrono::milliseconds took{0};
+  const int exit_code = vocabd.TerminateAndWait(std::chrono::milliseconds(kDrainMs + 10000), &took);
+  for (auto& t : load) t.join();
+  long_call.join();
+  watch_context.TryCancel();
+  watcher.join();
+
+  EXPECT_EQ(exit_code, 0) << vocabd.log();
+  EXPECT_LT(took.count(), kDrainMs);
+  EXPECT_TRUE(saw_not_serving);
+  EXPECT_TRUE(long_status.ok()) << long_status;
+  // Calls either succeeded or were refused as the server stopped accepting:
+  // UNAVAILABLE (connection closed / GOAWAY) or CANCELLED (a stream gRPC core
+  // cancels because it arrived after shutdown began, before any handler ran;
+  // such calls have no server log line, checked below).
+  for (const auto& [code, n] : client_codes) {
+    EXPECT_TRUE(code == "OK" || code == "UNAVAILABLE" || code == "CANCELLED")
+        << n << " calls ended " << code;
+  }
+
+  // The server logged every call it accepted, and each one finished OK.
+  int logged_ok = 0;
+  std::set<std::string> server_ok_ids;
+  for (const nlohmann::json& line : JsonLines(vocabd.log())) {
+    if (!line.contains("rpc") || line["rpc"].get<std::string>().rfind("vocabd.v1.", 0) != 0) {
+      continue;
+    }
+    EXPECT_EQ(line["status"], "OK") << line.dump();
+    if (line["status"] == "OK") {
+      ++logged_ok;
+      server_ok_ids.insert(line.value("id", ""));
+    }
+  }
+  client_ok_ids.insert("long");
+  EXPECT_EQ(server_ok_ids, client_ok_ids) << vocabd.log();
+  EXPECT_EQ(logged_ok, ok_calls.load() + 1) << "+1: the long call";
+  EXPECT_THAT(vocabd.log(), HasSubstr("received SIGTERM"));
+  EXPECT_THAT(vocabd.log(), HasSubstr("vocabd stopped"));
+}
+
+TEST(LoggingTest, JsonRequestLinesAndStartupBuildInfo) {
+  VocabdProcess vocabd({"--log-level", "debug", "--log-format", "json"});
+  ASSERT_NE(vocabd.port(), 0) << vocabd.log();
+  VocabdClient::Options options;
+  options.target = vocabd.target();
+  auto client = VocabdClient::Create(options);
+  ASSERT_TRUE(client.ok());
+  v1::EmbedRequest request;
+  request.set_request_id("req-42");
+  request.add_sequences()->add_token_ids(1);
+  request.mutable_sequences(0)->add_token_ids(403);
+  request.add_sequences()->add_token_ids(407);
+  ASSERT_TRUE((*client)->Embed(request).ok());
+  v1::EmbedRequest bad;
+  bad.set_model("nope");
+  bad.add_sequences()->add_token_ids(1);
+  EXPECT_EQ((*client)->Embed(bad).status().code(), absl::StatusCode::kNotFound);
+  std::chrono::milliseconds took{0};
+  ASSERT_EQ(vocabd.TerminateAndWait(std::chrono::seconds(20), &took), 0);
+
+  const std::vector<nlohmann::json> lines = JsonLines(vocabd.log());
+  bool saw_request = false, saw_bad = false, saw_build = false, saw_model = false;
+  for (const nlohmann::json& line : lines) {
+    ASSERT_TRUE(line.contains("ts") && line.contains("level") && line.contains("msg"));
+    if (line.value("id", "") == "req-42") {
+      saw_request = true;
+      EXPECT_EQ(line["level"], "debug");
+      EXPECT_EQ(line["rpc"], "vocabd.v1.EmbeddingService/Embed");
+      EXPECT_EQ(line["model"], "(default)");
+      EXPECT_EQ(line["rows"], "3");
+      EXPECT_EQ(line["status"], "OK");
+      EXPECT_GT(std::stod(line["latency_ms"].get<std::string>()), 0.0);
+    }
+    if (line.value("model", "") == "nope" && line.contains("rpc")) {
+      saw_bad = true;
+      EXPECT_EQ(line["status"], "NOT_FOUND");
+      EXPECT_THAT(line["msg"].get<std::string>(), HasSubstr("nope"));
+      EXPECT_THAT(line["id"].get<std::string>(), ::testing::StartsWith("srv-"));
+    }
+    const std::string msg = line["msg"];
+    if (msg.rfind("vocabd starting:", 0) == 0) {
+      saw_build = true;
+      EXPECT_TRUE(line.contains("version") && line.contains("git_sha") &&
+                  line.contains("compiler") && line.contains("onednn"))
+          << line.dump();
+    }
+    if (msg.find("model 'stories260K'") != std::string::npos &&
+        msg.find("vocab_size=512") != std::string::npos) {
+      saw_model = true;
+    }
+  }
+  EXPECT_TRUE(saw_request) << vocabd.log();
+  EXPECT_TRUE(saw_bad) << vocabd.log();
+  EXPECT_TRUE(saw_build) << vocabd.log();
+  EXPECT_TRUE(saw_model) << vocabd.log();
+}
+
+TEST(LoggingTest, TextFormatAtInfoHasNoRequestLines) {
+  VocabdProcess vocabd({"--log-level", "info"});
+  ASSERT_NE(vocabd.port(), 0) << vocabd.log();
+  auto [code, out] = RunCommand(BinaryDir() + "/client/vocabctl --target " + vocabd.target() +
+                                " embed --ids 1,2");
+  ASSERT_EQ(code, 0) << out;
+  std::chrono::milliseconds took{0};
+  ASSERT_EQ(vocabd.TerminateAndWait(std::chrono::seconds(20), &took), 0);
+  EXPECT_THAT(vocabd.log(), ::testing::Not(HasSubstr("rpc=")));
+  EXPECT_THAT(vocabd.log(), HasSubstr("[info]"));
+}
+
+TEST(VocabctlTlsTest, HealthAndEmbedOverTlsWithToken) {
+  const std::string d = MakeTempDir();
+  const std::string script =
+      "cd " + d +
+      " && openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes"
+      " -keyout ca.key -out ca.pem -days 2 -subj /CN=ca"
+      " -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign"
+      " && openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes"
+      " -keyout server.key -out server.csr -subj /CN=localhost"
+      " && printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\\n' > ext"
+      " && openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial"
+      " -days 2 -out server.pem -extfile ext && echo tok-1 > tokens";
+  ASSERT_EQ(std::system(("(" + script + ") >/dev/null 2>&1").c_str()), 0);
+  VocabdProcess vocabd({"--tls-cert", d + "/server.pem", "--tls-key", d + "/server.key",
+                        "--auth-token-file", d + "/tokens"});
+  ASSERT_NE(vocabd.port(), 0) << vocabd.log();
+  const std::string vocabctl =
+      BinaryDir() + "/client/vocabctl --target " + vocabd.target() + " --ca " + d + "/ca.pem ";
+  auto [code, out] = RunCommand(vocabctl + "health");
+  EXPECT_EQ(code, 0) << out;
+  EXPECT_THAT(out, HasSubstr("SERVING"));
+  auto [no_token_code, no_token] = RunCommand(vocabctl + "embed --ids 1 2>&1");
+  EXPECT_EQ(no_token_code, 1);
+  EXPECT_THAT(no_token, HasSubstr("UNAUTHENTICATED"));
+  auto [ok_code, ok_out] = RunCommand(vocabctl + "--token-file " + d + "/tokens embed --ids 1");
+  EXPECT_EQ(ok_code, 0) << ok_out;
+  auto [env_code, env_out] = RunCommand("VOCABD_TOKEN=tok-1 " + vocabctl + "embed --ids 1");
+  EXPECT_EQ(env_code, 0) << env_out;
+  auto [plain_code, plain] = RunCommand(BinaryDir() + "/client/vocabctl --timeout 3000 --target " +
+                                        vocabd.target() + " health 2>&1");
+  EXPECT_NE(plain_code, 0) << plain;
+  std::chrono::milliseconds took{0};
+  EXPECT_EQ(vocabd.TerminateAndWait(std::chrono::seconds(20), &took), 0);
+}
+
+}  // namespace
+}  // namespace vocabd::testing

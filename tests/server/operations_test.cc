@@ -1,0 +1,286 @@
+// Operations features of the real server (in process, 127.0.0.1:0):
+// Prometheus /metrics scraped over HTTP, request limits
+// (--max-tokens-per-request, --max-concurrent-requests), deadlines and
+// client cancellation of queued LM-head work.
+#include <atomic>
+#include <chrono>
+#include <regex>
+#include <thread>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include "client/tensor_codec.h"
+#include "client/vocabd_client.h"
+#include "lib/checkpoint.h"
+#include "lib/metrics.h"
+#include "server/build_info.h"
+#include "server/server.h"
+#include "tests/server/server_fixture.h"
+#include "tests/test_util.h"
+
+namespace vocabd::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr int64_t kHidden = 64;
+
+struct Running {
+  std::unique_ptr<VocabdServer> server;
+  std::unique_ptr<VocabdClient> client;
+};
+
+Running Start(VocabdServer::Options options) {
+  options.listen_address = "127.0.0.1:0";
+  options.models = {{kBinModel, Stories260KBin()}, {kHfModel, Stories260KHfDir()}};
+  Running r;
+  auto server = VocabdServer::Create(options);
+  EXPECT_TRUE(server.ok()) << server.status();
+  if (!server.ok()) return r;
+  r.server = std::move(*server);
+  VocabdClient::Options client_options;
+  client_options.target = r.server->target();
+  client_options.timeout = std::chrono::milliseconds(120000);
+  auto client = VocabdClient::Create(client_options);
+  EXPECT_TRUE(client.ok()) << client.status();
+  r.client = std::move(*client);
+  return r;
+}
+
+v1::EmbedRequest EmbedIds(std::vector<int32_t> ids) {
+  v1::EmbedRequest request;
+  auto* seq = request.add_sequences();
+  for (int32_t id : ids) seq->add_token_ids(id);
+  return request;
+}
+
+v1::ScoreRequest ScoreRows(int64_t rows) {
+  v1::ScoreRequest request;
+  std::vector<float> h(static_cast<size_t>(rows * kHidden));
+  for (size_t i = 0; i < h.size(); ++i) h[i] = static_cast<float>((i * 7919) % 101) / 50.0f - 1;
+  *request.mutable_hidden() = EncodeFloatTensor(h, {rows, kHidden});
+  return request;
+}
+
+// Rows that keep one compute thread busy long enough (hundreds of ms) for a
+// second call to be queued and cancelled behind it.
+constexpr int64_t kBlockerRows = 120000;
+
+bool WaitFor(const std::function<bool()>& done, std::chrono::milliseconds limit) {
+  const auto end = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < end) {
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return done();
+}
+
+std::string Scrape(int port) {
+  httplib::Client http("127.0.0.1", port);
+  auto res = http.Get("/metrics");
+  EXPECT_TRUE(res) << "GET /metrics failed";
+  if (!res) return "";
+  EXPECT_EQ(res->status, 200);
+  EXPECT_THAT(res->get_header_value("Content-Type"), HasSubstr("text/plain; version=0.0.4"));
+  return res->body;
+}
+
+TEST(MetricsEndpointTest, ScrapeShowsRequestsLatencyModelsBuildAndQueue) {
+  VocabdServer::Options options;
+  options.metrics_listen = "127.0.0.1:0";
+  Running r = Start(options);
+  ASSERT_NE(r.server, nullptr);
+  ASSERT_GT(r.server->metrics_port(), 0);
+
+  ASSERT_TRUE(r.client->Embed(EmbedIds({1, 403, 407})).ok());
+  ASSERT_TRUE(r.client->Embed(EmbedIds({2})).ok());
+  EXPECT_EQ(r.client->Embed(EmbedIds({9999})).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  ASSERT_TRUE(r.client->Score(ScoreRows(5)).ok());
+  ASSERT_TRUE(r.client->HealthCheck().ok());
+
+  const std::string text = Scrape(r.server->metrics_port());
+  EXPECT_THAT(text, HasSubstr("vocabd_requests_total{method=\"/vocabd.v1.EmbeddingService/"
+                              "Embed\",code=\"OK\"} 2\n"));
+  EXPECT_THAT(text, HasSubstr("vocabd_requests_total{method=\"/vocabd.v1.EmbeddingService/"
+                              "Embed\",code=\"INVALID_ARGUMENT\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("vocabd_requests_total{method=\"/vocabd.v1.ScoringService/"
+                              "Score\",code=\"OK\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("vocabd_requests_total{method=\"/grpc.health.v1.Health/Check\","
+                              "code=\"OK\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("vocabd_request_duration_seconds_count{method=\"/vocabd.v1."
+                              "EmbeddingService/Embed\"} 3\n"));
+  EXPECT_THAT(text, HasSubstr("vocabd_request_duration_seconds_bucket{method=\"/vocabd.v1."
+                              "EmbeddingService/Embed\",le=\"+Inf\"} 3\n"));
+  // One GEMM of 5 rows.
+  EXPECT_THAT(text, HasSubstr("vocabd_batch_size_rows_bucket{le=\"4\"} 0\n"));
+  EXPECT_THAT(text, HasSubstr("vocabd_batch_size_rows_bucket{le=\"8\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("vocabd_queue_depth{queue=\"compute\"} 0\n"));
+  EXPECT_THAT(text, HasSubstr("vocabd_in_flight_requests 0\n"));
+  auto checkpoint = LoadCheckpoint(Stories260KBin());
+  ASSERT_TRUE(checkpoint.ok());
+  EXPECT_THAT(text, HasSubstr("vocabd_model_resident_bytes{model=\"stories260K\"} " +
+                              std::to_string((*checkpoint)->resident_bytes()) + "\n"));
+  EXPECT_THAT(text, HasSubstr("vocabd_model_resident_bytes{model=\"stories260K-hf\"} "));
+  const BuildInfo& build = GetBuildInfo();
+  EXPECT_THAT(text, HasSubstr("vocabd_build_info{version=\"" + build.version + "\",git_sha=\"" +
+                              build.git_sha + "\""));
+  EXPECT_THAT(build.onednn, ::testing::MatchesRegex("[0-9]+\\.[0-9]+\\.[0-9]+"));
+
+  httplib::Client http("127.0.0.1", r.server->metrics_port());
+  auto missing = http.Get("/nope");
+  ASSERT_TRUE(missing);
+  EXPECT_EQ(missing->status, 404);
+  r.server->Shutdown();
+}
+
+TEST(MetricsEndpointTest, BadListenAddressFailsCreate) {
+  VocabdServer::Options options;
+  options.listen_address = "127.0.0.1:0";
+  options.models = {{kBinModel, Stories260KBin()}};
+  options.metrics_listen = "nonsense";
+  auto server = VocabdServer::Create(options);
+  ASSERT_FALSE(server.ok());
+  EXPECT_EQ(server.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(server.status().message(), HasSubstr("--metrics-listen = 'nonsense'"));
+}
+
+TEST(LimitsTest, MaxTokensPerRequestIsResourceExhaustedWithAMessage) {
+  VocabdServer::Options options;
+  options.max_tokens_per_request = 4;
+  Running r = Start(options);
+  ASSERT_NE(r.server, nullptr);
+  ASSERT_TRUE(r.client->Embed(EmbedIds({1, 2, 3, 4})).ok());
+  v1::EmbedRequest two_sequences = EmbedIds({1, 2, 3});
+  two_sequences.add_sequences()->add_token_ids(5);
+  two_sequences.mutable_sequences(1)->add_token_ids(6);
+  absl::Status s = r.client->Embed(two_sequences).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
+  EXPECT_THAT(s.message(), HasSubstr("request has 5 tokens (sequences[*].token_ids) > "
+                                     "--max-tokens-per-request = 4"));
+  s = r.client->Score(ScoreRows(5)).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
+  EXPECT_THAT(s.message(), HasSubstr("request has 5 tokens (hidden.shape[0])"));
+  v1::ComputeLogitsRequest logits;
+  *logits.mutable_hidden() = ScoreRows(6).hidden();
+  s = r.client->ComputeLogits(logits).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
+  EXPECT_THAT(s.message(), HasSubstr("request has 6 tokens (hidden.shape[0])"));
+  v1::ApplyRopeRequest rope;
+  rope.set_layout(v1::BHSD);
+  *rope.mutable_q() = EncodeFloatTensor(std::vector<float>(1 * 8 * 5 * 8, 1.0f), {1, 8, 5, 8});
+  *rope.mutable_k() = EncodeFloatTensor(std::vector<float>(1 * 4 * 5 * 8, 1.0f), {1, 4, 5, 8});
+  s = r.client->ApplyRope(rope).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
+  EXPECT_THAT(s.message(), HasSubstr("request has 5 tokens (q batch x seq)"));
+  EXPECT_EQ(r.server->metrics().rejected("max_tokens_per_request"), 4u);
+  // Still serving.
+  ASSERT_TRUE(r.client->Score(ScoreRows(4)).ok());
+  r.server->Shutdown();
+}
+
+TEST(LimitsTest, NegativeLimitsAreRejectedNamingTheFlag) {
+  VocabdServer::Options options;
+  options.listen_address = "127.0.0.1:0";
+  options.models = {{kBinModel, Stories260KBin()}};
+  options.max_concurrent_requests = -1;
+  auto server = VocabdServer::Create(options);
+  ASSERT_FALSE(server.ok());
+  EXPECT_THAT(server.status().message(), HasSubstr("--max-concurrent-requests = -1"));
+  options.max_concurrent_requests = 0;
+  options.max_tokens_per_request = -5;
+  server = VocabdServer::Create(options);
+  ASSERT_FALSE(server.ok());
+  EXPECT_THAT(server.status().message(), HasSubstr("--max-tokens-per-request = -5"));
+}
+
+TEST(LimitsTest, MaxConcurrentRequestsRefusesExtraCallsButNotHealth) {
+  VocabdServer::Options options;
+  options.max_concurrent_requests = 1;
+  options.compute_threads = 1;
+  options.serving.dynamic_batching = false;  // one GEMM per call: a long blocker
+  Running r = Start(options);
+  ASSERT_NE(r.server, nullptr);
+  absl::Status blocker_status;
+  std::thread blocker([&] { blocker_status = r.client->Score(ScoreRows(kBlockerRows)).status(); });
+  // The blocker is in flight once the server counts it.
+  ASSERT_TRUE(WaitFor([&] { return r.server->metrics().in_flight() == 1; },
+                      std::chrono::seconds(60)));
+  absl::Status s = r.client->Embed(EmbedIds({1})).status();
+  const bool blocker_still_running = r.server->metrics().in_flight() >= 1;
+  auto health = r.client->HealthCheck();
+  blocker.join();
+  ASSERT_TRUE(blocker_status.ok()) << blocker_status;
+  if (blocker_still_running) {
+    EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
+    EXPECT_THAT(s.message(), HasSubstr("2 in flight exceeds --max-concurrent-requests = 1"));
+    EXPECT_EQ(r.server->metrics().rejected("max_concurrent_requests"), 1u);
+  }
+  ASSERT_TRUE(health.ok()) << health.status();
+  EXPECT_EQ(*health, "SERVING");
+  // After the blocker: admitted again.
+  EXPECT_TRUE(r.client->Embed(EmbedIds({1})).ok());
+  r.server->Shutdown();
+}
+
+// Runs a Score on a raw stub so the test can cancel it.
+struct RawScore {
+  grpc::ClientContext context;
+  v1::ScoreResponse response;
+  grpc::Status status;
+  std::thread thread;
+  void Start(v1::ScoringService::Stub* stub, v1::ScoreRequest request) {
+    thread = std::thread([this, stub, request = std::move(request)] {
+      status = stub->Score(&context, request, &response);
+    });
+  }
+};
+
+TEST(DeadlineTest, QueuedCallsThatExpireOrAreCancelledAreNotComputed) {
+  VocabdServer::Options options;
+  options.compute_threads = 1;
+  options.serving.dynamic_batching = false;  // one GEMM per call: a long blocker
+  Running r = Start(options);
+  ASSERT_NE(r.server, nullptr);
+  Metrics& metrics = r.server->metrics();
+  auto stub = v1::ScoringService::NewStub(r.client->channel());
+
+  RawScore blocker;
+  blocker.Start(stub.get(), ScoreRows(kBlockerRows));
+  ASSERT_TRUE(WaitFor([&] { return metrics.batch_count() == 1; }, std::chrono::seconds(60)));
+
+  // Queued behind the blocker, then cancelled by the client.
+  RawScore cancelled;
+  cancelled.Start(stub.get(), ScoreRows(3));
+  ASSERT_TRUE(WaitFor([&] { return r.server->metrics().Render().find(
+                                       "vocabd_queue_depth{queue=\"compute\"} 1\n") !=
+                                   std::string::npos; },
+                      std::chrono::seconds(30)));
+  cancelled.context.TryCancel();
+  cancelled.thread.join();
+  EXPECT_EQ(cancelled.status.error_code(), grpc::StatusCode::CANCELLED);
+
+  // Queued behind the blocker with a deadline that passes while queued.
+  RawScore expired;
+  expired.context.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(50));
+  expired.Start(stub.get(), ScoreRows(3));
+  expired.thread.join();
+  EXPECT_EQ(expired.status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+  const bool blocker_was_running = metrics.batch_count() == 1;
+
+  blocker.thread.join();
+  ASSERT_TRUE(blocker.status.ok()) << blocker.status.error_message();
+  // Both queued calls were dropped by the worker without running the GEMM.
+  ASSERT_TRUE(WaitFor(
+      [&] { return metrics.skipped_work("cancelled") + metrics.skipped_work("deadline_exceeded") == 2; },
+      std::chrono::seconds(30)));
+  if (blocker_was_running) EXPECT_EQ(metrics.batch_count(), 1u);
+  EXPECT_TRUE(r.client->Score(ScoreRows(3)).ok());
+  EXPECT_EQ(metrics.batch_count(), 2u);
+  r.server->Shutdown();
+}
+
+}  // namespace
+}  // namespace vocabd::testing
