@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "server/call_tracker.h"
 #include "server/grpc_status.h"
 #include "server/scoring_service.h"
 
@@ -33,6 +34,13 @@ void ScoreStreamReactor::OnReadDone(bool ok) {
                            {}};
     Advance();
   };
+  if (service_.tracker != nullptr) {
+    grpc::Status admitted = service_.tracker->Admit(context_, request_);
+    if (!admitted.ok()) {
+      return fail(absl::Status(static_cast<absl::StatusCode>(admitted.error_code()),
+                               admitted.error_message()));
+    }
+  }
   auto model = service_.registry->Get(request_.model());
   if (!model.ok()) return fail(model.status());
   auto hidden = DecodeHidden(request_.hidden());
@@ -47,7 +55,7 @@ void ScoreStreamReactor::OnReadDone(bool ok) {
   // `done` may run inline (validation error, queue full) or on a compute
   // thread; Complete takes the lock itself.
   const Model& m = **model;
-  m.ScoreAsync(input, ComputeCheck(context_),
+  m.ScoreAsync(input, ComputeCheck(context_, service_.metrics, m, input.head.rows),
                [this, seq, model = *model, hidden_rows, request](absl::Status status,
                                                                   ScoreOutput output) {
                  v1::ScoreResponse response;

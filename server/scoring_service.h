@@ -29,8 +29,10 @@ absl::StatusOr<HiddenRows> DecodeHidden(const v1::Tensor& tensor);
 ScoreInput ScoreInputFromProto(const v1::ScoreRequest& request, const HiddenRows& hidden);
 void ScoreOutputToProto(const ScoreOutput& output, bool has_targets, const Model& model,
                         const v1::ScoreRequest& request, v1::ScoreResponse* response);
-// The pre-compute check of one call: CANCELLED / DEADLINE_EXCEEDED drop it.
-std::function<absl::Status()> ComputeCheck(grpc::CallbackServerContext* context);
+// The pre-compute check of one call: CANCELLED / DEADLINE_EXCEEDED (counted
+// as skipped work) drop it; records the GEMM rows when the model is unbatched.
+std::function<absl::Status()> ComputeCheck(grpc::CallbackServerContext* context,
+                                           Metrics* metrics, const Model& model, int64_t rows);
 
 class ScoringServiceImpl final : public v1::ScoringService::CallbackService {
  public:
