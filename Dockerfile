@@ -3,6 +3,8 @@
 #   build:   debian:bookworm with the -dev packages (the same list as deploy/dev.sh)
 #   runtime: debian:bookworm-slim with only the runtime shared libraries,
 #            non-root user 10001, the bundled stories260K model.
+# (ocl-icd-opencl-dev: Debian's dnnl CMake config looks for OpenCL; it is only a
+# Recommends of libdnnl-dev, so --no-install-recommends needs it spelled out.)
 # Build:  docker build -t vocabd:0.1.0 .      (or deploy/container-test.sh with buildah)
 # Run:    docker run -p 50051:50051 -p 9090:9090 vocabd:0.1.0 [extra vocabd flags]
 # Flags come from VOCABD_* environment variables (defaults below) and from
@@ -14,7 +16,7 @@ RUN apt-get update -qq && apt-get install -y -qq --no-install-recommends \
       build-essential cmake ninja-build pkg-config git ca-certificates \
       libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler grpc-proto \
       libdnnl-dev libspdlog-dev libfmt-dev nlohmann-json3-dev libabsl-dev libcli11-dev \
-      libssl-dev libcpp-httplib-dev \
+      libssl-dev libcpp-httplib-dev ocl-icd-opencl-dev \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
