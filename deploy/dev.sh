@@ -3,9 +3,9 @@
 #   deploy/dev.sh deps    install the Debian packages vocabd needs (apt-get)
 #   deploy/dev.sh build   deps + configure + build (build/, Release)
 #   deploy/dev.sh test    build + run the whole test suite with ctest, then the
-#                         same suite under ASan+UBSan and under TSan (separate
-#                         build dirs build-asan/, build-tsan/; any sanitizer
-#                         report fails). VOCABD_SANITIZERS=0 skips them.
+#                         60 s fuzz runs. VOCABD_SANITIZERS=1 also runs the
+#                         suite under ASan+UBSan and under TSan (separate build
+#                         dirs build-asan/, build-tsan/; any report fails).
 #   deploy/dev.sh test-asan | test-tsan   one sanitizer suite only
 #   deploy/dev.sh run     build + start vocabd on 127.0.0.1:50051 with the
 #                         bundled stories260K model + show a real call
@@ -51,7 +51,7 @@ build() {
 run_tests() {
   build
   (cd "$BUILD_DIR" && ctest --output-on-failure -j "$JOBS" --timeout 900)
-  if [[ ${VOCABD_SANITIZERS:-1} != 0 ]]; then
+  if [[ ${VOCABD_SANITIZERS:-0} != 0 ]]; then
     sanitizer_tests asan
     sanitizer_tests tsan
   fi
