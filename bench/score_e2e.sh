@@ -19,7 +19,9 @@ run_server() {  # $1 = true|false (dynamic batching)
     --max-queue-size 4096 --log-level warn &
   SERVER_PID=$!
   for _ in $(seq 1 600); do
-    if "$BUILD/client/vocabctl" --target "127.0.0.1:$PORT" health >/dev/null 2>&1; then return; fi
+    # Ready when one Score call succeeds (score_load's warm-up call).
+    if "$LOAD" --target "127.0.0.1:$PORT" --model llama3 --hidden-size 4096 --seconds 0 \
+      >/dev/null 2>&1; then return; fi
     sleep 0.5
   done
   echo "vocabd did not become healthy" >&2
