@@ -195,6 +195,8 @@ struct LoadGenerator::Phase {
   int64_t limit = 0;        // calls to start; 0 = until `stop`
   int64_t start_ns = 0;
   std::atomic<int64_t> issued{0};
+  // Calls actually started, in start order: the index --verify-every uses.
+  std::atomic<int64_t> started{0};
   std::atomic<bool> stop{false};
   std::atomic<int64_t> completed{0};
   std::atomic<int64_t> failed{0};
@@ -261,7 +263,9 @@ absl::StatusOr<std::unique_ptr<LoadGenerator>> LoadGenerator::CreateWithChannels
 }
 
 void LoadGenerator::StartCall(Phase& phase, int64_t scheduled_ns) {
-  const int64_t n = phase.issued.load(std::memory_order_relaxed);  // for spreading only
+  // This call's own start index (not the racy `issued` reservation count), so
+  // exactly every verify_every-th started call is kept.
+  const int64_t n = phase.started.fetch_add(1, std::memory_order_relaxed);
   auto* call = new Call;
   call->scheduled_ns = scheduled_ns;
   const uint64_t seq = sequence_.fetch_add(1, std::memory_order_relaxed);
