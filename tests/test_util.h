@@ -3,6 +3,7 @@
 #define VOCABD_TESTS_TEST_UTIL_H_
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -23,6 +24,11 @@ std::string Stories260KHfDir();
 nlohmann::json ReadGolden(const std::string& name);
 // Whole file as bytes.
 std::string ReadFileBytes(const std::string& path);
+// Whole file, or "" when it does not exist (yet): for polling logs.
+std::string ReadFileOrEmpty(const std::string& path);
+// Runs `command` with popen; returns (exit code, stdout). -1 if it could not
+// run or did not exit normally.
+std::pair<int, std::string> RunCommand(const std::string& command);
 // A fresh temporary directory (removed by the OS; unique per call).
 std::string MakeTempDir();
 // JSON array of numbers -> vector.

@@ -32,24 +32,6 @@ namespace {
 
 using ::testing::HasSubstr;
 
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-std::pair<int, std::string> RunCommand(const std::string& command) {
-  std::string out;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return {-1, ""};
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), pipe)) > 0) out.append(buf, n);
-  const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
-
 // Every line of a JSON-format log, parsed (non-JSON lines fail the test).
 std::vector<nlohmann::json> JsonLines(const std::string& text) {
   std::vector<nlohmann::json> lines;
@@ -86,7 +68,7 @@ class VocabdProcess {
     const std::regex metrics_re("metrics on http://[^ ]+ \\(port ([0-9]+)\\)");
     for (int i = 0; i < 600 && port_ == 0; ++i) {
       std::smatch m;
-      const std::string text = ReadAll(log_path_);
+      const std::string text = ReadFileOrEmpty(log_path_);
       if (std::regex_search(text, m, metrics_re)) metrics_port_ = std::stoi(m[1]);
       if (std::regex_search(text, m, re)) port_ = std::stoi(m[1]);
       if (port_ == 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -117,7 +99,7 @@ class VocabdProcess {
   int port() const { return port_; }
   int metrics_port() const { return metrics_port_; }
   std::string target() const { return "127.0.0.1:" + std::to_string(port_); }
-  std::string log() const { return ReadAll(log_path_); }
+  std::string log() const { return ReadFileOrEmpty(log_path_); }
 
  private:
   std::string log_path_;

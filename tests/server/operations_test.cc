@@ -276,7 +276,9 @@ TEST(DeadlineTest, QueuedCallsThatExpireOrAreCancelledAreNotComputed) {
   ASSERT_TRUE(WaitFor(
       [&] { return metrics.skipped_work("cancelled") + metrics.skipped_work("deadline_exceeded") == 2; },
       std::chrono::seconds(30)));
-  if (blocker_was_running) EXPECT_EQ(metrics.batch_count(), 1u);
+  if (blocker_was_running) {
+    EXPECT_EQ(metrics.batch_count(), 1u);
+  }
   EXPECT_TRUE(r.client->Score(ScoreRows(3)).ok());
   EXPECT_EQ(metrics.batch_count(), 2u);
   r.server->Shutdown();

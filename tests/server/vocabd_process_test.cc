@@ -21,25 +21,6 @@
 namespace vocabd::testing {
 namespace {
 
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-// Runs a shell command, returns (exit code, stdout).
-std::pair<int, std::string> RunCommand(const std::string& command) {
-  std::string out;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return {-1, ""};
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), pipe)) > 0) out.append(buf, n);
-  const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
-
 class VocabdProcessTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -61,11 +42,11 @@ class VocabdProcessTest : public ::testing::Test {
     const std::regex re("listening on port ([0-9]+)");
     for (int i = 0; i < 300 && port_ == 0; ++i) {
       std::smatch m;
-      const std::string text = ReadAll(log_path_);
+      const std::string text = ReadFileOrEmpty(log_path_);
       if (std::regex_search(text, m, re)) port_ = std::stoi(m[1]);
       if (port_ == 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
-    ASSERT_NE(port_, 0) << "vocabd did not start; log:\n" << ReadAll(log_path_);
+    ASSERT_NE(port_, 0) << "vocabd did not start; log:\n" << ReadFileOrEmpty(log_path_);
   }
   void TearDown() override {
     if (pid_ > 0) {
@@ -122,7 +103,7 @@ TEST_F(VocabdProcessTest, ServesVocabctlAndDrainsOnSigterm) {
   EXPECT_THAT(bad_out, ::testing::HasSubstr("sequences[0].token_ids[1] = 9999"));
 
   EXPECT_EQ(Terminate(), 0);
-  const std::string log = ReadAll(log_path_);
+  const std::string log = ReadFileOrEmpty(log_path_);
   EXPECT_THAT(log, ::testing::HasSubstr("received SIGTERM"));
   EXPECT_THAT(log, ::testing::HasSubstr("vocabd stopped"));
 }
