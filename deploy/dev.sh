@@ -42,10 +42,15 @@ deps() {
   fi
 }
 
+# build [TARGET...]: everything, or only the named targets.
 build() {
   deps
   cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release
-  cmake --build "$BUILD_DIR" -j "$JOBS"
+  if (($#)); then
+    cmake --build "$BUILD_DIR" -j "$JOBS" --target "$@"
+  else
+    cmake --build "$BUILD_DIR" -j "$JOBS"
+  fi
 }
 
 run_tests() {
@@ -85,7 +90,7 @@ sanitizer_tests() {
 }
 
 run_server() {
-  build
+  build vocabd vocabctl
   local pidfile="$BUILD_DIR/vocabd.pid" log="$BUILD_DIR/vocabd.log"
   if [[ -f $pidfile ]] && kill -0 "$(cat "$pidfile")" 2>/dev/null; then
     echo "vocabd already running (pid $(cat "$pidfile")); deploy/dev.sh stop first"; exit 1
