@@ -102,6 +102,18 @@ absl::Status Model::ServeInDType(DType dtype) {
 }
 
 absl::Status Model::Embed(const EmbedInput& input, EmbedOutput* output) const {
+  return EmbedInto(
+      input,
+      [output](int64_t num_floats) {
+        output->embeddings.resize(static_cast<size_t>(num_floats));
+        return output->embeddings.data();
+      },
+      &output->sequence_offsets);
+}
+
+absl::Status Model::EmbedInto(const EmbedInput& input,
+                              absl::FunctionRef<float*(int64_t num_floats)> allocate,
+                              std::vector<int64_t>* sequence_offsets) const {
   const ModelConfig& cfg = config();
   const size_t num_seqs = input.token_ids.size();
   if (!input.position_offsets.empty() && input.position_offsets.size() != num_seqs) {
@@ -116,7 +128,7 @@ absl::Status Model::Embed(const EmbedInput& input, EmbedOutput* output) const {
   // Flatten ids and positions, validating positions per sequence.
   std::vector<int64_t> ids;
   std::vector<int64_t> positions;
-  output->sequence_offsets.assign(1, 0);
+  sequence_offsets->assign(1, 0);
   for (size_t b = 0; b < num_seqs; ++b) {
     const auto& seq = input.token_ids[b];
     const std::vector<int64_t>* explicit_ids =
@@ -141,7 +153,7 @@ absl::Status Model::Embed(const EmbedInput& input, EmbedOutput* output) const {
       positions.push_back(pos);
     }
     ids.insert(ids.end(), seq.begin(), seq.end());
-    output->sequence_offsets.push_back(static_cast<int64_t>(ids.size()));
+    sequence_offsets->push_back(static_cast<int64_t>(ids.size()));
   }
   // Validate ids with their sequence-relative names.
   for (size_t b = 0; b < num_seqs; ++b) {
@@ -207,18 +219,19 @@ absl::Status Model::Embed(const EmbedInput& input, EmbedOutput* output) const {
   }
 
   const int64_t hidden = cfg.hidden_size;
-  output->embeddings.resize(ids.size() * hidden);
+  const int64_t num_floats = static_cast<int64_t>(ids.size()) * hidden;
+  float* out = allocate(num_floats);
   const WeightTensor& table = checkpoint_->embedding();
   if (table.dtype == DType::kBF16) {
     // BF16 -> F32 is exact; ids were validated above.
     const auto* bits = static_cast<const uint8_t*>(table.data);
     for (size_t t = 0; t < ids.size(); ++t) {
       ConvertToF32(DType::kBF16, bits + static_cast<size_t>(ids[t] * hidden) * 2,
-                   static_cast<size_t>(hidden), output->embeddings.data() + t * hidden);
+                   static_cast<size_t>(hidden), out + t * hidden);
     }
   } else {
     RETURN_IF_ERROR(EmbeddingLookup(table.f32(), cfg.vocab_size, hidden, ids, "token_ids",
-                                    output->embeddings.data()));
+                                    out));
   }
   double scale = 1.0;
   switch (input.embedding_scale) {
@@ -227,14 +240,14 @@ absl::Status Model::Embed(const EmbedInput& input, EmbedOutput* output) const {
     case EmbeddingScaleMode::kSqrtHidden: scale = std::sqrt(static_cast<double>(hidden)); break;
   }
   // In the model's dtype (Gemma): see lib/embedding_scale.h.
-  ScaleRowsInDType(output->embeddings.data(), static_cast<int64_t>(output->embeddings.size()),
+  ScaleRowsInDType(out, num_floats,
                    scale, checkpoint_->embedding().stored_dtype);
   if (positions_mode == AbsolutePositionsMode::kSinusoidal) {
-    AddSinusoidalPositions(output->embeddings.data(), static_cast<int64_t>(ids.size()), hidden,
+    AddSinusoidalPositions(out, static_cast<int64_t>(ids.size()), hidden,
                            positions);
   } else if (positions_mode == AbsolutePositionsMode::kLearned) {
     for (size_t t = 0; t < positions.size(); ++t) {
-      float* row = output->embeddings.data() + t * hidden;
+      float* row = out + t * hidden;
       const float* pos_row = learned->f32() + (positions[t] + learned_offset) * hidden;
       for (int64_t j = 0; j < hidden; ++j) row[j] += pos_row[j];
     }

@@ -7,11 +7,11 @@
 #include <functional>
 #include <memory>
 #include <optional>
-#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "lib/checkpoint.h"
@@ -122,6 +122,15 @@ class Model {
   // `sequences[b].position_ids` with the bad value; FAILED_PRECONDITION for
   // learned positions on a model without a table.
   absl::Status Embed(const EmbedInput& input, EmbedOutput* output) const;
+
+  // Embed writing the rows straight into caller memory (the server passes
+  // the response tensor's bytes, saving a [total_tokens, hidden_size] copy).
+  // `allocate(num_floats)` is called once, after validation succeeds, and
+  // returns storage for num_floats = total_tokens * hidden_size F32 values;
+  // on error it is not called and nothing is written.
+  absl::Status EmbedInto(const EmbedInput& input,
+                         absl::FunctionRef<float*(int64_t num_floats)> allocate,
+                         std::vector<int64_t>* sequence_offsets) const;
 
   // logits [rows, vocab_size] (tempered, masked; log-softmax if asked).
   // INVALID_ARGUMENT names `hidden.shape` / `temperature` / `vocab_limit`.

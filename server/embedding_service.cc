@@ -24,14 +24,34 @@ absl::Status EmbeddingServiceImpl::DoEmbed(const v1::EmbedRequest& request,
   ASSIGN_OR_RETURN(std::shared_ptr<const Model> model, context_.registry->Get(request.model()));
   ASSIGN_OR_RETURN(DType output_dtype, OutputDType(request.output_dtype()));
   ASSIGN_OR_RETURN(EmbedInput input, EmbedInputFromProto(request));
-  EmbedOutput output;
-  RETURN_IF_ERROR(model->Embed(input, &output));
   const int64_t hidden = model->config().hidden_size;
-  const int64_t tokens = static_cast<int64_t>(output.embeddings.size()) / hidden;
-  *response->mutable_embeddings() =
-      EncodeFloatTensor(output.embeddings, {tokens, hidden}, output_dtype);
-  response->mutable_sequence_offsets()->Assign(output.sequence_offsets.begin(),
-                                               output.sequence_offsets.end());
+  if (output_dtype == DType::kF32) {
+    // F32: the lookup writes straight into the response bytes (no copy).
+    v1::Tensor* tensor = response->mutable_embeddings();
+    std::vector<int64_t> offsets;
+    RETURN_IF_ERROR(model->EmbedInto(
+        input,
+        [tensor](int64_t num_floats) {
+          std::string* data = tensor->mutable_data();
+          data->resize(static_cast<size_t>(num_floats) * sizeof(float));
+          return reinterpret_cast<float*>(data->data());
+        },
+        &offsets));
+    const int64_t tokens = offsets.back();
+    tensor->set_dtype(v1::F32);
+    tensor->clear_shape();
+    tensor->add_shape(tokens);
+    tensor->add_shape(hidden);
+    response->mutable_sequence_offsets()->Assign(offsets.begin(), offsets.end());
+  } else {
+    EmbedOutput output;
+    RETURN_IF_ERROR(model->Embed(input, &output));
+    const int64_t tokens = static_cast<int64_t>(output.embeddings.size()) / hidden;
+    *response->mutable_embeddings() =
+        EncodeFloatTensor(output.embeddings, {tokens, hidden}, output_dtype);
+    response->mutable_sequence_offsets()->Assign(output.sequence_offsets.begin(),
+                                                 output.sequence_offsets.end());
+  }
   response->set_model(model->name());
   response->set_request_id(request.request_id());
   return absl::OkStatus();
