@@ -29,9 +29,8 @@ void ScoreStreamReactor::OnReadDone(bool ok) {
   if (finished_) return;
   auto fail = [&](const absl::Status& status) {
     failed_ = true;
-    results_[seq] = Result{absl::Status(status.code(), absl::StrCat("requests[", seq, "]: ",
-                                                                    status.message())),
-                           {}};
+    results_[seq] = Result{
+        absl::Status(status.code(), absl::StrCat("requests[", seq, "]: ", status.message())), {}};
     Advance();
   };
   if (service_.tracker != nullptr) {
@@ -41,23 +40,20 @@ void ScoreStreamReactor::OnReadDone(bool ok) {
                                admitted.error_message()));
     }
   }
-  auto model = service_.registry->Get(request_.model());
-  if (!model.ok()) return fail(model.status());
-  auto hidden = DecodeHidden(request_.hidden());
-  if (!hidden.ok()) return fail(hidden.status());
-  auto hidden_rows = std::make_shared<HiddenRows>(std::move(*hidden));
+  absl::StatusOr<HeadCall> call = PrepareHeadCall(*service_.registry, request_);
+  if (!call.ok()) return fail(call.status());
   auto request = std::make_shared<v1::ScoreRequest>(std::move(request_));
   request_.Clear();
-  const ScoreInput input = ScoreInputFromProto(*request, *hidden_rows);
+  const ScoreInput input = ScoreInputFromProto(*request, call->head);
   ++in_compute_;
   Advance();  // may start the next read (flow control permitting)
   lock.unlock();
   // `done` may run inline (validation error, queue full) or on a compute
   // thread; Complete takes the lock itself.
-  const Model& m = **model;
+  const Model& m = *call->model;
   m.ScoreAsync(input, ComputeCheck(context_, service_.metrics, m, input.head.rows),
-               [this, seq, model = *model, hidden_rows, request](absl::Status status,
-                                                                  ScoreOutput output) {
+               [this, seq, model = call->model, hidden_rows = call->hidden, request](
+                   absl::Status status, ScoreOutput output) {
                  v1::ScoreResponse response;
                  if (status.ok()) {
                    ScoreOutputToProto(output, request->target_ids_size() > 0, *model, *request,
@@ -67,16 +63,14 @@ void ScoreStreamReactor::OnReadDone(bool ok) {
                });
 }
 
-void ScoreStreamReactor::Complete(int64_t seq, absl::Status status,
-                                  v1::ScoreResponse response) {
+void ScoreStreamReactor::Complete(int64_t seq, absl::Status status, v1::ScoreResponse response) {
   bool del = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     --in_compute_;
     if (!status.ok()) {
       failed_ = true;
-      status = absl::Status(status.code(),
-                            absl::StrCat("requests[", seq, "]: ", status.message()));
+      status = absl::Status(status.code(), absl::StrCat("requests[", seq, "]: ", status.message()));
     }
     results_[seq] = Result{std::move(status), std::move(response)};
     Advance();
@@ -119,8 +113,7 @@ void ScoreStreamReactor::Advance() {
     reading_ = true;
     StartRead(&request_);
   }
-  if ((reads_done_ || failed_) && !reading_ && !writing_.has_value() &&
-      next_write_ == next_seq_) {
+  if ((reads_done_ || failed_) && !reading_ && !writing_.has_value() && next_write_ == next_seq_) {
     finished_ = true;
     Finish(grpc::Status::OK);
   }
