@@ -202,6 +202,21 @@ absl::Status ModelConfig::Validate() const {
     return Invalid("max_position_embeddings", absl::StrCat(max_position_embeddings),
                    "must be > 0 for learned absolute positions");
   }
+  if (learned_position_offset < 0 ||
+      (position_scheme == PositionScheme::kLearned &&
+       learned_position_offset >= max_position_embeddings)) {
+    return Invalid("learned_position_offset", absl::StrCat(learned_position_offset),
+                   absl::StrCat("must be in [0, max_position_embeddings = ",
+                                max_position_embeddings, ")"));
+  }
+  if (learned_position_padding_idx < -1 || learned_position_padding_idx >= vocab_size ||
+      (position_scheme == PositionScheme::kLearned &&
+       learned_position_padding_idx >= max_position_embeddings)) {
+    return Invalid("learned_position_padding_idx", absl::StrCat(learned_position_padding_idx),
+                   absl::StrCat("must be -1 (none) or a token id in [0, vocab_size = ", vocab_size,
+                                ") and a row in [0, max_position_embeddings = ",
+                                max_position_embeddings, ")"));
+  }
   if (final_norm_kind != NormKind::kNone && !FinitePositive(norm_eps)) {
     return Invalid("norm_eps", absl::StrCat(norm_eps), "must be finite and > 0");
   }

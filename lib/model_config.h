@@ -93,11 +93,24 @@ struct ModelConfig {
   // Learned absolute positions: token position p reads row p + this
   // (RoBERTa-style tables: padding_idx + 1; GPT-2: 0).
   int64_t learned_position_offset = 0;
+  // RoBERTa-style numbering of learned positions (-1 = off; else the
+  // padding token id, which is also the padding row of the table, HF
+  // `padding_idx = config.pad_token_id`). For a sequence without explicit
+  // position_ids, Embed numbers learned positions as HF's
+  // create_position_ids_from_input_ids: tokens equal to it read row
+  // learned_position_padding_idx, the others read row
+  // learned_position_offset + position_offset + (non-pad tokens before it).
+  int64_t learned_position_padding_idx = -1;
+  // Non-empty: the model's LM head is not served and ComputeLogits / Score
+  // answer FAILED_PRECONDITION with this reason (encoder-only families whose
+  // head vocabd does not implement, e.g. RoBERTa's masked-LM head).
+  std::string lm_head_unsupported_reason;
   int64_t bos_token_id = -1;
   int64_t eos_token_id = -1;
 
   // INVALID_ARGUMENT naming the field for non-positive sizes, heads not
-  // dividing, head_dim mismatch, invalid rope.
+  // dividing, head_dim mismatch, invalid rope, a learned position offset or
+  // padding row outside the table (max_position_embeddings rows).
   absl::Status Validate() const;
 };
 

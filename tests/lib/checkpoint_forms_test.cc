@@ -201,7 +201,9 @@ TEST(HfFamiliesTest, UnsupportedModelTypeListsFamilies) {
   ASSERT_FALSE(c.ok());
   EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(c.status().message(), HasSubstr("x/config.json"));
-  EXPECT_THAT(c.status().message(), HasSubstr("\"t5\" is not supported (llama, mistral, qwen2, gemma, gpt2, gpt_neox, phi)"));
+  EXPECT_THAT(c.status().message(),
+              HasSubstr("\"t5\" is not supported (llama, mistral, qwen2, gemma, gpt2, gpt_neox, "
+                        "phi, roberta, xlm-roberta)"));
 }
 
 TEST(HfFamiliesTest, Gpt2MissingNEmbdNamesKey) {
