@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <new>
 #include <utility>
 
@@ -128,12 +129,14 @@ absl::Status Model::EmbedInto(const EmbedInput& input,
   // Flatten ids and positions, validating positions per sequence.
   std::vector<int64_t> ids;
   std::vector<int64_t> positions;
+  std::vector<bool> explicit_positions(num_seqs, false);
   sequence_offsets->assign(1, 0);
   for (size_t b = 0; b < num_seqs; ++b) {
     const auto& seq = input.token_ids[b];
     const std::vector<int64_t>* explicit_ids =
         input.position_ids.empty() || input.position_ids[b].empty() ? nullptr
                                                                     : &input.position_ids[b];
+    explicit_positions[b] = explicit_ids != nullptr;
     const int64_t offset = input.position_offsets.empty() ? 0 : input.position_offsets[b];
     if (explicit_ids == nullptr && offset < 0) {
       return absl::InvalidArgumentError(
@@ -145,7 +148,12 @@ absl::Status Model::EmbedInto(const EmbedInput& input,
           " entries but sequences[", b, "].token_ids has ", seq.size()));
     }
     for (size_t i = 0; i < seq.size(); ++i) {
-      const int64_t pos = explicit_ids ? (*explicit_ids)[i] : offset + static_cast<int64_t>(i);
+      const int64_t i64 = static_cast<int64_t>(i);
+      // Saturating: a huge offset fails the length checks below.
+      const int64_t pos = explicit_ids != nullptr ? (*explicit_ids)[i]
+                          : i64 > std::numeric_limits<int64_t>::max() - offset
+                              ? std::numeric_limits<int64_t>::max()
+                              : offset + i64;
       if (pos < 0) {
         return absl::InvalidArgumentError(
             absl::StrCat("sequences[", b, "].position_ids[", i, "] = ", pos, " is negative"));
@@ -183,6 +191,8 @@ absl::Status Model::EmbedInto(const EmbedInput& input,
     return absl::InvalidArgumentError(
         absl::StrCat("learned_position_offset = ", learned_offset, " is negative"));
   }
+  // Learned table row of every token.
+  std::vector<int64_t> learned_rows;
   if (positions_mode == AbsolutePositionsMode::kLearned) {
     learned = checkpoint_->Find(kLearnedPositions);
     if (learned == nullptr || learned->dtype != DType::kF32) {
@@ -192,14 +202,41 @@ absl::Status Model::EmbedInto(const EmbedInput& input,
     }
     // Length policy: a learned table has no rows past its end, so no flag
     // extends it. RoBERTa-style tables start real tokens at row
-    // padding_idx + 1 (learned_position_offset).
+    // padding_idx + 1 (learned_position_offset) and, for sequences without
+    // explicit position_ids, number only non-pad tokens; pads read row
+    // padding_idx (HF create_position_ids_from_input_ids).
     const int64_t table_rows = learned->shape[0];
-    for (size_t t = 0; t < positions.size(); ++t) {
-      if (positions[t] >= table_rows - learned_offset) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "position ", positions[t], " of token ", t, " + learned_position_offset ",
-            learned_offset, " is beyond the learned position table (", table_rows,
-            " rows; learned positions cannot be extended)"));
+    const int64_t padding_idx = cfg.learned_position_padding_idx;
+    if (padding_idx >= table_rows) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "model '", name_, "': padding row ", padding_idx, " is beyond the learned position table (",
+          table_rows, " rows)"));
+    }
+    learned_rows.resize(positions.size());
+    for (size_t b = 0; b < num_seqs; ++b) {
+      const bool skip_padding = padding_idx >= 0 && !explicit_positions[b];
+      const int64_t offset = input.position_offsets.empty() ? 0 : input.position_offsets[b];
+      int64_t content = 0;  // non-pad tokens so far (skip_padding)
+      for (int64_t t = (*sequence_offsets)[b]; t < (*sequence_offsets)[b + 1]; ++t) {
+        const size_t i = static_cast<size_t>(t);
+        if (skip_padding) {
+          if (ids[i] == padding_idx) {
+            learned_rows[i] = padding_idx;
+            continue;
+          }
+          // Saturating: a huge offset fails the table check below.
+          positions[i] = content > std::numeric_limits<int64_t>::max() - offset
+                             ? std::numeric_limits<int64_t>::max()
+                             : offset + content;
+          ++content;
+        }
+        if (positions[i] >= table_rows - learned_offset) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "position ", positions[i], " of token ", t, " + learned_position_offset ",
+              learned_offset, " is beyond the learned position table (", table_rows,
+              " rows; learned positions cannot be extended)"));
+        }
+        learned_rows[i] = positions[i] + learned_offset;
       }
     }
   }
@@ -230,25 +267,28 @@ absl::Status Model::EmbedInto(const EmbedInput& input,
                    static_cast<size_t>(hidden), out + t * hidden);
     }
   } else {
-    RETURN_IF_ERROR(EmbeddingLookup(table.f32(), cfg.vocab_size, hidden, ids, "token_ids",
-                                    out));
+    RETURN_IF_ERROR(EmbeddingLookup(table.f32(), cfg.vocab_size, hidden, ids, "token_ids", out));
   }
   double scale = 1.0;
   switch (input.embedding_scale) {
-    case EmbeddingScaleMode::kModelDefault: scale = cfg.embedding_scale; break;
-    case EmbeddingScaleMode::kNone: scale = 1.0; break;
-    case EmbeddingScaleMode::kSqrtHidden: scale = std::sqrt(static_cast<double>(hidden)); break;
+    case EmbeddingScaleMode::kModelDefault:
+      scale = cfg.embedding_scale;
+      break;
+    case EmbeddingScaleMode::kNone:
+      scale = 1.0;
+      break;
+    case EmbeddingScaleMode::kSqrtHidden:
+      scale = std::sqrt(static_cast<double>(hidden));
+      break;
   }
   // In the model's dtype (Gemma): see lib/embedding_scale.h.
-  ScaleRowsInDType(out, num_floats,
-                   scale, checkpoint_->embedding().stored_dtype);
+  ScaleRowsInDType(out, num_floats, scale, checkpoint_->embedding().stored_dtype);
   if (positions_mode == AbsolutePositionsMode::kSinusoidal) {
-    AddSinusoidalPositions(out, static_cast<int64_t>(ids.size()), hidden,
-                           positions);
+    AddSinusoidalPositions(out, static_cast<int64_t>(ids.size()), hidden, positions);
   } else if (positions_mode == AbsolutePositionsMode::kLearned) {
-    for (size_t t = 0; t < positions.size(); ++t) {
+    for (size_t t = 0; t < learned_rows.size(); ++t) {
       float* row = out + t * hidden;
-      const float* pos_row = learned->f32() + (positions[t] + learned_offset) * hidden;
+      const float* pos_row = learned->f32() + learned_rows[t] * hidden;
       for (int64_t j = 0; j < hidden; ++j) row[j] += pos_row[j];
     }
   }
@@ -257,6 +297,11 @@ absl::Status Model::EmbedInto(const EmbedInput& input,
 
 absl::Status Model::ValidateHead(const HeadInput& input) const {
   const ModelConfig& cfg = config();
+  if (!cfg.lm_head_unsupported_reason.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "model '", name_,
+        "' has no servable LM head (ComputeLogits/Score): ", cfg.lm_head_unsupported_reason));
+  }
   if (input.width != cfg.hidden_size) {
     return absl::InvalidArgumentError(
         absl::StrCat("hidden.shape[1] = ", input.width, " but model '", name_,

@@ -45,6 +45,10 @@ RequestInfo GetRequestInfo(const google::protobuf::Message& request) {
         info.tokens_field = "q batch x seq";
         break;
     }
+  } else if (const auto* r = dynamic_cast<const v1::GetRopeCacheRequest*>(&request)) {
+    info.model = r->model();  // table sizes are not tokens: no token count
+  } else if (const auto* r = dynamic_cast<const v1::GetAlibiSlopesRequest*>(&request)) {
+    info.model = r->model();
   } else if (const auto* r = dynamic_cast<const v1::GetModelRequest*>(&request)) {
     info.model = r->name();
   }

@@ -18,7 +18,8 @@ struct ServiceContext {
   // Loads/unloads models by name off the reactor threads (always set by
   // VocabdServer; its root may be empty = no --model-repository).
   ModelRepository* repository = nullptr;
-  // Runs LM-head work off the reactor threads.
+  // Runs LM-head work and large position computations (PositionService,
+  // see server/position_service.h) off the reactor threads.
   ComputePool* compute_pool = nullptr;
   // Prometheus metrics (lib/metrics.h): the batcher reports batch sizes with
   // metrics->ObserveBatchSize(rows), dropped work with RecordSkippedWork().

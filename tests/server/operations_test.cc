@@ -225,6 +225,50 @@ TEST(LimitsTest, MaxConcurrentRequestsRefusesExtraCallsButNotHealth) {
   r.server->Shutdown();
 }
 
+TEST(LimitsTest, PositionTableRpcsAreAdmittedLikeEveryOtherRpc) {
+  VocabdServer::Options options;
+  options.max_concurrent_requests = 1;
+  Running r = Start(options);
+  ASSERT_NE(r.server, nullptr);
+  Metrics& metrics = r.server->metrics();
+  // An open ScoreStream holds the only slot until the client closes it.
+  auto scoring = v1::ScoringService::NewStub(r.client->channel());
+  grpc::ClientContext stream_context;
+  auto stream = scoring->ScoreStream(&stream_context);
+  ASSERT_TRUE(WaitFor([&] { return metrics.in_flight() == 1; }, std::chrono::seconds(60)));
+
+  auto positions = v1::PositionService::NewStub(r.client->channel());
+  v1::GetRopeCacheRequest cache;
+  cache.set_num_positions(4);  // the default model's RoPE
+  v1::GetSinusoidalPositionsRequest sinusoidal;
+  sinusoidal.set_num_positions(4);
+  sinusoidal.set_dim(8);
+  v1::GetAlibiSlopesRequest alibi;
+  alibi.set_num_heads(4);
+  auto call_all = [&] {
+    std::vector<grpc::Status> out;
+    grpc::ClientContext c1, c2, c3;
+    v1::GetRopeCacheResponse r1;
+    v1::GetSinusoidalPositionsResponse r2;
+    v1::GetAlibiSlopesResponse r3;
+    out.push_back(positions->GetRopeCache(&c1, cache, &r1));
+    out.push_back(positions->GetSinusoidalPositions(&c2, sinusoidal, &r2));
+    out.push_back(positions->GetAlibiSlopes(&c3, alibi, &r3));
+    return out;
+  };
+  for (const grpc::Status& s : call_all()) {
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << s.error_message();
+    EXPECT_THAT(s.error_message(), HasSubstr("2 in flight exceeds --max-concurrent-requests = 1"));
+  }
+  EXPECT_EQ(metrics.rejected("max_concurrent_requests"), 3u);
+
+  stream->WritesDone();
+  ASSERT_TRUE(stream->Finish().ok());
+  ASSERT_TRUE(WaitFor([&] { return metrics.in_flight() == 0; }, std::chrono::seconds(60)));
+  for (const grpc::Status& s : call_all()) EXPECT_TRUE(s.ok()) << s.error_message();
+  r.server->Shutdown();
+}
+
 // Runs a Score on a raw stub so the test can cancel it.
 struct RawScore {
   grpc::ClientContext context;
