@@ -2,6 +2,8 @@
 #ifndef VOCABD_TESTS_TEST_UTIL_H_
 #define VOCABD_TESTS_TEST_UTIL_H_
 
+#include <chrono>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -34,6 +36,10 @@ std::string MakeTempDir();
 // JSON array of numbers -> vector.
 std::vector<float> ToFloats(const nlohmann::json& array);
 std::vector<double> ToDoubles(const nlohmann::json& array);
+
+// Polls `done` every millisecond until it is true or `limit` passes;
+// returns its last value.
+bool WaitFor(const std::function<bool()>& done, std::chrono::milliseconds limit);
 
 }  // namespace vocabd::testing
 

@@ -68,15 +68,6 @@ v1::ScoreRequest ScoreRows(int64_t rows) {
 // second call to be queued and cancelled behind it.
 constexpr int64_t kBlockerRows = 120000;
 
-bool WaitFor(const std::function<bool()>& done, std::chrono::milliseconds limit) {
-  const auto end = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < end) {
-    if (done()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  return done();
-}
-
 std::string Scrape(int port) {
   httplib::Client http("127.0.0.1", port);
   auto res = http.Get("/metrics");

@@ -34,15 +34,6 @@ namespace {
 
 using ::testing::HasSubstr;
 
-bool WaitFor(const std::function<bool()>& done, std::chrono::milliseconds limit) {
-  const auto end = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < end) {
-    if (done()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  return done();
-}
-
 // A golden case of rope_golden.json (BHSD).
 struct Golden {
   int64_t batch = 0, seq = 0, hq = 0, hk = 0, d = 0;
