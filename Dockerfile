@@ -17,11 +17,14 @@ RUN apt-get update -qq && apt-get install -y -qq --no-install-recommends \
       libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler grpc-proto \
       libdnnl-dev libspdlog-dev libfmt-dev nlohmann-json3-dev libabsl-dev libcli11-dev \
       libssl-dev libcpp-httplib-dev ocl-icd-opencl-dev \
-    && rm -rf /var/lib/apt/lists/*
+    && apt-get clean && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
+# .git is not in the context: pass the commit for vocabd_build_info / the startup
+# log with --build-arg VOCABD_GIT_SHA=$(git rev-parse --short=12 HEAD).
+ARG VOCABD_GIT_SHA=unknown
 RUN cmake -S . -B /build -G Ninja -DCMAKE_BUILD_TYPE=Release \
-      -DVOCABD_BUILD_TESTS=OFF -DVOCABD_BUILD_BENCH=OFF \
+      -DVOCABD_BUILD_TESTS=OFF -DVOCABD_BUILD_BENCH=OFF -DVOCABD_GIT_SHA_OVERRIDE="$VOCABD_GIT_SHA" \
     && cmake --build /build --target vocabd vocabctl -j "$(nproc)" \
     && strip /build/server/vocabd /build/client/vocabctl
 
@@ -31,7 +34,7 @@ ARG DEBIAN_FRONTEND=noninteractive
 RUN apt-get update -qq && apt-get install -y -qq --no-install-recommends \
       libgrpc++1.51 libgrpc29 libprotobuf32 libdnnl2 libgomp1 libspdlog1.10 libfmt9 \
       libabsl20220623 libssl3 libcpp-httplib0.11 ca-certificates \
-    && rm -rf /var/lib/apt/lists/* \
+    && apt-get clean && rm -rf /var/lib/apt/lists/* \
     && groupadd --system --gid 10001 vocabd \
     && useradd --system --uid 10001 --gid 10001 --home-dir /nonexistent --no-create-home \
          --shell /usr/sbin/nologin vocabd
