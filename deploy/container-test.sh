@@ -118,7 +118,7 @@ CONF
   rm -rf "$r/usr/share/info/"* "$r/usr/share/linda/"* "$r/usr/share/lintian/overrides/"* \
     "$r/usr/share/locale/"* "$r/usr/share/man/"*
   import_rootfs "$r" docker.io/library/debian:bookworm-slim
-  buildah images docker.io/library/debian
+  for t in bookworm bookworm-slim; do buildah images "docker.io/library/debian:$t" | tail -n +2; done
 fi
 
 step "buildah bud -> $IMAGE (compiles vocabd + vocabctl in the build stage)"
