@@ -163,7 +163,7 @@ buildah run "${ISO[@]}" --network host "$ctr" -- /bin/sh -euc '
     ! command -v "$c" >/dev/null || { echo "$c in the runtime image"; exit 1; }
   done
   echo "all libraries resolved, no toolchain, $(dpkg-query -W | wc -l) packages"
-  du -sh /opt/vocabd/bin /opt/vocabd/models /usr/lib/x86_64-linux-gnu /var/cache/apt'
+  du -sh /opt/vocabd/bin /opt/vocabd/models /usr/lib/x86_64-linux-gnu'
 buildah rm "$ctr" >/dev/null
 trap - EXIT
 
