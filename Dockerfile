@@ -5,7 +5,8 @@
 #            non-root user 10001, the bundled stories260K model.
 # (ocl-icd-opencl-dev: Debian's dnnl CMake config looks for OpenCL; it is only a
 # Recommends of libdnnl-dev, so --no-install-recommends needs it spelled out.)
-# Build:  docker build -t vocabd:0.1.0 .      (or deploy/container-test.sh with buildah)
+# Build:  docker build -t vocabd:0.1.0 --build-arg VOCABD_GIT_SHA=$(git rev-parse --short=12 HEAD) .
+#         (or deploy/container-test.sh: buildah, no Docker engine)
 # Run:    docker run -p 50051:50051 -p 9090:9090 vocabd:0.1.0 [extra vocabd flags]
 # Flags come from VOCABD_* environment variables (defaults below) and from
 # CMD / `docker run ... <flags>`; a command-line flag wins over its env var.
