@@ -291,12 +291,10 @@ absl::Status Model::PrepareRows(const HeadInput& input, float* dst) const {
 void Model::FinishLogits(const HeadInput& input, bool log_softmax, float* logits) const {
   const int64_t vocab = config().vocab_size;
   const WeightTensor* head_bias = checkpoint_->Find(kLmHeadBias);  // phi: lm_head.bias
+  const float* bias = head_bias != nullptr ? head_bias->f32() : nullptr;
   for (int64_t r = 0; r < input.rows; ++r) {
     float* row = logits + r * vocab;
-    if (head_bias != nullptr) {
-      for (int64_t j = 0; j < vocab; ++j) row[j] += head_bias->f32()[j];
-    }
-    PrepareLogits(row, vocab, input.temperature, input.vocab_limit);
+    PrepareLogits(row, vocab, input.temperature, input.vocab_limit, bias);
     if (log_softmax) LogSoftmaxInPlace(row, vocab);
   }
 }
