@@ -9,10 +9,11 @@
 // Each call computes the vocabulary rows [v0, v1) (callers split V over
 // threads). Every weight row is read from memory once per call: a register
 // tile holds R weight rows x MB input rows of 16-lane accumulators (R * MB
-// <= 24), each weight vector loaded once is multiplied with all MB input
-// rows. M > 8 runs as several row groups over the same weight block while it
-// is still in L1/L2. d needs no alignment (masked tail loads), V no
-// multiple of R (narrower tiles finish it).
+// <= 24; MB <= 6, R = 8, 8, 6, 5, 4, 4 for MB = 1..6), each weight vector
+// loaded once is multiplied with all MB input rows. M > 6 runs as several
+// row groups of near-equal size over the same weight block while it is still
+// in L1/L2. d needs no alignment (masked tail loads), V no multiple of R
+// (single-row tiles finish it).
 //
 // Summation order: each (m, v) logit is one accumulator of 16 lanes summed
 // along k in order (lane i holds k = i mod 16, or for BF16 the pairs

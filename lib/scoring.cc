@@ -16,16 +16,6 @@ int64_t NumChunks(int64_t vocab) { return (vocab + kScoreChunk - 1) / kScoreChun
 int64_t ChunkBegin(int64_t c) { return c * kScoreChunk; }
 int64_t ChunkEnd(int64_t c, int64_t vocab) { return std::min(vocab, (c + 1) * kScoreChunk); }
 
-// True when token a ranks before token b: higher logit, then lower id. NaN
-// ranks after every number (including -inf), so this is a strict weak order.
-inline bool Before(const float* l, int64_t a, int64_t b) {
-  const bool a_nan = std::isnan(l[a]);
-  const bool b_nan = std::isnan(l[b]);
-  if (a_nan != b_nan) return b_nan;
-  if (!a_nan && l[a] != l[b]) return l[a] > l[b];
-  return a < b;
-}
-
 struct ChunkMax {
   float max = kNegInf;
   bool nan = false;
@@ -73,7 +63,9 @@ double LseFromMax(const float* logits, int64_t vocab, double m) {
   return m + std::log(sum);
 }
 
-// #{j in [begin, end), j != t : Before(j, t)}.
+// #{j in [begin, end), j != t : j ranks before t}: a higher logit, or an
+// equal one (-inf included) and a lower id; NaN ranks after every number and
+// NaNs among themselves by id.
 int64_t AheadOf(const float* l, int64_t begin, int64_t end, int64_t t) {
   const float lt = l[t];
   int64_t ahead = 0;
@@ -88,29 +80,48 @@ int64_t AheadOf(const float* l, int64_t begin, int64_t end, int64_t t) {
   return ahead;
 }
 
-// The k best ids of [begin, end) (never -inf or NaN), best first.
-std::vector<int64_t> TopKOf(const float* logits, int64_t begin, int64_t end, int64_t k) {
-  // Bounded heap of the k best ids seen so far; the worst sits at the front
-  // (a max-heap under "Before" keeps the element that ranks last on top).
-  auto cmp = [logits](int64_t a, int64_t b) { return Before(logits, a, b); };
-  std::vector<int64_t> heap;
-  heap.reserve(static_cast<size_t>(std::min(k, end - begin)));
+// A candidate for top-k: a number logit (not NaN, not -inf) and its id.
+struct Candidate {
+  float logit;
+  int64_t id;
+};
+// Best first: higher logit, then lower id.
+inline bool Better(const Candidate& a, const Candidate& b) {
+  return a.logit > b.logit || (a.logit == b.logit && a.id < b.id);
+}
+
+// Cuts `c` to its `keep` best (unordered, the worst of them last).
+void CutTo(std::vector<Candidate>& c, size_t keep) {
+  std::nth_element(c.begin(), c.begin() + static_cast<std::ptrdiff_t>(keep - 1), c.end(), Better);
+  c.resize(keep);
+}
+
+// The k best ids of [begin, end) (never -inf or NaN), in no particular
+// order, k >= 1; when there are k of them, the worst comes last.
+//
+// Buffered selection: ids better than the current threshold go into a buffer
+// of up to 4k; a full buffer is cut back to its k best (nth_element) and the
+// threshold becomes the k-th best logit. Ids arrive in increasing order, so
+// a later id with a logit equal to the threshold never beats the kept k-th
+// (the lower id wins ties): only strictly larger logits enter. O(n) compares
+// plus O(k) per cut, for any k (a bounded heap costs O(log k) per
+// replacement, which dominates at k = 1024).
+std::vector<Candidate> TopKOf(const float* logits, int64_t begin, int64_t end, int64_t k) {
+  const size_t keep = static_cast<size_t>(k);
+  std::vector<Candidate> buf;
+  buf.reserve(std::min<size_t>(4 * keep, static_cast<size_t>(end - begin)));
+  float threshold = kNegInf;  // accept v > threshold (-inf: any number but -inf)
   for (int64_t j = begin; j < end; ++j) {
     const float v = logits[j];
-    if (v == kNegInf || v != v) continue;  // zero probability
-    if (static_cast<int64_t>(heap.size()) < k) {
-      heap.push_back(j);
-      std::push_heap(heap.begin(), heap.end(), cmp);
-    } else if (v > logits[heap.front()]) {
-      // Ids arrive in increasing order, so an equal logit never beats the
-      // heap's worst (the lower id wins ties): only a larger one does.
-      std::pop_heap(heap.begin(), heap.end(), cmp);
-      heap.back() = j;
-      std::push_heap(heap.begin(), heap.end(), cmp);
+    if (!(v > threshold)) continue;  // also drops NaN
+    buf.push_back({v, j});
+    if (buf.size() == 4 * keep) {
+      CutTo(buf, keep);
+      threshold = buf.back().logit;
     }
   }
-  std::sort_heap(heap.begin(), heap.end(), cmp);  // best first
-  return heap;
+  if (buf.size() >= keep) CutTo(buf, keep);
+  return buf;
 }
 
 }  // namespace
@@ -168,7 +179,7 @@ RowScoreResult ScoreRow(const float* logits, int64_t vocab, int64_t target, int 
   const int64_t n = NumChunks(vocab);
   std::vector<ChunkMax> maxes(static_cast<size_t>(n));
   std::vector<int64_t> ahead(static_cast<size_t>(n), 0);
-  std::vector<std::vector<int64_t>> tops(static_cast<size_t>(n));
+  std::vector<std::vector<Candidate>> tops(static_cast<size_t>(n));
   ParallelFor(n, [&](int64_t c) {
     const int64_t begin = ChunkBegin(c);
     const int64_t end = ChunkEnd(c, vocab);
@@ -189,16 +200,32 @@ RowScoreResult ScoreRow(const float* logits, int64_t vocab, int64_t target, int 
     result.target_rank = total + 1;
   }
   if (k == 0) return result;
-  std::vector<int64_t> merged;
-  for (const std::vector<int64_t>& t : tops) merged.insert(merged.end(), t.begin(), t.end());
-  const auto cmp = [logits](int64_t a, int64_t b) { return Before(logits, a, b); };
+  // Merge: a chunk with k candidates proves k ids >= its k-th logit, so the
+  // global k-th logit is at least the largest such logit; ids below it
+  // cannot make the global top k.
+  float floor = kNegInf;
+  size_t total = 0;
+  for (const std::vector<Candidate>& t : tops) {
+    total += t.size();
+    if (static_cast<int64_t>(t.size()) == k) floor = std::max(floor, t.back().logit);
+  }
+  std::vector<Candidate> merged;
+  merged.reserve(total);
+  for (const std::vector<Candidate>& t : tops) {
+    for (const Candidate& c : t) {
+      if (c.logit >= floor) merged.push_back(c);
+    }
+  }
   const size_t keep = std::min(merged.size(), static_cast<size_t>(k));
-  std::partial_sort(merged.begin(), merged.begin() + static_cast<std::ptrdiff_t>(keep),
-                    merged.end(), cmp);
+  if (keep < merged.size()) {
+    std::nth_element(merged.begin(), merged.begin() + static_cast<std::ptrdiff_t>(keep),
+                     merged.end(), Better);
+  }
+  std::sort(merged.begin(), merged.begin() + static_cast<std::ptrdiff_t>(keep), Better);
   result.top_k.reserve(keep);
   for (size_t i = 0; i < keep; ++i) {
-    const int64_t id = merged[i];
-    result.top_k.emplace_back(id, static_cast<float>(static_cast<double>(logits[id]) - lse));
+    const Candidate& c = merged[i];
+    result.top_k.emplace_back(c.id, static_cast<float>(static_cast<double>(c.logit) - lse));
   }
   return result;
 }

@@ -192,7 +192,7 @@ TEST(LmHeadKernelTest, Bf16MatchesFloat64OfRoundedInputsAndOneDnnForM1To16) {
 }
 
 // Larger M forced through the kernel (row groups of unequal size: 17 = 6+6+5,
-// 23 = 8+8+7, 40 = 5 x 8) still matches float64.
+// 23 = 6+6+6+5, 40 = 6+6+6+6+6+5+5) still matches float64.
 TEST(LmHeadKernelTest, ForcedLargerMUsesRowGroupsCorrectly) {
   if (!HasF32Kernel()) GTEST_SKIP() << "CPU without AVX512F";
   const int64_t vocab = 523, d = 129;
