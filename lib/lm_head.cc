@@ -53,6 +53,12 @@ ScratchBuffer& ThreadBf16Src() {
   return buffer;
 }
 
+// Per-thread buffer for the hidden rows packed as AMX B tiles.
+ScratchBuffer& ThreadAmxPacked() {
+  thread_local ScratchBuffer buffer;
+  return buffer;
+}
+
 memory::data_type DnnlType(DType dtype) {
   return dtype == DType::kBF16 ? memory::data_type::bf16 : memory::data_type::f32;
 }
@@ -67,9 +73,12 @@ absl::Status DnnlError(const char* what, const dnnl::error& e) {
 // weights, so each task is one long sequential stream and a 2.1 GB head
 // still has ~1000 tasks for the dynamic schedule to balance.
 int64_t KernelChunkRows(int64_t hidden_size, DType dtype) {
+  // A multiple of 32 rows, so that only the last task can end in a partial
+  // AMX block.
   constexpr int64_t kChunkBytes = int64_t{2} << 20;
   const int64_t row_bytes = hidden_size * static_cast<int64_t>(DTypeSize(dtype));
-  return std::max<int64_t>(16, kChunkBytes / std::max<int64_t>(row_bytes, 1));
+  const int64_t rows = kChunkBytes / std::max<int64_t>(row_bytes, 1);
+  return std::max<int64_t>(32, rows / 32 * 32);
 }
 
 }  // namespace
@@ -78,6 +87,7 @@ struct LmHead::Impl {
   Options options;
   int64_t small_rows_max = 0;  // effective: 0 when the CPU lacks the kernel
   HeadKernelIsa kernel_isa = HeadKernelIsa::kNone;
+  bool amx = false;  // BF16 kernel on AMX tiles
   int64_t chunk_rows = 0;
   dnnl::engine engine;
   memory::desc weights_md;
@@ -106,8 +116,8 @@ std::string LmHead::implementation() const {
   const char* name = impl_->pd.impl_info_str();
   const std::string onednn = name == nullptr ? "" : name;
   if (impl_->small_rows_max == 0) return onednn;
-  return absl::StrCat("vocabd:", HeadKernelIsaName(impl_->kernel_isa), " (rows <= ",
-                      impl_->small_rows_max, "); ", onednn);
+  return absl::StrCat("vocabd:", impl_->amx ? "amx_bf16" : HeadKernelIsaName(impl_->kernel_isa),
+                      " (rows <= ", impl_->small_rows_max, "); ", onednn);
 }
 
 absl::StatusOr<std::unique_ptr<LmHead>> LmHead::Create(const Options& options) {
@@ -142,16 +152,17 @@ absl::StatusOr<std::unique_ptr<LmHead>> LmHead::Create(const Options& options) {
   impl->options = options;
   {
     const HeadKernelIsa isa = DetectHeadKernelIsa();
-    const bool usable = options.weights_dtype == DType::kBF16
-                            ? isa == HeadKernelIsa::kAvx512Bf16
-                            : isa != HeadKernelIsa::kNone;
-    const int64_t want =
-        options.small_rows_max < 0 ? kDefaultSmallRowsMax : options.small_rows_max;
+    const bool bf16 = options.weights_dtype == DType::kBF16;
+    const bool usable = bf16 ? isa == HeadKernelIsa::kAvx512Bf16 : isa != HeadKernelIsa::kNone;
+    impl->amx = usable && bf16 && options.allow_amx && options.hidden_size % 32 == 0 &&
+                HeadKernelAmxAvailable();
+    const int64_t dflt = impl->amx ? kDefaultAmxRowsMax : kDefaultSmallRowsMax;
+    const int64_t want = options.small_rows_max < 0 ? dflt : options.small_rows_max;
     impl->small_rows_max = usable ? want : 0;
+    if (impl->small_rows_max == 0) impl->amx = false;
     // The kernel this head runs (the F32 one needs only AVX512F).
-    const HeadKernelIsa used = options.weights_dtype == DType::kBF16 ? HeadKernelIsa::kAvx512Bf16
-                                                                     : HeadKernelIsa::kAvx512;
-    impl->kernel_isa = usable && want > 0 ? used : HeadKernelIsa::kNone;
+    const HeadKernelIsa used = bf16 ? HeadKernelIsa::kAvx512Bf16 : HeadKernelIsa::kAvx512;
+    impl->kernel_isa = impl->small_rows_max > 0 ? used : HeadKernelIsa::kNone;
     impl->chunk_rows = KernelChunkRows(options.hidden_size, options.weights_dtype);
   }
   try {
@@ -249,6 +260,21 @@ absl::Status LmHead::ComputeSmall(const float* hidden, int64_t rows, float* logi
     ConvertFromF32(hidden, count, DType::kBF16, converted);
     const auto* x = static_cast<const uint16_t*>(converted);
     const auto* w = static_cast<const uint16_t*>(impl.options.weights);
+    if (impl.amx) {
+      const size_t packed_count = static_cast<size_t>(PackedBf16ForAmxSize(rows, d));
+      auto* packed =
+          static_cast<uint16_t*>(ThreadAmxPacked().Get(packed_count * sizeof(uint16_t)));
+      if (packed == nullptr) {
+        return absl::ResourceExhaustedError(absl::StrCat(
+            "LmHead: cannot allocate ", packed_count * 2, " bytes for packed bf16 rows"));
+      }
+      PackBf16ForAmx(x, rows, d, packed);
+      ParallelFor(tasks, [&](int64_t t) {
+        HeadKernelBf16Amx(packed, x, rows, w, d, t * chunk, std::min(vocab, (t + 1) * chunk),
+                          logits, vocab);
+      });
+      return absl::OkStatus();
+    }
     ParallelFor(tasks, [&](int64_t t) {
       HeadKernelBf16(x, rows, w, d, t * chunk, std::min(vocab, (t + 1) * chunk), logits, vocab);
     });

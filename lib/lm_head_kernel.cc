@@ -1,6 +1,8 @@
 #include "lib/lm_head_kernel.h"
 
 #include <immintrin.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <cstdint>
 
@@ -252,6 +254,108 @@ void KernelBf16(const uint16_t* x, int64_t rows, const uint16_t* w, int64_t d, i
 
 #pragma GCC pop_options
 
+
+// ---------------------------------------------------------------------------
+// BF16 with AMX (AMX-TILE + AMX-BF16): C^T = W x^T in 16 x 16 F32 tiles.
+//   A tile: 16 weight rows x 32 bf16, loaded from W in place (stride d).
+//   B tile: 16 pairs of k x 16 input rows (VNNI layout), from PackBf16ForAmx.
+//   C tile: 16 weight rows x 16 input rows, F32.
+// Two A tiles share each B tile; up to two B tiles (32 input rows) per pass,
+// so tiles: C 4, A 2, B 2 (all 8). More rows run as further passes over the
+// same 32 weight rows (in L2 by then).
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512bf16,amx-tile,amx-bf16")
+
+struct alignas(64) TileConfig {
+  uint8_t palette_id;
+  uint8_t start_row;
+  uint8_t reserved[14];
+  uint16_t colsb[16];
+  uint8_t rows[16];
+};
+
+// Every tile 16 rows x 64 bytes. A constant in memory: ldtilecfg's asm
+// operand names only the first byte, so a config built in a local could
+// have its other stores optimised away.
+alignas(64) const TileConfig kAmxConfig = {
+    1, 0, {}, {64, 64, 64, 64, 64, 64, 64, 64}, {16, 16, 16, 16, 16, 16, 16, 16}};
+
+void LoadAmxConfig() { _tile_loadconfig(&kAmxConfig); }
+
+// C tiles 0..3 -> out[m * ldo + v]: tile (i, j) holds weight rows
+// v + 16 i .. and input rows m0 + 16 j ..; only rows < `rows` are written.
+template <int NA, int NB>
+void StoreTiles(float* out, int64_t ldo, int64_t v, int64_t m0, int64_t rows) {
+  alignas(64) float c[4][16][16];
+  _tile_stored(0, c[0], 64);
+  if (NA == 2) _tile_stored(1, c[1], 64);
+  if (NB == 2) _tile_stored(2, c[2], 64);
+  if (NA == 2 && NB == 2) _tile_stored(3, c[3], 64);
+  for (int j = 0; j < NB; ++j) {
+    for (int n = 0; n < 16; ++n) {
+      const int64_t m = m0 + 16 * j + n;
+      if (m >= rows) break;
+      float* o = out + m * ldo + v;
+      for (int i = 0; i < NA; ++i) {
+        const float(*t)[16] = c[i + 2 * j];  // tiles: 0 = (0,0) 1 = (1,0) 2 = (0,1) 3 = (1,1)
+        for (int r = 0; r < 16; ++r) o[16 * i + r] = t[r][n];
+      }
+    }
+  }
+}
+
+// One pass: NA weight blocks of 16 rows from `w` (stride d elements), NB
+// packed input groups starting at group g.
+template <int NA, int NB>
+void AmxPass(const uint16_t* xp, int64_t g, const uint16_t* w, int64_t d, float* out, int64_t ldo,
+             int64_t v, int64_t rows) {
+  const int64_t kblocks = d / 32;
+  const int64_t stride = d * 2;               // bytes between weight rows
+  const int64_t group_elems = kblocks * 512;  // one group: kblocks tiles of 16 x 32 bf16
+  const uint16_t* b0 = xp + g * group_elems;
+  const uint16_t* b1 = b0 + group_elems;
+  _tile_zero(0);
+  if (NA == 2) _tile_zero(1);
+  if (NB == 2) _tile_zero(2);
+  if (NA == 2 && NB == 2) _tile_zero(3);
+  for (int64_t kb = 0; kb < kblocks; ++kb) {
+    _tile_loadd(4, w + kb * 32, stride);
+    if (NA == 2) _tile_loadd(5, w + 16 * d + kb * 32, stride);
+    _tile_loadd(6, b0 + kb * 512, 64);
+    if (NB == 2) _tile_loadd(7, b1 + kb * 512, 64);
+    _tile_dpbf16ps(0, 4, 6);
+    if (NA == 2) _tile_dpbf16ps(1, 5, 6);
+    if (NB == 2) _tile_dpbf16ps(2, 4, 7);
+    if (NA == 2 && NB == 2) _tile_dpbf16ps(3, 5, 7);
+  }
+  StoreTiles<NA, NB>(out, ldo, v, g * 16, rows);
+}
+
+template <int NA>
+void AmxBlock(const uint16_t* xp, int64_t rows, const uint16_t* w, int64_t d, int64_t v,
+              float* out, int64_t ldo) {
+  const int64_t groups = (rows + 15) / 16;
+  const uint16_t* wv = w + v * d;
+  int64_t g = 0;
+  for (; g + 2 <= groups; g += 2) AmxPass<NA, 2>(xp, g, wv, d, out, ldo, v, rows);
+  if (g < groups) AmxPass<NA, 1>(xp, g, wv, d, out, ldo, v, rows);
+}
+
+void KernelBf16Amx(const uint16_t* xp, const uint16_t* x, int64_t rows, const uint16_t* w,
+                   int64_t d, int64_t v0, int64_t v1, float* out, int64_t ldo) {
+  LoadAmxConfig();
+  int64_t v = v0;
+  for (; v + 32 <= v1; v += 32) AmxBlock<2>(xp, rows, w, d, v, out, ldo);
+  if (v + 16 <= v1) {
+    AmxBlock<1>(xp, rows, w, d, v, out, ldo);
+    v += 16;
+  }
+  _tile_release();
+  if (v < v1) KernelBf16(x, rows, w, d, v, v1, out, ldo);  // < 16 rows left
+}
+
+#pragma GCC pop_options
+
 }  // namespace
 
 HeadKernelIsa DetectHeadKernelIsa() {
@@ -282,6 +386,51 @@ void HeadKernelBf16(const uint16_t* x, int64_t rows, const uint16_t* w, int64_t 
                     int64_t v1, float* out, int64_t ldo) {
   if (rows <= 0 || v1 <= v0 || d <= 0) return;
   KernelBf16(x, rows, w, d, v0, v1, out, ldo);
+}
+
+}  // namespace vocabd
+
+namespace vocabd {
+
+bool HeadKernelAmxAvailable() {
+  static const bool available = [] {
+    if (DetectHeadKernelIsa() != HeadKernelIsa::kAvx512Bf16) return false;
+    __builtin_cpu_init();
+    if (!__builtin_cpu_supports("amx-tile") || !__builtin_cpu_supports("amx-bf16")) return false;
+    // Linux enables the AMX tile state per process on request (5.16+).
+    constexpr long kArchReqXcompPerm = 0x1023;
+    constexpr long kXfeatureXtiledata = 18;
+    return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+  }();
+  return available;
+}
+
+int64_t PackedBf16ForAmxSize(int64_t rows, int64_t d) { return (rows + 15) / 16 * 16 * d; }
+
+void PackBf16ForAmx(const uint16_t* x, int64_t rows, int64_t d, uint16_t* packed) {
+  // packed[g][kb][kk][n][2] = x[16 g + n][32 kb + 2 kk + (0|1)], zeros past `rows`.
+  const int64_t groups = (rows + 15) / 16;
+  const int64_t kblocks = d / 32;
+  for (int64_t g = 0; g < groups; ++g) {
+    for (int64_t kb = 0; kb < kblocks; ++kb) {
+      uint16_t* tile = packed + (g * kblocks + kb) * 512;
+      for (int64_t kk = 0; kk < 16; ++kk) {
+        for (int64_t n = 0; n < 16; ++n) {
+          const int64_t m = 16 * g + n;
+          const bool real = m < rows;
+          const uint16_t* src = x + m * d + 32 * kb + 2 * kk;
+          tile[kk * 32 + 2 * n] = real ? src[0] : 0;
+          tile[kk * 32 + 2 * n + 1] = real ? src[1] : 0;
+        }
+      }
+    }
+  }
+}
+
+void HeadKernelBf16Amx(const uint16_t* packed, const uint16_t* x, int64_t rows, const uint16_t* w,
+                       int64_t d, int64_t v0, int64_t v1, float* out, int64_t ldo) {
+  if (rows <= 0 || v1 <= v0 || d <= 0) return;
+  KernelBf16Amx(packed, x, rows, w, d, v0, v1, out, ldo);
 }
 
 }  // namespace vocabd

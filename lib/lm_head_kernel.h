@@ -54,6 +54,26 @@ void HeadKernelF32(const float* x, int64_t rows, const float* w, int64_t d, int6
 void HeadKernelBf16(const uint16_t* x, int64_t rows, const uint16_t* w, int64_t d, int64_t v0,
                     int64_t v1, float* out, int64_t ldo);
 
+// AMX (BF16 weights, any M): true when the CPU has AMX-TILE and AMX-BF16
+// (and the BF16 kernel above) and Linux granted this process the AMX tile
+// state (arch_prctl ARCH_REQ_XCOMP_PERM, asked once, here).
+bool HeadKernelAmxAvailable();
+
+// The input rows for the AMX kernel: groups of 16 rows (zero-padded) in the
+// VNNI pair layout of AMX B tiles, one 16 x 32 tile per 32 columns. d must be
+// a multiple of 32. PackedBf16ForAmxSize gives the element count.
+int64_t PackedBf16ForAmxSize(int64_t rows, int64_t d);
+void PackBf16ForAmx(const uint16_t* x, int64_t rows, int64_t d, uint16_t* packed);
+
+// HeadKernelBf16 with AMX tiles: blocks of 32 (then 16) vocabulary rows, the
+// weights loaded in place as A tiles, `packed` as B tiles, F32 accumulation
+// (each logit: one tile element summed over k in 32-wide steps; like the
+// other kernels its value does not depend on M or the range). Fewer than 16
+// rows left at v1 go through HeadKernelBf16 with the unpacked `x`.
+// Needs HeadKernelAmxAvailable() and d % 32 == 0.
+void HeadKernelBf16Amx(const uint16_t* packed, const uint16_t* x, int64_t rows, const uint16_t* w,
+                       int64_t d, int64_t v0, int64_t v1, float* out, int64_t ldo);
+
 }  // namespace vocabd
 
 #endif  // VOCABD_LIB_LM_HEAD_KERNEL_H_

@@ -294,5 +294,82 @@ TEST(LmHeadKernelTest, NonFiniteInputsPropagate) {
   }
 }
 
+// AMX (BF16, hidden_size % 32 == 0): blocks of 32 and 16 vocabulary rows on
+// tiles, the last < 16 rows through the AVX512_BF16 kernel; 16-row input
+// groups in pairs. Against float64 of the rounded inputs, the AVX512_BF16
+// kernel and oneDNN, for M = 1..16 and larger (odd groups, padded groups).
+TEST(LmHeadKernelTest, AmxMatchesFloat64AndTheOtherPaths) {
+  if (!HasBf16Kernel() || !HeadKernelAmxAvailable()) GTEST_SKIP() << "no AMX";
+  const Shape shapes[] = {{15, 32}, {16, 64}, {47, 32}, {1000, 96}, {2053, 2048}};
+  std::vector<int64_t> ms;
+  for (int64_t m = 1; m <= 16; ++m) ms.push_back(m);
+  for (int64_t m : {17, 31, 32, 33, 48, 64, 75}) ms.push_back(m);
+  for (const Shape& s : shapes) {
+    const std::vector<uint16_t> w =
+        ToBf16(RandomFloats(static_cast<size_t>(s.vocab * s.d), 61, 0.1f));
+    const std::vector<float> x = RandomFloats(static_cast<size_t>(75 * s.d), 62, 2.0f);
+    const std::vector<double> ref = Reference(FromBf16(ToBf16(x)), 75, FromBf16(w), s.vocab, s.d);
+    auto amx = MakeHead(w.data(), s.vocab, s.d, DType::kBF16, 128);
+    LmHead::Options o;
+    o.weights = w.data();
+    o.vocab_size = s.vocab;
+    o.hidden_size = s.d;
+    o.weights_dtype = DType::kBF16;
+    o.small_rows_max = 128;
+    o.allow_amx = false;
+    auto avx = LmHead::Create(o);
+    ASSERT_TRUE(avx.ok()) << avx.status();
+    auto onednn = MakeHead(w.data(), s.vocab, s.d, DType::kBF16, 0);
+    ASSERT_NE(amx, nullptr);
+    ASSERT_NE(onednn, nullptr);
+    EXPECT_NE(amx->implementation().find("amx_bf16"), std::string::npos) << amx->implementation();
+    EXPECT_EQ((*avx)->implementation().find("amx"), std::string::npos);
+    std::vector<float> full(static_cast<size_t>(75 * s.vocab));
+    ASSERT_TRUE(amx->Compute(x.data(), 75, full.data()).ok());
+    for (int64_t m : ms) {
+      SCOPED_TRACE("vocab " + std::to_string(s.vocab) + " d " + std::to_string(s.d) + " M " +
+                   std::to_string(m));
+      std::vector<float> a(static_cast<size_t>(m * s.vocab)), b(a.size()), c(a.size());
+      ASSERT_TRUE(amx->Compute(x.data(), m, a.data()).ok());
+      ASSERT_TRUE((*avx)->Compute(x.data(), m, b.data()).ok());
+      ASSERT_TRUE(onednn->Compute(x.data(), m, c.data()).ok());
+      // A row's logits do not depend on M on the AMX path either.
+      ASSERT_EQ(0, std::memcmp(a.data(), full.data(), a.size() * sizeof(float)));
+      for (int64_t r = 0; r < m; ++r) {
+        const float* got = a.data() + r * s.vocab;
+        ASSERT_LE(RowRelError(got, ref.data() + r * s.vocab, s.vocab), 1e-5) << "row " << r;
+        std::vector<double> bd(b.begin() + r * s.vocab, b.begin() + (r + 1) * s.vocab);
+        std::vector<double> cd(c.begin() + r * s.vocab, c.begin() + (r + 1) * s.vocab);
+        ASSERT_LE(RowRelError(got, bd.data(), s.vocab), 1e-5) << "row " << r;
+        ASSERT_LE(RowRelError(got, cd.data(), s.vocab), 1e-5) << "row " << r;
+      }
+    }
+  }
+}
+
+TEST(LmHeadKernelTest, AmxPackingLayout) {
+  // packed[g][kb][kk][n][2] = x[16 g + n][32 kb + 2 kk + (0|1)], zero padded.
+  const int64_t rows = 17, d = 64;
+  std::vector<uint16_t> x(static_cast<size_t>(rows * d));
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<uint16_t>(i + 1);
+  std::vector<uint16_t> packed(static_cast<size_t>(PackedBf16ForAmxSize(rows, d)), 0xFFFF);
+  ASSERT_EQ(packed.size(), static_cast<size_t>(32 * d));
+  PackBf16ForAmx(x.data(), rows, d, packed.data());
+  for (int64_t g = 0; g < 2; ++g) {
+    for (int64_t kb = 0; kb < 2; ++kb) {
+      for (int64_t kk = 0; kk < 16; ++kk) {
+        for (int64_t n = 0; n < 16; ++n) {
+          for (int64_t i = 0; i < 2; ++i) {
+            const int64_t m = 16 * g + n;
+            const uint16_t want = m < rows ? x[m * d + 32 * kb + 2 * kk + i] : 0;
+            ASSERT_EQ(packed[((g * 2 + kb) * 16 + kk) * 32 + 2 * n + i], want)
+                << g << " " << kb << " " << kk << " " << n << " " << i;
+          }
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace vocabd
