@@ -1,5 +1,7 @@
 #include "lib/scoring.h"
 
+#include <immintrin.h>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -21,9 +23,8 @@ struct ChunkMax {
   bool nan = false;
 };
 
-ChunkMax MaxOf(const float* l, int64_t begin, int64_t end) {
-  // Branch-free so that the compiler vectorises it; a NaN never wins the
-  // comparison and is reported separately.
+ChunkMax MaxOfScalar(const float* l, int64_t begin, int64_t end) {
+  // A NaN never wins the comparison and is reported separately.
   float m = kNegInf;
   bool nan = false;
   for (int64_t j = begin; j < end; ++j) {
@@ -44,10 +45,98 @@ double CombineMax(const std::vector<ChunkMax>& chunks) {
   return m;
 }
 
-double SumExpOf(const float* l, int64_t begin, int64_t end, double m) {
+double SumExpScalar(const float* l, int64_t begin, int64_t end, double m) {
   double sum = 0.0;
   for (int64_t j = begin; j < end; ++j) sum += std::exp(static_cast<double>(l[j]) - m);
   return sum;
+}
+
+// AVX-512 float64 exp for x <= 0 (x = l - max): exp(x) = 2^k exp(r),
+// k = round(x / ln 2), r = x - k ln 2 (two-part ln 2, |r| <= 0.347), exp(r)
+// by its Taylor series to r^13 (truncation < 2e-16 relative), 2^k by vscalefpd
+// (gradual underflow to 0; x is clamped at -746 so -inf gives 0). Within a
+// few ulp of std::exp: far below the float32 logits' own rounding.
+#pragma GCC push_options
+#pragma GCC target("avx512f")
+// (The maskz forms with a full mask are the plain instructions; the unmasked
+// intrinsics trip GCC 12's -Wmaybe-uninitialized.)
+constexpr __mmask8 kAll8 = 0xFF;
+
+inline __m512d ExpNonPositive(__m512d x) {
+  x = _mm512_maskz_max_pd(kAll8, x, _mm512_set1_pd(-746.0));
+  const __m512d k =
+      _mm512_maskz_roundscale_pd(kAll8, _mm512_mul_pd(x, _mm512_set1_pd(1.4426950408889634)),
+                                 _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512d r = _mm512_fnmadd_pd(k, _mm512_set1_pd(6.93147180369123816490e-01), x);
+  r = _mm512_fnmadd_pd(k, _mm512_set1_pd(1.90821492927058770002e-10), r);
+  // Horner: 1 + r (1 + r/2 (1 + r/3 (... (1 + r/13))))
+  __m512d p = _mm512_set1_pd(1.0 / 6227020800.0);  // 1/13!
+  constexpr double kInvFact[13] = {1.0 / 479001600.0, 1.0 / 39916800.0, 1.0 / 3628800.0,
+                                   1.0 / 362880.0,    1.0 / 40320.0,    1.0 / 5040.0,
+                                   1.0 / 720.0,       1.0 / 120.0,      1.0 / 24.0,
+                                   1.0 / 6.0,         1.0 / 2.0,        1.0,
+                                   1.0};
+  for (double c : kInvFact) p = _mm512_fmadd_pd(p, r, _mm512_set1_pd(c));
+  return _mm512_maskz_scalef_pd(kAll8, p, k);
+}
+
+double SumExpAvx512(const float* l, int64_t begin, int64_t end, double m) {
+  const __m512d vm = _mm512_set1_pd(m);
+  __m512d acc0 = _mm512_setzero_pd(), acc1 = _mm512_setzero_pd();
+  int64_t j = begin;
+  for (; j + 16 <= end; j += 16) {
+    const __m512d a = _mm512_maskz_cvtps_pd(kAll8, _mm256_loadu_ps(l + j));
+    const __m512d b = _mm512_maskz_cvtps_pd(kAll8, _mm256_loadu_ps(l + j + 8));
+    acc0 = _mm512_add_pd(acc0, ExpNonPositive(_mm512_sub_pd(a, vm)));
+    acc1 = _mm512_add_pd(acc1, ExpNonPositive(_mm512_sub_pd(b, vm)));
+  }
+  for (; j < end; j += 8) {
+    // Lanes past `end` hold -inf: exp gives 0.
+    alignas(32) float tail[8] = {kNegInf, kNegInf, kNegInf, kNegInf,
+                                 kNegInf, kNegInf, kNegInf, kNegInf};
+    for (int64_t i = 0; i < 8 && j + i < end; ++i) tail[i] = l[j + i];
+    const __m512d v = _mm512_maskz_cvtps_pd(kAll8, _mm256_load_ps(tail));
+    acc0 = _mm512_add_pd(acc0, ExpNonPositive(_mm512_sub_pd(v, vm)));
+  }
+  alignas(64) double lanes[8];
+  _mm512_store_pd(lanes, _mm512_add_pd(acc0, acc1));
+  double sum = 0.0;
+  for (double v : lanes) sum += v;  // fixed order
+  return sum;
+}
+// The maximum is exact in any order, so 16 lanes give the scalar result.
+ChunkMax MaxOfAvx512(const float* l, int64_t begin, int64_t end) {
+  constexpr __mmask16 kAll16 = 0xFFFF;
+  __m512 m = _mm512_set1_ps(kNegInf);
+  __mmask16 nan = 0;
+  int64_t j = begin;
+  for (; j + 16 <= end; j += 16) {
+    const __m512 v = _mm512_loadu_ps(l + j);
+    nan |= _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+    m = _mm512_maskz_max_ps(kAll16, m, v);  // NaN lanes are flagged above
+  }
+  alignas(64) float lanes[16];
+  _mm512_store_ps(lanes, m);
+  ChunkMax tail = MaxOfScalar(l, j, end);
+  for (float v : lanes) tail.max = v > tail.max ? v : tail.max;
+  tail.nan = tail.nan || nan != 0;
+  return tail;
+}
+
+#pragma GCC pop_options
+
+const bool kHaveAvx512 = [] {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f") != 0;
+}();
+
+ChunkMax MaxOf(const float* l, int64_t begin, int64_t end) {
+  return kHaveAvx512 ? MaxOfAvx512(l, begin, end) : MaxOfScalar(l, begin, end);
+}
+
+// sum_j exp(l_j - m) in float64 over [begin, end); m >= every l_j, finite.
+double SumExpOf(const float* l, int64_t begin, int64_t end, double m) {
+  return kHaveAvx512 ? SumExpAvx512(l, begin, end, m) : SumExpScalar(l, begin, end, m);
 }
 
 // logsumexp given the row max `m` (finite): per-chunk float64 sums, added in
