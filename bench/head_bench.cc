@@ -39,6 +39,15 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// The first three fields of /proc/loadavg ("1.23 0.98 0.77"), for the record:
+// the benchmark shares the machine with whatever else runs.
+std::string LoadAverage() {
+  std::ifstream in("/proc/loadavg");
+  std::string a, b, c;
+  in >> a >> b >> c;
+  return a + " " + b + " " + c;
+}
+
 template <typename F>
 double MedianSeconds(int reps, F&& f) {
   f();  // warm-up
@@ -133,6 +142,7 @@ int main(int argc, char** argv) {
   const double bw = CopyBandwidth(static_cast<size_t>(head32->weight_bytes()), 3);
   const double floor32 = head32->weight_bytes() / bw;
   const double floor16 = head16->weight_bytes() / bw;
+  std::printf("load average at start: %s\n", LoadAverage().c_str());
   std::printf("copy bandwidth %.2f GB/s (STREAM copy of %.2f GB); floor F32 %.1f ms, BF16 %.1f ms\n\n",
               bw / 1e9, head32->weight_bytes() / 1e9, floor32 * 1e3, floor16 * 1e3);
 
@@ -171,6 +181,7 @@ int main(int argc, char** argv) {
               << floor32 * 1e3 << "," << floor16 * 1e3 << "\n";
     }
   }
+  std::printf("load average after the main table: %s\n", LoadAverage().c_str());
   std::printf("\nF32 vs OpenBLAS = OpenBLAS time / vocabd F32 time (> 1: vocabd faster); "
               "BF16 speedup = F32 time / BF16 time; X / floor = time / bandwidth floor.\n");
 
@@ -204,6 +215,7 @@ int main(int argc, char** argv) {
              << to16 * 1e3 << "\n";
       }
     }
+    std::printf("load average at the end: %s\n", LoadAverage().c_str());
   }
   return 0;
 }
