@@ -19,6 +19,21 @@
 // call creates its own memory objects for the actual M, its own stream, and
 // uses a per-thread scratchpad buffer.
 //
+// Small M (rows <= small_rows_max(), 16 by default): oneDNN 2.6's M = 1 and
+// small-M kernels on this transposed weights layout run far below memory
+// bandwidth (README "Scoring performance"), so rows up to the crossover go
+// through vocabd's own kernels (lib/lm_head_kernel.h): one pass over the
+// weights, AVX-512 FMA for F32 and vdpbf16ps for BF16 (hidden rows rounded to
+// bf16 exactly as for oneDNN), or for BF16 AMX tiles where the CPU and OS
+// have them (then up to 256 rows by default: AMX keeps even M = 256 near
+// oneDNN's best), the vocabulary split in chunks over the OpenMP threads
+// (lib/parallel.h). Chosen at Create from the CPU's features; without
+// AVX-512 (or AVX512_BF16 for BF16 weights) every M uses oneDNN. Larger M
+// stays on oneDNN. Both paths meet the same numerical contract;
+// they sum in different orders, so a row's logits may differ between them by
+// float rounding (<= 1e-6 of the row's largest |logit| in the tests), and
+// within the small-M path a row's logits do not depend on M.
+//
 // Threading: Debian's libdnnl is built on OpenMP (libgomp). Each Compute call
 // runs an OpenMP parallel region of omp_get_max_threads() threads (all cores
 // unless OMP_NUM_THREADS says otherwise; 2 on the 2-core CI box). Concurrent
@@ -52,7 +67,18 @@ class LmHead {
     int64_t hidden_size = 0;
     // kF32 or kBF16 (last, so {weights, vocab, hidden} still means F32).
     DType weights_dtype = DType::kF32;
+    // Rows up to which Compute uses vocabd's own kernel (when the CPU has
+    // it): -1 = the default (kDefaultSmallRowsMax, or kDefaultAmxRowsMax
+    // for the AMX kernel), 0 = never (oneDNN for every M).
+    int64_t small_rows_max = -1;
+    // BF16 weights: run vocabd's kernel on AMX tiles where the CPU and OS
+    // allow it and hidden_size % 32 == 0 (false: the AVX512_BF16 kernel).
+    bool allow_amx = true;
   };
+  // The measured crossovers (bench/head_bench --paths; README "Scoring
+  // performance"): above them oneDNN is faster.
+  static constexpr int64_t kDefaultSmallRowsMax = 16;
+  static constexpr int64_t kDefaultAmxRowsMax = 256;
   // INVALID_ARGUMENT for null weights, non-positive sizes or a weights_dtype
   // other than F32/BF16; FAILED_PRECONDITION for BF16 when !Bf16Supported();
   // INTERNAL when oneDNN cannot create the primitive (its message included).
@@ -77,13 +103,18 @@ class LmHead {
   int64_t weight_bytes() const;
   int64_t vocab_size() const;
   int64_t hidden_size() const;
-  // oneDNN's implementation name for the primitive (e.g. "gemm:jit"), for
-  // logs and diagnostics.
+  // Largest M that uses the small-M kernel (0: none, oneDNN for every M).
+  int64_t small_rows_max() const;
+  // The kernels in use, for logs and diagnostics: oneDNN's implementation
+  // name for the primitive (e.g. "gemm:jit"), preceded by the small-M kernel
+  // when there is one, e.g. "vocabd:avx512 (rows <= 16); gemm:jit".
   std::string implementation() const;
 
  private:
   struct Impl;
   explicit LmHead(std::unique_ptr<Impl> impl);
+  // The small-M kernel path of Compute (rows <= small_rows_max()).
+  absl::Status ComputeSmall(const float* hidden, int64_t rows, float* logits) const;
   std::unique_ptr<Impl> impl_;
 };
 

@@ -11,6 +11,7 @@
 #include "lib/embedding.h"
 #include "lib/embedding_scale.h"
 #include "lib/norm.h"
+#include "lib/parallel.h"
 #include "lib/status_macros.h"
 
 namespace vocabd {
@@ -349,14 +350,15 @@ absl::Status Model::PrepareRows(const HeadInput& input, float* dst) const {
 void Model::FinishLogits(const HeadInput& input, bool log_softmax, float* logits) const {
   const int64_t vocab = config().vocab_size;
   const WeightTensor* head_bias = checkpoint_->Find(kLmHeadBias);  // phi: lm_head.bias
-  for (int64_t r = 0; r < input.rows; ++r) {
+  const float* bias = head_bias != nullptr ? head_bias->f32() : nullptr;
+  // Several rows: in parallel over rows (one parallel region; each row is then
+  // serial). One row: PrepareLogits/LogSoftmaxInPlace parallelise over its
+  // vocab chunks. Same results either way (lib/scoring.h).
+  ParallelFor(input.rows, [&](int64_t r) {
     float* row = logits + r * vocab;
-    if (head_bias != nullptr) {
-      for (int64_t j = 0; j < vocab; ++j) row[j] += head_bias->f32()[j];
-    }
-    PrepareLogits(row, vocab, input.temperature, input.vocab_limit);
+    PrepareLogits(row, vocab, input.temperature, input.vocab_limit, bias);
     if (log_softmax) LogSoftmaxInPlace(row, vocab);
-  }
+  });
 }
 
 absl::Status Model::ComputeLogits(const HeadInput& input, bool log_softmax,
@@ -400,15 +402,17 @@ absl::Status Model::ValidateScore(const ScoreInput& input) const {
 void Model::FinishScore(const ScoreInput& input, const float* logits,
                         ScoreOutput* output) const {
   const int64_t vocab = config().vocab_size;
-  output->rows.clear();
-  output->rows.reserve(static_cast<size_t>(input.head.rows));
+  output->rows.assign(static_cast<size_t>(input.head.rows), RowScoreResult{});
   output->sum_target_logprob = 0;
   output->num_targets = 0;
-  for (int64_t r = 0; r < input.head.rows; ++r) {
+  // In parallel over rows, or over one row's vocab chunks (see FinishLogits).
+  ParallelFor(input.head.rows, [&](int64_t r) {
     const int64_t target = input.target_ids.empty() ? -1 : input.target_ids[r];
-    output->rows.push_back(ScoreRow(logits + r * vocab, vocab, target, input.top_k));
-    if (target >= 0) {
-      output->sum_target_logprob += output->rows.back().target_logprob;
+    output->rows[r] = ScoreRow(logits + r * vocab, vocab, target, input.top_k);
+  });
+  for (int64_t r = 0; r < input.head.rows; ++r) {  // summed in row order
+    if (!input.target_ids.empty()) {
+      output->sum_target_logprob += output->rows[r].target_logprob;
       ++output->num_targets;
     }
   }

@@ -9,6 +9,14 @@
 // PrepareLogits); they have logprob -inf and never appear in top_k. NaN
 // logits (only from NaN inputs) rank below every number, including -inf,
 // never appear in top_k, and make logsumexp NaN.
+//
+// Rows are processed in chunks of kScoreChunk ids, in parallel over the
+// OpenMP threads (lib/parallel.h) when a row has more than one chunk (so a
+// Llama-3 row of 128,256 ids is 8 chunks on both cores). Chunk boundaries are
+// fixed, never derived from the thread count, so every result is the same
+// for any number of threads: ranks, top-k and masking are exact merges of
+// per-chunk results, and the float64 sum of exponentials is added up per
+// chunk, then over chunks in order.
 #ifndef VOCABD_LIB_SCORING_H_
 #define VOCABD_LIB_SCORING_H_
 
@@ -18,6 +26,9 @@
 
 namespace vocabd {
 
+// Ids per chunk (see above).
+inline constexpr int64_t kScoreChunk = 16384;
+
 struct RowScoreResult {
   float logsumexp = 0;
   float target_logprob = 0;  // valid when a target was given
@@ -26,10 +37,12 @@ struct RowScoreResult {
   std::vector<std::pair<int64_t, float>> top_k;
 };
 
-// Divides logits[0, vocab) by temperature (if != 1 and > 0) and sets ids >=
+// Adds bias[j] (when bias is not null: an lm_head.bias), then divides
+// logits[0, vocab) by temperature (if != 1 and > 0), and sets ids >=
 // vocab_limit (if 0 < vocab_limit < vocab) to -inf, in place. Division (not
 // multiplication by 1/T) matches `logits / T` in PyTorch/NumPy.
-void PrepareLogits(float* logits, int64_t vocab, float temperature, int64_t vocab_limit);
+void PrepareLogits(float* logits, int64_t vocab, float temperature, int64_t vocab_limit,
+                   const float* bias = nullptr);
 
 // logsumexp of logits[0, vocab), accumulated in float64. -inf when every
 // logit is -inf (or vocab <= 0), +inf if any logit is +inf, NaN if any is NaN.
