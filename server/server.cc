@@ -3,9 +3,9 @@
 #include <condition_variable>
 #include <mutex>
 
+#include <grpcpp/ext/health_check_service_server_builder_option.h>
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
-#include <grpcpp/health_check_service_interface.h>
 #include <spdlog/spdlog.h>
 
 #include "absl/strings/str_cat.h"
@@ -18,6 +18,7 @@
 #include "server/build_info.h"
 #include "server/call_tracker.h"
 #include "server/embedding_service.h"
+#include "server/health_service.h"
 #include "server/metrics_http.h"
 #include "server/model_service.h"
 #include "server/position_service.h"
@@ -121,6 +122,9 @@ struct VocabdServer::Impl {
   std::unique_ptr<EmbeddingServiceImpl> embedding_service;
   std::unique_ptr<ScoringServiceImpl> scoring_service;
   std::unique_ptr<PositionServiceImpl> position_service;
+  // grpc.health.v1 (ours instead of gRPC's default: Shutdown ends Watch
+  // streams, see server/health_service.h).
+  std::unique_ptr<HealthService> health_service;
   std::unique_ptr<grpc::Server> server;
   int port = 0;
 
@@ -208,9 +212,15 @@ absl::StatusOr<std::unique_ptr<VocabdServer>> VocabdServer::Create(const Options
   impl->scoring_service = std::make_unique<ScoringServiceImpl>(context);
   impl->position_service = std::make_unique<PositionServiceImpl>(context);
 
-  grpc::EnableDefaultHealthCheckService(true);
+  // NOT_SERVING (overall and per service) until everything is up.
+  impl->health_service = std::make_unique<HealthService>();
+  impl->health_service->SetServingStatus("", false);
+  for (const char* name : kServiceNames) impl->health_service->SetServingStatus(name, false);
+
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
+  // No default health service: ours is registered below.
+  builder.SetOption(std::make_unique<grpc::HealthCheckServiceServerBuilderOption>(nullptr));
   ASSIGN_OR_RETURN(std::shared_ptr<grpc::ServerCredentials> credentials,
                    MakeServerCredentials(options.security));
   builder.AddListeningPort(options.listen_address, credentials, &impl->port);
@@ -225,19 +235,18 @@ absl::StatusOr<std::unique_ptr<VocabdServer>> VocabdServer::Create(const Options
   builder.RegisterService(impl->embedding_service.get());
   builder.RegisterService(impl->scoring_service.get());
   builder.RegisterService(impl->position_service.get());
+  builder.RegisterService(impl->health_service.get());
   impl->server = builder.BuildAndStart();
   if (impl->server == nullptr || impl->port == 0) {
     return absl::UnavailableError(
         absl::StrCat("cannot listen on ", options.listen_address, " (address in use or invalid)"));
   }
-  grpc::HealthCheckServiceInterface* health = impl->server->GetHealthCheckService();
-  health->SetServingStatus(true);
-  for (const char* name : kServiceNames) health->SetServingStatus(name, true);
   if (!options.metrics_listen.empty()) {
     MetricsHttpServer::Options http_options;
     http_options.listen_address = options.metrics_listen;
     auto http = MetricsHttpServer::Create(http_options, impl->metrics.get());
     if (!http.ok()) {
+      impl->health_service->Shutdown();
       impl->server->Shutdown();
       impl->pool->Shutdown();
       return http.status();
@@ -246,6 +255,8 @@ absl::StatusOr<std::unique_ptr<VocabdServer>> VocabdServer::Create(const Options
     spdlog::info("metrics on http://{}/metrics (port {})", options.metrics_listen,
                  impl->metrics_http->port());
   }
+  impl->health_service->SetServingStatus("", true);
+  for (const char* name : kServiceNames) impl->health_service->SetServingStatus(name, true);
   spdlog::info("vocabd listening on port {} ({} model(s), default '{}', tls={}, mtls={}, "
                "token_auth={})",
                impl->port, options.models.size(), impl->registry.default_name(),
@@ -280,9 +291,10 @@ void VocabdServer::Shutdown() {
   }
   spdlog::info("draining: health NOT_SERVING, finishing in-flight calls (up to {} ms)",
                impl_->options.drain_timeout.count());
-  grpc::HealthCheckServiceInterface* health = impl_->server->GetHealthCheckService();
-  // Flips overall and every per-service status to NOT_SERVING.
-  health->Shutdown();
+  // Overall and every per-service status turn NOT_SERVING; Watch streams get
+  // that update and then end, so they do not hold the drain below (which
+  // waits for every open call).
+  impl_->health_service->Shutdown();
   impl_->server->Shutdown(std::chrono::system_clock::now() + impl_->options.drain_timeout);
   impl_->pool->Shutdown();
   impl_->server->Wait();

@@ -8,14 +8,17 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <regex>
 #include <set>
 #include <sstream>
 #include <thread>
+#include <vector>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -145,12 +148,10 @@ TEST(DrainTest, SigtermUnderLoadFinishesEveryAcceptedCallAndExitsZero) {
     while (watch->Read(&u)) {
       if (u.status() == grpc::health::v1::HealthCheckResponse::NOT_SERVING) {
         saw_not_serving = true;
-        // A watcher that stays open holds the drain until its timeout (the
-        // server waits for every call, streams included): go away like a
-        // load balancer would.
-        watch_context.TryCancel();
       }
     }
+    // The server ends the Watch itself once the drain began (see
+    // OpenHealthWatchSeesNotServingAndDoesNotHoldTheDrain).
   });
 
   // A long call (one 100000-row GEMM) is in flight when SIGTERM arrives: its
@@ -242,6 +243,115 @@ TEST(DrainTest, SigtermUnderLoadFinishesEveryAcceptedCallAndExitsZero) {
   EXPECT_EQ(server_ok_ids, client_ok_ids) << vocabd.log();
   EXPECT_EQ(logged_ok, ok_calls.load() + 1) << "+1: the long call";
   EXPECT_THAT(vocabd.log(), HasSubstr("received SIGTERM"));
+  EXPECT_THAT(vocabd.log(), HasSubstr("vocabd stopped"));
+}
+
+// grpc.health.v1 Health/Watch on the callback API: records every status and
+// how the stream ended. The callback API keeps gRPC's pollers running in this
+// process as any async client (or grpc-go, e.g. a kubelet probe) does. An
+// idle synchronous-API client reads its socket only from gRPC's 5 s backup
+// poller, so it would acknowledge the server's GOAWAY ping (which gRPC's
+// graceful shutdown waits for) 5-10 s late and blur what is measured here.
+class HealthWatch : public grpc::ClientReadReactor<grpc::health::v1::HealthCheckResponse> {
+ public:
+  HealthWatch(grpc::health::v1::Health::Stub* stub, const std::string& service) {
+    request_.set_service(service);
+    stub->async()->Watch(&context_, &request_, this);
+    StartRead(&response_);
+    StartCall();
+  }
+  void OnReadDone(bool ok) override {
+    if (!ok) return;  // OnDone follows
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      statuses_.push_back(response_.status());
+    }
+    cv_.notify_all();
+    StartRead(&response_);
+  }
+  void OnDone(const grpc::Status& status) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    end_ = status;
+    done_ = true;
+    cv_.notify_all();
+  }
+  // Waits up to `limit` for `n` statuses; returns whether they arrived.
+  bool WaitForStatuses(size_t n, std::chrono::milliseconds limit) {
+    std::unique_lock<std::mutex> lock(mu_);
+    return cv_.wait_for(lock, limit, [&] { return statuses_.size() >= n || done_; }) &&
+           statuses_.size() >= n;
+  }
+  // Waits up to `limit` for the end; cancels the call if it does not come.
+  void WaitDone(std::chrono::milliseconds limit) {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (!cv_.wait_for(lock, limit, [&] { return done_; })) {
+      context_.TryCancel();
+      cv_.wait(lock, [&] { return done_; });
+    }
+  }
+  std::vector<int> statuses() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return statuses_;
+  }
+  grpc::Status end() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return end_;
+  }
+
+ private:
+  grpc::ClientContext context_;
+  grpc::health::v1::HealthCheckRequest request_;
+  grpc::health::v1::HealthCheckResponse response_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<int> statuses_;
+  grpc::Status end_;
+  bool done_ = false;
+};
+
+// An open grpc.health.v1 Watch stream must not hold the drain: on SIGTERM
+// each watcher gets NOT_SERVING, then the server ends the stream
+// (UNAVAILABLE) and exits 0 as soon as its calls are done, long before
+// --drain-timeout-ms (gRPC's default health service kept Watch streams open,
+// so the server waited the whole timeout for them).
+TEST(DrainTest, OpenHealthWatchSeesNotServingAndDoesNotHoldTheDrain) {
+  constexpr int kDrainMs = 60000;
+  VocabdProcess vocabd({"--drain-timeout-ms", std::to_string(kDrainMs)});
+  ASSERT_NE(vocabd.port(), 0) << vocabd.log();
+  VocabdClient::Options options;
+  options.target = vocabd.target();
+  auto client = VocabdClient::Create(options);
+  ASSERT_TRUE(client.ok());
+  auto health = grpc::health::v1::Health::NewStub((*client)->channel());
+
+  std::vector<std::unique_ptr<HealthWatch>> watchers;
+  for (const char* service : {"", "vocabd.v1.ScoringService", "vocabd.v1.NoSuchService"}) {
+    watchers.push_back(std::make_unique<HealthWatch>(health.get(), service));
+    ASSERT_TRUE(watchers.back()->WaitForStatuses(1, std::chrono::seconds(30))) << service;
+  }
+  // The server answers calls while the watchers are open.
+  v1::EmbedRequest embed;
+  embed.add_sequences()->add_token_ids(1);
+  ASSERT_TRUE((*client)->Embed(embed).ok());
+
+  std::chrono::milliseconds took{0};
+  const int exit_code = vocabd.TerminateAndWait(std::chrono::milliseconds(kDrainMs + 10000), &took);
+  for (auto& w : watchers) w->WaitDone(std::chrono::seconds(10));
+
+  EXPECT_EQ(exit_code, 0) << vocabd.log();
+  // "Well before": the drain has nothing to wait for (~0.1 s here); 10 s
+  // leaves room for sanitizer builds on a loaded 2-core machine.
+  EXPECT_LT(took.count(), 10000) << vocabd.log();
+  using R = grpc::health::v1::HealthCheckResponse;
+  EXPECT_THAT(watchers[0]->statuses(), ::testing::ElementsAre(R::SERVING, R::NOT_SERVING));
+  EXPECT_THAT(watchers[1]->statuses(), ::testing::ElementsAre(R::SERVING, R::NOT_SERVING));
+  // As in gRPC's default service, a watch on an unknown service gets
+  // NOT_SERVING too.
+  EXPECT_THAT(watchers[2]->statuses(),
+              ::testing::ElementsAre(R::SERVICE_UNKNOWN, R::NOT_SERVING));
+  for (auto& w : watchers) {
+    EXPECT_EQ(w->end().error_code(), grpc::StatusCode::UNAVAILABLE) << w->end().error_message();
+  }
   EXPECT_THAT(vocabd.log(), HasSubstr("vocabd stopped"));
 }
 
