@@ -1,5 +1,9 @@
 // Every kind of bad input answers a clear status naming the field and the
 // value, and the server keeps serving (a good call right after succeeds).
+#include <cstdint>
+#include <limits>
+#include <vector>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -194,6 +198,22 @@ TEST_F(BadInputTest, NegativeShapeDim) {
   request.mutable_hidden()->set_shape(0, -1);
   ExpectError(client().Score(request).status(), absl::StatusCode::kInvalidArgument,
               "hidden.shape[0] = -1");
+}
+
+// An enum value the proto does not define is named by its number (the
+// message used to read "output_dtype =  is not supported").
+TEST_F(BadInputTest, UnknownOutputDtypeValueIsNamed) {
+  v1::EmbedRequest embed;
+  embed.add_sequences()->add_token_ids(1);
+  embed.set_output_dtype(static_cast<v1::DType>(77));
+  ExpectError(client().Embed(embed).status(), absl::StatusCode::kInvalidArgument,
+              "output_dtype = 77 is not supported");
+  v1::ComputeLogitsRequest logits;
+  std::vector<float> h(64, 0.25f);
+  *logits.mutable_hidden() = EncodeFloatTensor(h, {1, 64});
+  logits.set_output_dtype(static_cast<v1::DType>(-1));
+  ExpectError(client().ComputeLogits(logits).status(), absl::StatusCode::kInvalidArgument,
+              "output_dtype = -1 is not supported");
 }
 
 }  // namespace
