@@ -216,5 +216,19 @@ TEST_F(BadInputTest, UnknownOutputDtypeValueIsNamed) {
               "output_dtype = -1 is not supported");
 }
 
+// head_dim comes from the tensor shape, so an empty q/k ([1, 1, 0, D]: no
+// data) could ask for D / 2 frequencies: D = 2^28 held a gRPC thread for
+// seconds and gigabytes. RoPE configs are bounded at head_dim 65536.
+TEST_F(BadInputTest, RopeHeadDimAboveLimitWithEmptyTensors) {
+  v1::ApplyRopeRequest request;
+  request.mutable_rope()->set_pair_layout(v1::HALF_SPLIT);  // standalone config
+  for (v1::Tensor* t : {request.mutable_q(), request.mutable_k()}) {
+    t->set_dtype(v1::F32);
+    for (int64_t d : {int64_t{1}, int64_t{1}, int64_t{0}, int64_t{1} << 28}) t->add_shape(d);
+  }
+  ExpectError(client().ApplyRope(request).status(), absl::StatusCode::kInvalidArgument,
+              "rope.head_dim = 268435456 must be <= 65536");
+}
+
 }  // namespace
 }  // namespace vocabd::testing
