@@ -230,5 +230,20 @@ TEST_F(BadInputTest, RopeHeadDimAboveLimitWithEmptyTensors) {
               "rope.head_dim = 268435456 must be <= 65536");
 }
 
+// position_offset + i past INT64_MAX is refused (as ApplyRope does) instead
+// of saturating, which gave the last two tokens the same sinusoidal row.
+TEST_F(BadInputTest, EmbedPositionOffsetOverflow) {
+  v1::EmbedRequest embed;
+  auto* seq = embed.add_sequences();
+  seq->add_token_ids(1);
+  seq->add_token_ids(2);
+  seq->add_token_ids(3);
+  seq->set_position_offset(std::numeric_limits<int64_t>::max() - 1);
+  embed.set_absolute_positions(v1::ABSOLUTE_POSITIONS_SINUSOIDAL);
+  embed.set_allow_beyond_trained_length(true);
+  ExpectError(client().Embed(embed).status(), absl::StatusCode::kInvalidArgument,
+              "sequences[0].position_offset = 9223372036854775806 + 2 overflows int64");
+}
+
 }  // namespace
 }  // namespace vocabd::testing
