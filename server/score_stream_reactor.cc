@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "server/call_tracker.h"
 #include "server/grpc_status.h"
+#include "server/response_size.h"
 #include "server/scoring_service.h"
 
 namespace vocabd {
@@ -63,6 +64,8 @@ void ScoreStreamReactor::OnReadDone(bool ok) {
                  if (status.ok()) {
                    ScoreOutputToProto(output, request->target_ids_size() > 0, *model, *request,
                                       &response);
+                   status = CheckResponseSize(response, service_.max_send_message_bytes);
+                   if (!status.ok()) response.Clear();
                  }
                  Complete(seq, std::move(status), std::move(response));
                });
