@@ -150,11 +150,15 @@ absl::Status Model::EmbedInto(const EmbedInput& input,
     }
     for (size_t i = 0; i < seq.size(); ++i) {
       const int64_t i64 = static_cast<int64_t>(i);
-      // Saturating: a huge offset fails the length checks below.
-      const int64_t pos = explicit_ids != nullptr ? (*explicit_ids)[i]
-                          : i64 > std::numeric_limits<int64_t>::max() - offset
-                              ? std::numeric_limits<int64_t>::max()
-                              : offset + i64;
+      int64_t pos = 0;
+      if (explicit_ids != nullptr) {
+        pos = (*explicit_ids)[i];
+      } else if (__builtin_add_overflow(offset, i64, &pos)) {
+        // As ApplyRope: no position past INT64_MAX (saturating would give two
+        // tokens the same position when allow_beyond_trained_length is set).
+        return absl::InvalidArgumentError(absl::StrCat("sequences[", b, "].position_offset = ",
+                                                       offset, " + ", i, " overflows int64"));
+      }
       if (pos < 0) {
         return absl::InvalidArgumentError(
             absl::StrCat("sequences[", b, "].position_ids[", i, "] = ", pos, " is negative"));

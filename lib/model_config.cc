@@ -141,6 +141,10 @@ absl::Status RopeParams::Validate(std::string_view name_view) const {
   }
   if (head_dim <= 0) return Invalid(field("head_dim"), absl::StrCat(head_dim), "must be > 0");
   if (head_dim % 2 != 0) return Invalid(field("head_dim"), absl::StrCat(head_dim), "is odd");
+  if (head_dim > kMaxRopeHeadDim) {
+    return Invalid(field("head_dim"), absl::StrCat(head_dim),
+                   absl::StrCat("must be <= ", kMaxRopeHeadDim));
+  }
   if (rotary_dim % 2 != 0) {
     return Invalid(field("rotary_dim"), absl::StrCat(rotary_dim), "is odd");
   }

@@ -36,6 +36,11 @@ struct RopeScaling {
   std::vector<double> long_factor;   // longrope, [rotary_dim / 2]
 };
 
+// Largest head_dim a RoPE config may have (published models use <= 512).
+// Bounds the work a config alone can ask for: a request with an empty q/k
+// or num_positions = 0 still computes rotary_dim / 2 frequencies.
+inline constexpr int kMaxRopeHeadDim = 1 << 16;
+
 // A complete RoPE configuration (HF `rope_theta`, `head_dim`,
 // `partial_rotary_factor`, `rope_scaling`, `max_position_embeddings`).
 struct RopeParams {
@@ -54,7 +59,8 @@ struct RopeParams {
   // caller's name for the params: "rope" for a model config or request,
   // "params" inside lib/rope*.cc), e.g.
   //   rope.theta = 0 must be a finite number > 0
-  //   params.head_dim = 7 is odd        (also <= 0: must be > 0)
+  //   params.head_dim = 7 is odd        (also <= 0: must be > 0;
+  //                                      > kMaxRopeHeadDim: must be <= 65536)
   //   params.rotary_dim = 5 is odd
   //   params.rotary_dim = 10 is outside [2, params.head_dim = 8]
   //   rope.max_position_embeddings = -1 is negative

@@ -20,6 +20,7 @@
 #include "server/call_tracker.h"
 #include "server/grpc_status.h"
 #include "server/proto_convert.h"
+#include "server/response_size.h"
 
 namespace vocabd {
 namespace {
@@ -148,14 +149,21 @@ grpc::ServerUnaryReactor* PositionServiceImpl::ApplyRope(grpc::CallbackServerCon
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   if (RejectIfNotAdmitted(context_.tracker, context, *request, reactor)) return reactor;
   const int64_t cost = SaturatingAdd(PayloadValues(request->q()), PayloadValues(request->k()));
-  Run(context, reactor, cost, [this, request, response](bool on_pool) {
+  Run(context, reactor, cost, response, [this, request, response](bool on_pool) {
     return DoApplyRope(*request, on_pool, response);
   });
   return reactor;
 }
 
 void PositionServiceImpl::Run(grpc::CallbackServerContext* call, grpc::ServerUnaryReactor* reactor,
-                              int64_t cost, std::function<absl::Status(bool on_pool)> work) {
+                              int64_t cost, const google::protobuf::Message* response,
+                              std::function<absl::Status(bool on_pool)> fill) {
+  auto work = [fill = std::move(fill), response,
+               max_send = context_.max_send_message_bytes](bool on_pool) {
+    absl::Status status = fill(on_pool);
+    if (status.ok()) status = CheckResponseSize(*response, max_send);
+    return status;
+  };
   if (cost <= kPositionInlineMaxValues || context_.compute_pool == nullptr) {
     reactor->Finish(ToGrpcStatus(work(/*on_pool=*/false)));
     return;
@@ -277,9 +285,10 @@ grpc::ServerUnaryReactor* PositionServiceImpl::GetRopeCache(
     return reactor;
   }
   const int64_t cost = SaturatingMul(request->num_positions(), params->rotary_dim);
-  Run(context, reactor, cost, [this, params = *std::move(params), request, response](bool) {
-    return DoGetRopeCache(params, *request, response);
-  });
+  Run(context, reactor, cost, response,
+      [this, params = *std::move(params), request, response](bool) {
+        return DoGetRopeCache(params, *request, response);
+      });
   return reactor;
 }
 
@@ -289,7 +298,7 @@ grpc::ServerUnaryReactor* PositionServiceImpl::GetSinusoidalPositions(
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   if (RejectIfNotAdmitted(context_.tracker, context, *request, reactor)) return reactor;
   const int64_t cost = SaturatingMul(request->num_positions(), request->dim());
-  Run(context, reactor, cost, [this, request, response](bool) {
+  Run(context, reactor, cost, response, [this, request, response](bool) {
     return DoGetSinusoidalPositions(*request, response);
   });
   return reactor;
@@ -313,7 +322,7 @@ grpc::ServerUnaryReactor* PositionServiceImpl::GetAlibiSlopes(
       request->include_bias()
           ? SaturatingMul(SaturatingMul(heads, request->q_len()), request->k_len())
           : heads;
-  Run(context, reactor, cost, [this, request, response, heads](bool) {
+  Run(context, reactor, cost, response, [this, request, response, heads](bool) {
     return DoGetAlibiSlopes(*request, heads, response);
   });
   return reactor;

@@ -25,6 +25,8 @@
 #include <cstdint>
 #include <functional>
 
+#include <google/protobuf/message.h>
+
 #include "absl/status/status.h"
 #include "lib/model_config.h"
 #include "server/service_context.h"
@@ -53,11 +55,13 @@ class PositionServiceImpl final : public v1::PositionService::CallbackService {
                                            v1::GetAlibiSlopesResponse* response) override;
 
  private:
-  // Runs `work` inline when `cost` <= kPositionInlineMaxValues, else on
+  // Runs `fill` inline when `cost` <= kPositionInlineMaxValues, else on
   // the compute pool (see above); finishes `reactor` with its status.
-  // `work(on_pool)` fills the response.
+  // `fill(on_pool)` fills `response`, whose size is then checked against
+  // --max-send-message-bytes (server/response_size.h).
   void Run(grpc::CallbackServerContext* call, grpc::ServerUnaryReactor* reactor, int64_t cost,
-           std::function<absl::Status(bool on_pool)> work);
+           const google::protobuf::Message* response,
+           std::function<absl::Status(bool on_pool)> fill);
   absl::Status DoApplyRope(const v1::ApplyRopeRequest& request, bool on_pool,
                            v1::ApplyRopeResponse* response);
   absl::Status DoGetRopeCache(const RopeParams& params, const v1::GetRopeCacheRequest& request,

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "server/call_tracker.h"
 #include "server/grpc_status.h"
+#include "server/response_size.h"
 #include "server/scoring_service.h"
 
 namespace vocabd {
@@ -25,8 +26,13 @@ void ScoreStreamReactor::OnReadDone(bool ok) {
     Advance();
     return;
   }
+  if (finished_ || failed_) {
+    // Read before an earlier request failed: the stream ends with that
+    // failure, so this one is dropped unscored.
+    Advance();
+    return;
+  }
   const int64_t seq = next_seq_++;
-  if (finished_) return;
   auto fail = [&](const absl::Status& status) {
     failed_ = true;
     results_[seq] = Result{
@@ -58,6 +64,8 @@ void ScoreStreamReactor::OnReadDone(bool ok) {
                  if (status.ok()) {
                    ScoreOutputToProto(output, request->target_ids_size() > 0, *model, *request,
                                       &response);
+                   status = CheckResponseSize(response, service_.max_send_message_bytes);
+                   if (!status.ok()) response.Clear();
                  }
                  Complete(seq, std::move(status), std::move(response));
                });
@@ -72,7 +80,7 @@ void ScoreStreamReactor::Complete(int64_t seq, absl::Status status, v1::ScoreRes
       failed_ = true;
       status = absl::Status(status.code(), absl::StrCat("requests[", seq, "]: ", status.message()));
     }
-    results_[seq] = Result{std::move(status), std::move(response)};
+    if (!finish_status_.has_value()) results_[seq] = Result{std::move(status), std::move(response)};
     Advance();
     del = ShouldDelete();
   }
@@ -83,30 +91,40 @@ void ScoreStreamReactor::OnWriteDone(bool ok) {
   std::lock_guard<std::mutex> lock(mu_);
   writing_.reset();
   ++next_write_;
-  if (!ok && !finished_) {
-    // The client went away; nothing more can be sent.
-    finished_ = true;
-    Finish(grpc::Status(grpc::StatusCode::CANCELLED, "stream write failed (client gone)"));
-    return;
+  if (!ok && !finished_ && !finish_status_.has_value()) {
+    // The client went away; nothing more can be sent. Advance finishes once
+    // the requests still in compute are back.
+    failed_ = true;
+    finish_status_ = grpc::Status(grpc::StatusCode::CANCELLED, "stream write failed (client gone)");
+    results_.clear();
   }
   Advance();
 }
 
 void ScoreStreamReactor::Advance() {
   if (finished_) return;
-  if (!writing_.has_value()) {
+  if (!writing_.has_value() && !finish_status_.has_value()) {
     auto it = results_.find(next_write_);
     if (it != results_.end()) {
       if (!it->second.status.ok()) {
-        finished_ = true;
-        Finish(ToGrpcStatus(it->second.status));
+        finish_status_ = ToGrpcStatus(it->second.status);
         results_.clear();
-        return;
+      } else {
+        writing_ = std::move(it->second.response);
+        results_.erase(it);
+        StartWrite(&*writing_);
       }
-      writing_ = std::move(it->second.response);
-      results_.erase(it);
-      StartWrite(&*writing_);
     }
+  }
+  if (finish_status_.has_value()) {
+    // Finish only when no request of this stream is queued or computing:
+    // their cancellation checks read context_, which gRPC frees once the
+    // finished call is done (OnDone).
+    if (in_compute_ == 0 && !writing_.has_value()) {
+      finished_ = true;
+      Finish(*finish_status_);
+    }
+    return;
   }
   const int64_t outstanding = next_seq_ - next_write_;
   if (!reads_done_ && !reading_ && !failed_ && outstanding < kMaxInFlight) {

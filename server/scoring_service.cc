@@ -2,15 +2,18 @@
 
 #include <chrono>
 #include <memory>
+#include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "client/tensor_codec.h"
+#include "lib/dtype.h"
 #include "lib/status_macros.h"
 #include "server/call_tracker.h"
 #include "server/grpc_status.h"
 #include "server/output_dtype.h"
+#include "server/response_size.h"
 #include "server/score_stream_reactor.h"
 
 namespace vocabd {
@@ -113,17 +116,29 @@ grpc::ServerUnaryReactor* ScoringServiceImpl::ComputeLogits(grpc::CallbackServer
     return reactor;
   }
   const Model& m = *call->model;
+  const int64_t vocab = m.config().vocab_size;
+  absl::Status fits = CheckResponseBytes(
+      SaturatingProduct(call->head.rows, vocab, static_cast<int64_t>(DTypeSize(*output_dtype))),
+      absl::StrCat(call->head.rows, " rows x vocab_size ", vocab, " x ",
+                   std::string(DTypeName(*output_dtype))),
+      context_.max_send_message_bytes);
+  if (!fits.ok()) {
+    reactor->Finish(ToGrpcStatus(fits));
+    return reactor;
+  }
   // `done` runs on a compute thread (or inline on a rejection) and finishes
   // the reactor; it keeps the model and the decoded rows alive until then.
   m.ComputeLogitsAsync(call->head, request->log_softmax(),
                        ComputeCheck(context, context_.metrics, m, call->head.rows),
                        [model = call->model, hidden_rows = call->hidden, request, response, reactor,
-                        dtype = *output_dtype](absl::Status status, std::vector<float> logits) {
+                        dtype = *output_dtype, max_send = context_.max_send_message_bytes](
+                           absl::Status status, std::vector<float> logits) {
                          if (status.ok()) {
                            *response->mutable_logits() = EncodeFloatTensor(
                                logits, {hidden_rows->rows, model->config().vocab_size}, dtype);
                            response->set_model(model->name());
                            response->set_request_id(request->request_id());
+                           status = CheckResponseSize(*response, max_send);
                          }
                          reactor->Finish(ToGrpcStatus(status));
                        });
@@ -143,11 +158,13 @@ grpc::ServerUnaryReactor* ScoringServiceImpl::Score(grpc::CallbackServerContext*
   const ScoreInput input = ScoreInputFromProto(*request, call->head);
   const Model& m = *call->model;
   m.ScoreAsync(input, ComputeCheck(context, context_.metrics, m, input.head.rows),
-               [model = call->model, hidden_rows = call->hidden, request, response, reactor](
-                   absl::Status status, ScoreOutput output) {
+               [model = call->model, hidden_rows = call->hidden, request, response, reactor,
+                max_send = context_.max_send_message_bytes](absl::Status status,
+                                                            ScoreOutput output) {
                  if (status.ok()) {
                    ScoreOutputToProto(output, request->target_ids_size() > 0, *model, *request,
                                       response);
+                   status = CheckResponseSize(*response, max_send);
                  }
                  reactor->Finish(ToGrpcStatus(status));
                });

@@ -28,6 +28,10 @@ struct ServiceContext {
   // Limits + per-call accounting; handlers call
   // RejectIfNotAdmitted(tracker, ...) (server/call_tracker.h) first.
   CallTracker* tracker = nullptr;
+  // --max-send-message-bytes: handlers refuse (RESOURCE_EXHAUSTED) a
+  // response above it, or above protobuf's 2 GiB limit, before gRPC sees it
+  // (server/response_size.h). 0 = only the 2 GiB limit.
+  int64_t max_send_message_bytes = 0;
 };
 
 }  // namespace vocabd

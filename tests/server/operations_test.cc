@@ -167,6 +167,14 @@ TEST(LimitsTest, MaxTokensPerRequestIsResourceExhaustedWithAMessage) {
   EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
   EXPECT_THAT(s.message(), HasSubstr("request has 5 tokens (q batch x seq)"));
   EXPECT_EQ(r.server->metrics().rejected("max_tokens_per_request"), 4u);
+  // batch x seq = 2^32 x 2^32 saturates (it wrapped to 0, signed overflow,
+  // and slipped past the limit).
+  v1::ApplyRopeRequest huge = rope;
+  huge.mutable_q()->set_shape(0, int64_t{1} << 32);
+  huge.mutable_q()->set_shape(2, int64_t{1} << 32);
+  s = r.client->ApplyRope(huge).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
+  EXPECT_THAT(s.message(), HasSubstr("request has 9223372036854775807 tokens (q batch x seq)"));
   // Still serving.
   ASSERT_TRUE(r.client->Score(ScoreRows(4)).ok());
   r.server->Shutdown();
