@@ -148,14 +148,23 @@ absl::StatusOr<std::unique_ptr<LmHead>> LmHead::Create(const Options& options) {
     return absl::InvalidArgumentError(absl::StrCat(
         "LmHead: small_rows_max = ", options.small_rows_max, " must be >= -1"));
   }
+  // Operators' override, read at every Create (like oneDNN's
+  // DNNL_MAX_CPU_ISA): auto | onednn (never vocabd's kernels) | no-amx.
+  const char* env = std::getenv("VOCABD_LM_HEAD_KERNEL");
+  const std::string kernel_env = env == nullptr ? "auto" : env;
+  if (kernel_env != "auto" && kernel_env != "onednn" && kernel_env != "no-amx") {
+    return absl::InvalidArgumentError(absl::StrCat("VOCABD_LM_HEAD_KERNEL = '", kernel_env,
+                                                   "' (want auto, onednn or no-amx)"));
+  }
   auto impl = std::make_unique<Impl>();
   impl->options = options;
   {
-    const HeadKernelIsa isa = DetectHeadKernelIsa();
+    const HeadKernelIsa isa =
+        kernel_env == "onednn" ? HeadKernelIsa::kNone : DetectHeadKernelIsa();
     const bool bf16 = options.weights_dtype == DType::kBF16;
     const bool usable = bf16 ? isa == HeadKernelIsa::kAvx512Bf16 : isa != HeadKernelIsa::kNone;
-    impl->amx = usable && bf16 && options.allow_amx && options.hidden_size % 32 == 0 &&
-                HeadKernelAmxAvailable();
+    impl->amx = usable && bf16 && options.allow_amx && kernel_env != "no-amx" &&
+                options.hidden_size % 32 == 0 && HeadKernelAmxAvailable();
     const int64_t dflt = impl->amx ? kDefaultAmxRowsMax : kDefaultSmallRowsMax;
     const int64_t want = options.small_rows_max < 0 ? dflt : options.small_rows_max;
     impl->small_rows_max = usable ? want : 0;

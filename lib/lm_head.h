@@ -19,20 +19,26 @@
 // call creates its own memory objects for the actual M, its own stream, and
 // uses a per-thread scratchpad buffer.
 //
-// Small M (rows <= small_rows_max(), 16 by default): oneDNN 2.6's M = 1 and
-// small-M kernels on this transposed weights layout run far below memory
-// bandwidth (README "Scoring performance"), so rows up to the crossover go
-// through vocabd's own kernels (lib/lm_head_kernel.h): one pass over the
-// weights, AVX-512 FMA for F32 and vdpbf16ps for BF16 (hidden rows rounded to
-// bf16 exactly as for oneDNN), or for BF16 AMX tiles where the CPU and OS
-// have them (then up to 256 rows by default: AMX keeps even M = 256 near
-// oneDNN's best), the vocabulary split in chunks over the OpenMP threads
-// (lib/parallel.h). Chosen at Create from the CPU's features; without
-// AVX-512 (or AVX512_BF16 for BF16 weights) every M uses oneDNN. Larger M
-// stays on oneDNN. Both paths meet the same numerical contract;
-// they sum in different orders, so a row's logits may differ between them by
-// float rounding (<= 1e-6 of the row's largest |logit| in the tests), and
-// within the small-M path a row's logits do not depend on M.
+// vocabd's own kernels for small M (lib/lm_head_kernel.h). oneDNN 2.6's
+// M = 1 and small-M kernels on this transposed weights layout run far below
+// memory bandwidth (README "Scoring performance"), so Compute with rows <=
+// small_rows_max() runs vocabd's kernels instead: one pass over the weights,
+// the vocabulary split in chunks over the OpenMP threads (lib/parallel.h).
+//   F32:  AVX-512 FMA register tiles (AVX512F), up to kDefaultSmallRowsMax.
+//   BF16: AMX tiles (AMX-BF16, hidden_size % 32 == 0, tile state granted by
+//         Linux) up to kDefaultAmxRowsMax; else vdpbf16ps register tiles
+//         (AVX512_BF16) up to kDefaultSmallRowsMax. Hidden rows are rounded
+//         to bf16 (nearest even) exactly as for oneDNN.
+// Chosen at Create from the CPU's features: without AVX-512 (AVX512_BF16 for
+// BF16 weights) every M uses oneDNN, as does every M above the crossover.
+// The environment variable VOCABD_LM_HEAD_KERNEL overrides the choice for
+// heads created while it is set: "onednn" (oneDNN for every M), "no-amx"
+// (vdpbf16ps instead of AMX), "auto" (the default); any other value makes
+// Create fail (INVALID_ARGUMENT). Both paths meet the same numerical
+// contract; they sum in different orders, so a row's logits may differ
+// between them by float rounding (<= 2e-6 of the row's largest |logit| in
+// tests/lib/lm_head_kernel_test.cc), and on one path a row's logits do not
+// depend on M.
 //
 // Threading: Debian's libdnnl is built on OpenMP (libgomp). Each Compute call
 // runs an OpenMP parallel region of omp_get_max_threads() threads (all cores

@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -369,6 +370,32 @@ TEST(LmHeadKernelTest, AmxPackingLayout) {
       }
     }
   }
+}
+
+TEST(LmHeadKernelTest, EnvironmentOverride) {
+  std::vector<uint16_t> w(64 * 32, 0x3f80);
+  LmHead::Options o;
+  o.weights = w.data();
+  o.vocab_size = 64;
+  o.hidden_size = 32;
+  o.weights_dtype = DType::kBF16;
+  ASSERT_EQ(setenv("VOCABD_LM_HEAD_KERNEL", "onednn", 1), 0);
+  auto onednn = LmHead::Create(o);
+  ASSERT_EQ(setenv("VOCABD_LM_HEAD_KERNEL", "no-amx", 1), 0);
+  auto no_amx = LmHead::Create(o);
+  ASSERT_EQ(setenv("VOCABD_LM_HEAD_KERNEL", "fast", 1), 0);
+  auto bad = LmHead::Create(o);
+  ASSERT_EQ(unsetenv("VOCABD_LM_HEAD_KERNEL"), 0);
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("VOCABD_LM_HEAD_KERNEL = 'fast'"), std::string::npos)
+      << bad.status();
+  if (!LmHead::Bf16Supported()) GTEST_SKIP() << "no BF16 head on this CPU";
+  ASSERT_TRUE(onednn.ok()) << onednn.status();
+  EXPECT_EQ((*onednn)->small_rows_max(), 0);
+  EXPECT_EQ((*onednn)->implementation().find("vocabd"), std::string::npos);
+  ASSERT_TRUE(no_amx.ok()) << no_amx.status();
+  EXPECT_EQ((*no_amx)->implementation().find("amx"), std::string::npos)
+      << (*no_amx)->implementation();
 }
 
 }  // namespace
