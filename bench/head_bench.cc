@@ -4,13 +4,16 @@
 //
 //   head_bench --f32 /tmp/vocabd-bench/llama3-f32 --bf16 /tmp/vocabd-bench/llama3-bf16
 //              [--rows 1,8,64,256] [--reps 5] [--csv out.csv]
-//              [--paths 1,2,4,8,12,16,24,32,64] [--paths-csv paths.csv]
+//              [--paths 1,2,4,8,12,16,24,32,64] [--paths-csv paths.csv] [--interleaved 9]
 //
 // vocabd's head is what the server runs: the small-M kernel for
 // N <= LmHead::kDefaultSmallRowsMax (where the CPU has it), oneDNN above.
 // --paths adds a second table timing both implementations at each N (the
 // kernel forced on, small_rows_max = N; oneDNN forced, small_rows_max = 0):
-// the crossover measurement behind kDefaultSmallRowsMax.
+// the crossover measurement behind kDefaultSmallRowsMax. --interleaved R
+// times the targets' two sides back to back in R rounds (copy vs N = 1,
+// N = 8 vs N = 1, F32 vs BF16) and prints the median ratios, which hold up
+// better than separate medians when other processes load the machine.
 //
 // Weights come from the checkpoints through vocabd's own loader (Model),
 // F32 read in place from the mapping, BF16 served natively. Times are the
@@ -27,6 +30,7 @@
 #include <fstream>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -112,6 +116,9 @@ int main(int argc, char** argv) {
                  "also time the small-M kernel vs oneDNN at these N (crossover table)")
       ->delimiter(',');
   app.add_option("--paths-csv", paths_csv, "write the crossover table as CSV here");
+  int rounds = 0;
+  app.add_option("--interleaved", rounds,
+                 "also measure the target ratios in this many interleaved rounds (median)");
   app.add_option("--f32", f32_path, "F32 checkpoint folder")->capture_default_str();
   app.add_option("--bf16", bf16_path, "BF16 checkpoint folder")->capture_default_str();
   app.add_option("--rows", rows_list, "row counts N")->delimiter(',')->capture_default_str();
@@ -150,6 +157,7 @@ int main(int argc, char** argv) {
   std::normal_distribution<float> dist;
   int64_t max_rows = *std::max_element(rows_list.begin(), rows_list.end());
   for (int64_t n : paths_rows) max_rows = std::max(max_rows, n);
+  if (rounds > 0) max_rows = std::max<int64_t>(max_rows, 8);
   std::vector<float> x(static_cast<size_t>(max_rows * d));
   for (float& e : x) e = dist(rng);
   std::vector<float> out(static_cast<size_t>(max_rows * v));
@@ -184,6 +192,57 @@ int main(int argc, char** argv) {
   std::printf("load average after the main table: %s\n", LoadAverage().c_str());
   std::printf("\nF32 vs OpenBLAS = OpenBLAS time / vocabd F32 time (> 1: vocabd faster); "
               "BF16 speedup = F32 time / BF16 time; X / floor = time / bandwidth floor.\n");
+
+  if (rounds > 0) {
+    // The targets' ratios with both sides timed back to back in each round,
+    // so that load from other processes hits both alike; medians over rounds.
+    std::vector<char> a(static_cast<size_t>(head32->weight_bytes()), 1);
+    std::vector<char> b(a.size(), 2);
+    const size_t bytes = a.size();
+    auto copy = [&] {
+#pragma omp parallel
+      {
+        const size_t nt = omp_get_num_threads(), id = omp_get_thread_num();
+        const size_t chunk = (bytes + nt - 1) / nt;
+        const size_t begin = std::min(bytes, id * chunk), end = std::min(bytes, begin + chunk);
+        std::memcpy(b.data() + begin, a.data() + begin, end - begin);
+      }
+    };
+    auto once = [](auto&& f) {
+      const auto start = Clock::now();
+      f();
+      return std::chrono::duration<double>(Clock::now() - start).count();
+    };
+    std::vector<double> f32_floor, bf16_floor, f32_8, bf16_8, speed1;
+    copy();
+    for (int r = 0; r < rounds; ++r) {
+      const double tc = once(copy);  // floor F32 = tc / 2 (bytes = F32 weights)
+      const double t1 = once([&] { (void)head32->Compute(x.data(), 1, out.data()); });
+      const double t8 = once([&] { (void)head32->Compute(x.data(), 8, out.data()); });
+      const double u1 = once([&] { (void)head16->Compute(x.data(), 1, out.data()); });
+      const double u8 = once([&] { (void)head16->Compute(x.data(), 8, out.data()); });
+      f32_floor.push_back(t1 / (tc / 2));
+      bf16_floor.push_back(u1 / (tc / 4));
+      f32_8.push_back(t8 / t1);
+      bf16_8.push_back(u8 / u1);
+      speed1.push_back(t1 / u1);
+    }
+    auto median = [](std::vector<double> v) {
+      std::sort(v.begin(), v.end());
+      return v[v.size() / 2];
+    };
+    std::printf("\nInterleaved rounds (%d; medians; each round: copy, F32 N=1, F32 N=8, BF16 N=1, "
+                "BF16 N=8):\n", rounds);
+    std::printf("| ratio | median | min | max |\n|---|---|---|---|\n");
+    for (auto& [name, v] : std::vector<std::pair<const char*, std::vector<double>*>>{
+             {"F32 N=1 / floor", &f32_floor}, {"BF16 N=1 / floor", &bf16_floor},
+             {"F32 N=8 / F32 N=1", &f32_8}, {"BF16 N=8 / BF16 N=1", &bf16_8},
+             {"F32 N=1 / BF16 N=1", &speed1}}) {
+      std::printf("| %s | %.2fx | %.2fx | %.2fx |\n", name, median(*v),
+                  *std::min_element(v->begin(), v->end()), *std::max_element(v->begin(), v->end()));
+    }
+    std::printf("load average after the interleaved rounds: %s\n", LoadAverage().c_str());
+  }
 
   if (!paths_rows.empty()) {
     auto onednn32 = HeadOf(**f32, 0);

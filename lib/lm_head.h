@@ -83,7 +83,7 @@ class LmHead {
   };
   // The measured crossovers (bench/head_bench --paths; README "Scoring
   // performance"): above them oneDNN is faster.
-  static constexpr int64_t kDefaultSmallRowsMax = 16;
+  static constexpr int64_t kDefaultSmallRowsMax = 64;
   static constexpr int64_t kDefaultAmxRowsMax = 256;
   // INVALID_ARGUMENT for null weights, non-positive sizes or a weights_dtype
   // other than F32/BF16; FAILED_PRECONDITION for BF16 when !Bf16Supported();

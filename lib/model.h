@@ -114,6 +114,8 @@ class Model {
   const std::string& fallback_reason() const { return fallback_reason_; }
   // oneDNN implementation of the head matmul (e.g. "brg:avx512_core_bf16").
   std::string lm_head_implementation() const { return lm_head_->implementation(); }
+  // The head itself (kernel choice, crossover, sizes).
+  const LmHead& lm_head() const { return *lm_head_; }
   // Null when dynamic batching is off.
   const DynamicBatcher* batcher() const { return batcher_.get(); }
 

@@ -7,7 +7,6 @@
 #include <limits>
 #include <vector>
 
-#include "lib/parallel.h"
 
 namespace vocabd {
 namespace {
@@ -15,6 +14,7 @@ namespace {
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 int64_t NumChunks(int64_t vocab) { return (vocab + kScoreChunk - 1) / kScoreChunk; }
+
 int64_t ChunkBegin(int64_t c) { return c * kScoreChunk; }
 int64_t ChunkEnd(int64_t c, int64_t vocab) { return std::min(vocab, (c + 1) * kScoreChunk); }
 
@@ -142,13 +142,10 @@ double SumExpOf(const float* l, int64_t begin, int64_t end, double m) {
 // logsumexp given the row max `m` (finite): per-chunk float64 sums, added in
 // chunk order.
 double LseFromMax(const float* logits, int64_t vocab, double m) {
-  const int64_t n = NumChunks(vocab);
-  std::vector<double> sums(static_cast<size_t>(n));
-  ParallelFor(n, [&](int64_t c) {
-    sums[c] = SumExpOf(logits, ChunkBegin(c), ChunkEnd(c, vocab), m);
-  });
   double sum = 0.0;
-  for (double s : sums) sum += s;
+  for (int64_t c = 0; c < NumChunks(vocab); ++c) {
+    sum += SumExpOf(logits, ChunkBegin(c), ChunkEnd(c, vocab), m);
+  }
   return m + std::log(sum);
 }
 
@@ -221,18 +218,13 @@ void PrepareLogits(float* logits, int64_t vocab, float temperature, int64_t voca
   const bool temper = temperature > 0.0f && temperature != 1.0f;
   const int64_t limit = vocab_limit > 0 && vocab_limit < vocab ? vocab_limit : vocab;
   if (!temper && bias == nullptr && limit == vocab) return;
-  ParallelFor(NumChunks(vocab), [&](int64_t c) {
-    const int64_t begin = ChunkBegin(c);
-    const int64_t end = ChunkEnd(c, vocab);
-    const int64_t keep = std::clamp(limit, begin, end);
-    if (bias != nullptr) {
-      for (int64_t j = begin; j < keep; ++j) logits[j] += bias[j];
-    }
-    if (temper) {
-      for (int64_t j = begin; j < keep; ++j) logits[j] /= temperature;
-    }
-    std::fill(logits + keep, logits + end, kNegInf);
-  });
+  if (bias != nullptr) {
+    for (int64_t j = 0; j < limit; ++j) logits[j] += bias[j];
+  }
+  if (temper) {
+    for (int64_t j = 0; j < limit; ++j) logits[j] /= temperature;
+  }
+  std::fill(logits + limit, logits + vocab, kNegInf);
 }
 
 double LogSumExp(const float* logits, int64_t vocab) {
@@ -240,7 +232,7 @@ double LogSumExp(const float* logits, int64_t vocab) {
   if (vocab <= 0) return -kInf;
   const int64_t n = NumChunks(vocab);
   std::vector<ChunkMax> maxes(static_cast<size_t>(n));
-  ParallelFor(n, [&](int64_t c) { maxes[c] = MaxOf(logits, ChunkBegin(c), ChunkEnd(c, vocab)); });
+  for (int64_t c = 0; c < n; ++c) maxes[c] = MaxOf(logits, ChunkBegin(c), ChunkEnd(c, vocab));
   const double m = CombineMax(maxes);
   if (std::isnan(m) || std::isinf(m)) return m;  // NaN, all -inf, or some +inf
   return LseFromMax(logits, vocab, m);
@@ -248,12 +240,9 @@ double LogSumExp(const float* logits, int64_t vocab) {
 
 void LogSoftmaxInPlace(float* logits, int64_t vocab) {
   const double lse = LogSumExp(logits, vocab);
-  ParallelFor(NumChunks(vocab), [&](int64_t c) {
-    const int64_t end = ChunkEnd(c, vocab);
-    for (int64_t j = ChunkBegin(c); j < end; ++j) {
-      logits[j] = static_cast<float>(static_cast<double>(logits[j]) - lse);
-    }
-  });
+  for (int64_t j = 0; j < vocab; ++j) {
+    logits[j] = static_cast<float>(static_cast<double>(logits[j]) - lse);
+  }
 }
 
 RowScoreResult ScoreRow(const float* logits, int64_t vocab, int64_t target, int top_k) {
@@ -262,58 +251,29 @@ RowScoreResult ScoreRow(const float* logits, int64_t vocab, int64_t target, int 
   const bool has_target = target >= 0 && target < vocab;
   const int64_t k = std::clamp<int64_t>(top_k, 0, vocab);
 
-  // Pass 1, per chunk: max and NaN, ids ahead of the target, the chunk's
-  // top k. Every global top-k id is in its chunk's top k, and every count is
-  // a sum over chunks, so the merged results are exact.
+  // Per chunk: max and NaN, ids ahead of the target (counts add up exactly).
   const int64_t n = NumChunks(vocab);
   std::vector<ChunkMax> maxes(static_cast<size_t>(n));
-  std::vector<int64_t> ahead(static_cast<size_t>(n), 0);
-  std::vector<std::vector<Candidate>> tops(static_cast<size_t>(n));
-  ParallelFor(n, [&](int64_t c) {
-    const int64_t begin = ChunkBegin(c);
-    const int64_t end = ChunkEnd(c, vocab);
-    maxes[c] = MaxOf(logits, begin, end);
-    if (has_target) ahead[c] = AheadOf(logits, begin, end, target);
-    if (k > 0) tops[c] = TopKOf(logits, begin, end, k);
-  });
-
-  // Pass 2: the float64 sum of exp(l - max), per chunk, added in chunk order.
+  int64_t ahead = 0;
+  for (int64_t c = 0; c < n; ++c) {
+    maxes[c] = MaxOf(logits, ChunkBegin(c), ChunkEnd(c, vocab));
+    if (has_target) ahead += AheadOf(logits, ChunkBegin(c), ChunkEnd(c, vocab), target);
+  }
+  // The float64 sum of exp(l - max), per chunk, added in chunk order.
   double lse = CombineMax(maxes);
   if (!std::isnan(lse) && !std::isinf(lse)) lse = LseFromMax(logits, vocab, lse);
   result.logsumexp = static_cast<float>(lse);
-
   if (has_target) {
     result.target_logprob = static_cast<float>(static_cast<double>(logits[target]) - lse);
-    int64_t total = 0;
-    for (int64_t a : ahead) total += a;
-    result.target_rank = total + 1;
+    result.target_rank = ahead + 1;
   }
   if (k == 0) return result;
-  // Merge: a chunk with k candidates proves k ids >= its k-th logit, so the
-  // global k-th logit is at least the largest such logit; ids below it
-  // cannot make the global top k.
-  float floor = kNegInf;
-  size_t total = 0;
-  for (const std::vector<Candidate>& t : tops) {
-    total += t.size();
-    if (static_cast<int64_t>(t.size()) == k) floor = std::max(floor, t.back().logit);
-  }
-  std::vector<Candidate> merged;
-  merged.reserve(total);
-  for (const std::vector<Candidate>& t : tops) {
-    for (const Candidate& c : t) {
-      if (c.logit >= floor) merged.push_back(c);
-    }
-  }
-  const size_t keep = std::min(merged.size(), static_cast<size_t>(k));
-  if (keep < merged.size()) {
-    std::nth_element(merged.begin(), merged.begin() + static_cast<std::ptrdiff_t>(keep),
-                     merged.end(), Better);
-  }
-  std::sort(merged.begin(), merged.begin() + static_cast<std::ptrdiff_t>(keep), Better);
-  result.top_k.reserve(keep);
-  for (size_t i = 0; i < keep; ++i) {
-    const Candidate& c = merged[i];
+  // One selection over the whole row (its threshold carries across chunk
+  // boundaries); the k best ids under the strict order are unique.
+  std::vector<Candidate> best = TopKOf(logits, 0, vocab, k);
+  std::sort(best.begin(), best.end(), Better);
+  result.top_k.reserve(best.size());
+  for (const Candidate& c : best) {
     result.top_k.emplace_back(c.id, static_cast<float>(static_cast<double>(c.logit) - lse));
   }
   return result;

@@ -15,10 +15,6 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#if defined(_OPENMP)
-#include <omp.h>
-#endif
-
 #include "tests/test_util.h"
 
 namespace vocabd {
@@ -387,31 +383,6 @@ TEST(ScoringChunkTest, NonFiniteValuesInLaterChunks) {
   for (const auto& [id, lp] : r.top_k) ASSERT_FALSE(std::isnan(l[id])) << id;
 }
 
-#if defined(_OPENMP)
-// Chunks are fixed, never derived from the thread count: one thread and all
-// threads give the same bits.
-TEST(ScoringChunkTest, ResultsDoNotDependOnThreadCount) {
-  const std::vector<float> l = ChunkedRow();
-  const int64_t v = static_cast<int64_t>(l.size());
-  const int threads = omp_get_max_threads();
-  const RowScoreResult many = ScoreRow(l.data(), v, 40000, 1024);
-  const double lse_many = LogSumExp(l.data(), v);
-  std::vector<float> soft_many = l;
-  LogSoftmaxInPlace(soft_many.data(), v);
-  omp_set_num_threads(1);
-  const RowScoreResult one = ScoreRow(l.data(), v, 40000, 1024);
-  const double lse_one = LogSumExp(l.data(), v);
-  std::vector<float> soft_one = l;
-  LogSoftmaxInPlace(soft_one.data(), v);
-  omp_set_num_threads(threads);
-  EXPECT_EQ(lse_many, lse_one);
-  EXPECT_EQ(many.logsumexp, one.logsumexp);
-  EXPECT_EQ(many.target_rank, one.target_rank);
-  EXPECT_EQ(many.target_logprob, one.target_logprob);
-  EXPECT_EQ(many.top_k, one.top_k);
-  EXPECT_EQ(soft_many, soft_one);
-}
-#endif
 
 }  // namespace
 }  // namespace vocabd
