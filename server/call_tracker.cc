@@ -7,6 +7,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "lib/happens_before.h"
 #include "server/request_info.h"
 
 namespace vocabd {
@@ -29,8 +30,12 @@ class CallInterceptor final : public grpc::experimental::Interceptor {
         counted_(std::string_view(method_).substr(0, kVocabdPrefix.size()) == kVocabdPrefix),
         start_(std::chrono::steady_clock::now()) {
     if (counted_) tracker_->CallStarted();
+    HappensBefore(this);
   }
+  // gRPC runs one call's hooks one after another (on whichever threads) and
+  // destroys the interceptor after the last one.
   ~CallInterceptor() override {
+    HappensAfter(this);
     if (!ended_) {
       if (counted_) tracker_->CallEnded();
       tracker_->TakeRequestInfo(info_->server_context());
@@ -38,9 +43,11 @@ class CallInterceptor final : public grpc::experimental::Interceptor {
   }
 
   void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
+    HappensAfter(this);
     if (methods->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_SEND_STATUS)) {
       Finished(methods->GetSendStatus());
     }
+    HappensBefore(this);  // Proceed() may run the next hook on another thread
     methods->Proceed();
   }
 

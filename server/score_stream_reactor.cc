@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "lib/happens_before.h"
 #include "server/call_tracker.h"
 #include "server/grpc_status.h"
 #include "server/scoring_service.h"
@@ -18,6 +19,7 @@ ScoreStreamReactor::ScoreStreamReactor(const ServiceContext& service,
 }
 
 void ScoreStreamReactor::OnReadDone(bool ok) {
+  CallbackScope scope(this);
   std::unique_lock<std::mutex> lock(mu_);
   reading_ = false;
   if (!ok) {
@@ -86,6 +88,7 @@ void ScoreStreamReactor::Complete(int64_t seq, absl::Status status,
 }
 
 void ScoreStreamReactor::OnWriteDone(bool ok) {
+  CallbackScope scope(this);
   std::lock_guard<std::mutex> lock(mu_);
   writing_.reset();
   ++next_write_;
@@ -129,6 +132,7 @@ void ScoreStreamReactor::Advance() {
 bool ScoreStreamReactor::ShouldDelete() const { return done_ && in_compute_ == 0; }
 
 void ScoreStreamReactor::OnDone() {
+  HappensAfter(this);
   bool del = false;
   {
     std::lock_guard<std::mutex> lock(mu_);

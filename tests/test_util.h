@@ -2,6 +2,7 @@
 #ifndef VOCABD_TESTS_TEST_UTIL_H_
 #define VOCABD_TESTS_TEST_UTIL_H_
 
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -9,6 +10,30 @@
 #include <nlohmann/json.hpp>
 
 namespace vocabd::testing {
+
+// True in the ThreadSanitizer build (deploy/dev.sh test-tsan). There every
+// instrumented access is several times slower, and each field of a big
+// response that gRPC frees on another thread costs TSan a (suppressed)
+// report (deploy/sanitizers/tsan.supp): a 120000-row Score call took TSan
+// about 15 minutes. Tests that only need "a call that keeps the compute
+// thread busy for a while" use TsanScaled(rows) rows; everything they check
+// stays the same.
+#if defined(__SANITIZE_THREAD__)
+inline constexpr bool kThreadSanitizer = true;
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+inline constexpr bool kThreadSanitizer = true;
+#else
+inline constexpr bool kThreadSanitizer = false;
+#endif
+#else
+inline constexpr bool kThreadSanitizer = false;
+#endif
+// `rows`, or rows / 10 (at least `min_rows`) under ThreadSanitizer.
+constexpr int64_t TsanScaled(int64_t rows, int64_t min_rows = 1) {
+  if (!kThreadSanitizer) return rows;
+  return rows / 10 > min_rows ? rows / 10 : min_rows;
+}
 
 // ../shared/models beside the clone.
 std::string SharedModelsDir();

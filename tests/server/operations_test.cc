@@ -66,7 +66,8 @@ v1::ScoreRequest ScoreRows(int64_t rows) {
 
 // Rows that keep one compute thread busy long enough (hundreds of ms) for a
 // second call to be queued and cancelled behind it.
-constexpr int64_t kBlockerRows = 120000;
+// Long enough to keep the one compute thread busy while other calls queue.
+constexpr int64_t kBlockerRows = TsanScaled(120000);
 
 bool WaitFor(const std::function<bool()>& done, std::chrono::milliseconds limit) {
   const auto end = std::chrono::steady_clock::now() + limit;
