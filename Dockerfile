@@ -5,7 +5,8 @@
 #            non-root user 10001, the bundled stories260K model.
 # (ocl-icd-opencl-dev: Debian's dnnl CMake config looks for OpenCL; it is only a
 # Recommends of libdnnl-dev, so --no-install-recommends needs it spelled out.)
-# Build:  docker build -t vocabd:0.1.0 .      (or deploy/container-test.sh with buildah)
+# Build:  docker build -t vocabd:0.1.0 --build-arg VOCABD_GIT_SHA=$(git rev-parse --short=12 HEAD) .
+#         (or deploy/container-test.sh: buildah, no Docker engine)
 # Run:    docker run -p 50051:50051 -p 9090:9090 vocabd:0.1.0 [extra vocabd flags]
 # Flags come from VOCABD_* environment variables (defaults below) and from
 # CMD / `docker run ... <flags>`; a command-line flag wins over its env var.
@@ -17,11 +18,14 @@ RUN apt-get update -qq && apt-get install -y -qq --no-install-recommends \
       libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler grpc-proto \
       libdnnl-dev libspdlog-dev libfmt-dev nlohmann-json3-dev libabsl-dev libcli11-dev \
       libssl-dev libcpp-httplib-dev ocl-icd-opencl-dev \
-    && rm -rf /var/lib/apt/lists/*
+    && apt-get clean && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
+# .git is not in the context: pass the commit for vocabd_build_info / the startup
+# log with --build-arg VOCABD_GIT_SHA=$(git rev-parse --short=12 HEAD).
+ARG VOCABD_GIT_SHA=unknown
 RUN cmake -S . -B /build -G Ninja -DCMAKE_BUILD_TYPE=Release \
-      -DVOCABD_BUILD_TESTS=OFF -DVOCABD_BUILD_BENCH=OFF \
+      -DVOCABD_BUILD_TESTS=OFF -DVOCABD_BUILD_BENCH=OFF -DVOCABD_GIT_SHA_OVERRIDE="$VOCABD_GIT_SHA" \
     && cmake --build /build --target vocabd vocabctl -j "$(nproc)" \
     && strip /build/server/vocabd /build/client/vocabctl
 
@@ -31,7 +35,7 @@ ARG DEBIAN_FRONTEND=noninteractive
 RUN apt-get update -qq && apt-get install -y -qq --no-install-recommends \
       libgrpc++1.51 libgrpc29 libprotobuf32 libdnnl2 libgomp1 libspdlog1.10 libfmt9 \
       libabsl20220623 libssl3 libcpp-httplib0.11 ca-certificates \
-    && rm -rf /var/lib/apt/lists/* \
+    && apt-get clean && rm -rf /var/lib/apt/lists/* \
     && groupadd --system --gid 10001 vocabd \
     && useradd --system --uid 10001 --gid 10001 --home-dir /nonexistent --no-create-home \
          --shell /usr/sbin/nologin vocabd

@@ -4,6 +4,16 @@
 //
 //   head_bench --f32 /tmp/vocabd-bench/llama3-f32 --bf16 /tmp/vocabd-bench/llama3-bf16
 //              [--rows 1,8,64,256] [--reps 5] [--csv out.csv]
+//              [--paths 1,2,4,8,12,16,24,32,64] [--paths-csv paths.csv] [--interleaved 9]
+//
+// vocabd's head is what the server runs: the small-M kernel for
+// N <= LmHead::kDefaultSmallRowsMax (where the CPU has it), oneDNN above.
+// --paths adds a second table timing both implementations at each N (the
+// kernel forced on, small_rows_max = N; oneDNN forced, small_rows_max = 0):
+// the crossover measurement behind kDefaultSmallRowsMax. --interleaved R
+// times the targets' two sides back to back in R rounds (copy vs N = 1,
+// N = 8 vs N = 1, F32 vs BF16) and prints the median ratios, which hold up
+// better than separate medians when other processes load the machine.
 //
 // Weights come from the checkpoints through vocabd's own loader (Model),
 // F32 read in place from the mapping, BF16 served natively. Times are the
@@ -20,6 +30,7 @@
 #include <fstream>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -31,6 +42,15 @@
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// The first three fields of /proc/loadavg ("1.23 0.98 0.77"), for the record:
+// the benchmark shares the machine with whatever else runs.
+std::string LoadAverage() {
+  std::ifstream in("/proc/loadavg");
+  std::string a, b, c;
+  in >> a >> b >> c;
+  return a + " " + b + " " + c;
+}
 
 template <typename F>
 double MedianSeconds(int reps, F&& f) {
@@ -65,13 +85,14 @@ double CopyBandwidth(size_t bytes, int reps) {
   return 2.0 * static_cast<double>(bytes) / s;
 }
 
-std::unique_ptr<vocabd::LmHead> HeadOf(const vocabd::Model& m) {
+std::unique_ptr<vocabd::LmHead> HeadOf(const vocabd::Model& m, int64_t small_rows_max = -1) {
   const vocabd::WeightTensor& w = m.checkpoint().lm_head();
   vocabd::LmHead::Options o;
   o.weights = w.data;
   o.weights_dtype = w.dtype;
   o.vocab_size = m.config().vocab_size;
   o.hidden_size = m.config().hidden_size;
+  o.small_rows_max = small_rows_max;
   auto head = vocabd::LmHead::Create(o);
   if (!head.ok()) {
     std::fprintf(stderr, "%s\n", head.status().ToString().c_str());
@@ -89,6 +110,15 @@ int main(int argc, char** argv) {
   std::vector<int64_t> rows_list = {1, 8, 64, 256};
   int reps = 5;
   std::string csv;
+  std::vector<int64_t> paths_rows;
+  std::string paths_csv;
+  app.add_option("--paths", paths_rows,
+                 "also time the small-M kernel vs oneDNN at these N (crossover table)")
+      ->delimiter(',');
+  app.add_option("--paths-csv", paths_csv, "write the crossover table as CSV here");
+  int rounds = 0;
+  app.add_option("--interleaved", rounds,
+                 "also measure the target ratios in this many interleaved rounds (median)");
   app.add_option("--f32", f32_path, "F32 checkpoint folder")->capture_default_str();
   app.add_option("--bf16", bf16_path, "BF16 checkpoint folder")->capture_default_str();
   app.add_option("--rows", rows_list, "row counts N")->delimiter(',')->capture_default_str();
@@ -119,12 +149,15 @@ int main(int argc, char** argv) {
   const double bw = CopyBandwidth(static_cast<size_t>(head32->weight_bytes()), 3);
   const double floor32 = head32->weight_bytes() / bw;
   const double floor16 = head16->weight_bytes() / bw;
+  std::printf("load average at start: %s\n", LoadAverage().c_str());
   std::printf("copy bandwidth %.2f GB/s (STREAM copy of %.2f GB); floor F32 %.1f ms, BF16 %.1f ms\n\n",
               bw / 1e9, head32->weight_bytes() / 1e9, floor32 * 1e3, floor16 * 1e3);
 
   std::mt19937 rng(1);
   std::normal_distribution<float> dist;
-  const int64_t max_rows = *std::max_element(rows_list.begin(), rows_list.end());
+  int64_t max_rows = *std::max_element(rows_list.begin(), rows_list.end());
+  for (int64_t n : paths_rows) max_rows = std::max(max_rows, n);
+  if (rounds > 0) max_rows = std::max<int64_t>(max_rows, 8);
   std::vector<float> x(static_cast<size_t>(max_rows * d));
   for (float& e : x) e = dist(rng);
   std::vector<float> out(static_cast<size_t>(max_rows * v));
@@ -156,7 +189,92 @@ int main(int argc, char** argv) {
               << floor32 * 1e3 << "," << floor16 * 1e3 << "\n";
     }
   }
+  std::printf("load average after the main table: %s\n", LoadAverage().c_str());
   std::printf("\nF32 vs OpenBLAS = OpenBLAS time / vocabd F32 time (> 1: vocabd faster); "
               "BF16 speedup = F32 time / BF16 time; X / floor = time / bandwidth floor.\n");
+
+  if (rounds > 0) {
+    // The targets' ratios with both sides timed back to back in each round,
+    // so that load from other processes hits both alike; medians over rounds.
+    std::vector<char> a(static_cast<size_t>(head32->weight_bytes()), 1);
+    std::vector<char> b(a.size(), 2);
+    const size_t bytes = a.size();
+    auto copy = [&] {
+#pragma omp parallel
+      {
+        const size_t nt = omp_get_num_threads(), id = omp_get_thread_num();
+        const size_t chunk = (bytes + nt - 1) / nt;
+        const size_t begin = std::min(bytes, id * chunk), end = std::min(bytes, begin + chunk);
+        std::memcpy(b.data() + begin, a.data() + begin, end - begin);
+      }
+    };
+    auto once = [](auto&& f) {
+      const auto start = Clock::now();
+      f();
+      return std::chrono::duration<double>(Clock::now() - start).count();
+    };
+    std::vector<double> f32_floor, bf16_floor, f32_8, bf16_8, speed1;
+    copy();
+    for (int r = 0; r < rounds; ++r) {
+      const double tc = once(copy);  // floor F32 = tc / 2 (bytes = F32 weights)
+      const double t1 = once([&] { (void)head32->Compute(x.data(), 1, out.data()); });
+      const double t8 = once([&] { (void)head32->Compute(x.data(), 8, out.data()); });
+      const double u1 = once([&] { (void)head16->Compute(x.data(), 1, out.data()); });
+      const double u8 = once([&] { (void)head16->Compute(x.data(), 8, out.data()); });
+      f32_floor.push_back(t1 / (tc / 2));
+      bf16_floor.push_back(u1 / (tc / 4));
+      f32_8.push_back(t8 / t1);
+      bf16_8.push_back(u8 / u1);
+      speed1.push_back(t1 / u1);
+    }
+    auto median = [](std::vector<double> v) {
+      std::sort(v.begin(), v.end());
+      return v[v.size() / 2];
+    };
+    std::printf("\nInterleaved rounds (%d; medians; each round: copy, F32 N=1, F32 N=8, BF16 N=1, "
+                "BF16 N=8):\n", rounds);
+    std::printf("| ratio | median | min | max |\n|---|---|---|---|\n");
+    for (auto& [name, v] : std::vector<std::pair<const char*, std::vector<double>*>>{
+             {"F32 N=1 / floor", &f32_floor}, {"BF16 N=1 / floor", &bf16_floor},
+             {"F32 N=8 / F32 N=1", &f32_8}, {"BF16 N=8 / BF16 N=1", &bf16_8},
+             {"F32 N=1 / BF16 N=1", &speed1}}) {
+      std::printf("| %s | %.2fx | %.2fx | %.2fx |\n", name, median(*v),
+                  *std::min_element(v->begin(), v->end()), *std::max_element(v->begin(), v->end()));
+    }
+    std::printf("load average after the interleaved rounds: %s\n", LoadAverage().c_str());
+  }
+
+  if (!paths_rows.empty()) {
+    auto onednn32 = HeadOf(**f32, 0);
+    auto onednn16 = HeadOf(**bf16, 0);
+    std::printf("\nSmall-M kernel vs oneDNN (crossover; kernel: %s)\n\n",
+                head32->implementation().c_str());
+    std::printf("| N | kernel F32 ms | oneDNN F32 ms | kernel BF16 ms | oneDNN BF16 ms | "
+                "F32 kernel speedup | BF16 kernel speedup |\n|---|---|---|---|---|---|---|\n");
+    std::ofstream pcsv;
+    if (!paths_csv.empty()) {
+      pcsv.open(paths_csv);
+      pcsv << "rows,kernel_f32_ms,onednn_f32_ms,kernel_bf16_ms,onednn_bf16_ms\n";
+    }
+    for (int64_t n : paths_rows) {
+      auto k32 = HeadOf(**f32, n);
+      auto k16 = HeadOf(**bf16, n);
+      const int r = n >= 64 ? std::max(1, reps / 2) : reps;
+      const double tk32 = MedianSeconds(r, [&] { (void)k32->Compute(x.data(), n, out.data()); });
+      const double to32 =
+          MedianSeconds(r, [&] { (void)onednn32->Compute(x.data(), n, out.data()); });
+      const double tk16 = MedianSeconds(r, [&] { (void)k16->Compute(x.data(), n, out.data()); });
+      const double to16 =
+          MedianSeconds(r, [&] { (void)onednn16->Compute(x.data(), n, out.data()); });
+      std::printf("| %ld | %.1f | %.1f | %.1f | %.1f | %.2fx | %.2fx |\n", static_cast<long>(n),
+                  tk32 * 1e3, to32 * 1e3, tk16 * 1e3, to16 * 1e3, to32 / tk32, to16 / tk16);
+      std::fflush(stdout);
+      if (pcsv) {
+        pcsv << n << "," << tk32 * 1e3 << "," << to32 * 1e3 << "," << tk16 * 1e3 << ","
+             << to16 * 1e3 << "\n";
+      }
+    }
+    std::printf("load average at the end: %s\n", LoadAverage().c_str());
+  }
   return 0;
 }

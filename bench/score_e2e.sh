@@ -5,17 +5,19 @@
 #
 #   bench/score_e2e.sh [BUILD_DIR] [CHECKPOINT] [SECONDS]
 #   defaults: build, /tmp/vocabd-bench/llama3-f32 (bench/make_llama3_head.py), 8
+#   env: PORT (50777), MAX_BATCH_ROWS (256)
 set -euo pipefail
 BUILD=${1:-build}
 CKPT=${2:-/tmp/vocabd-bench/llama3-f32}
 SECONDS_PER_RUN=${3:-8}
 PORT=${PORT:-50777}
+MAX_BATCH_ROWS=${MAX_BATCH_ROWS:-256}
 VOCABD="$BUILD/server/vocabd"
 LOAD="$BUILD/bench/score_load"
 
 run_server() {  # $1 = true|false (dynamic batching)
   "$VOCABD" --listen "127.0.0.1:$PORT" --model "llama3=$CKPT" --dynamic-batching="$1" \
-    --max-batch-rows 256 --max-queue-delay-us 0 --max-queue-rows 4096 \
+    --max-batch-rows "$MAX_BATCH_ROWS" --max-queue-delay-us 0 --max-queue-rows 4096 \
     --max-queue-size 4096 --log-level warn &
   SERVER_PID=$!
   for _ in $(seq 1 600); do
@@ -30,6 +32,7 @@ run_server() {  # $1 = true|false (dynamic batching)
 
 stop_server() { kill -TERM "$SERVER_PID"; wait "$SERVER_PID" || true; }
 
+echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "| dynamic batching | callers | requests/s | p50 ms | p99 ms |"
 echo "|---|---|---|---|---|"
 for batching in false true; do
@@ -44,3 +47,4 @@ for batching in false true; do
   done
   stop_server
 done
+echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"

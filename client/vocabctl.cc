@@ -379,6 +379,17 @@ void PrintModelDetail(const v1::ModelInfo& m) {
                                                     r.scaling().original_max_position_embeddings())});
     }
   }
+  if (m.position_scheme() == v1::POSITION_LEARNED) {
+    rows.push_back({"learned positions:",
+                    absl::StrCat("row = position + ", m.learned_position_offset(),
+                                 m.learned_position_padding_idx() >= 0
+                                     ? absl::StrCat(", pads (id ", m.learned_position_padding_idx(),
+                                                    ") on row ", m.learned_position_padding_idx())
+                                     : "")});
+  }
+  if (!m.lm_head_unsupported_reason().empty()) {
+    rows.push_back({"lm head:", "not served: " + m.lm_head_unsupported_reason()});
+  }
   rows.push_back({"final norm:", absl::StrCat(v1::NormKind_Name(m.final_norm().kind()), " eps ",
                                               Num(m.final_norm().eps()))});
   rows.push_back({"embedding scale:", Num(m.embedding_scale())});

@@ -2,6 +2,8 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
+#include <exception>
 #include <deque>
 #include <mutex>
 #include <new>
@@ -9,6 +11,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "lib/parallel.h"
 
 namespace vocabd {
 
@@ -93,11 +96,23 @@ void RunBatch(DynamicBatcher::State& s, std::vector<DynamicBatcher::Item>& batch
     FinishAll(ready, st);
     return;
   }
+  std::vector<int64_t> first_row(ready.size());
   int64_t row = 0;
-  for (DynamicBatcher::Item* item : ready) {
-    item->finish(absl::OkStatus(), logits.data() + row * vocab);
-    row += item->rows;
+  for (size_t i = 0; i < ready.size(); ++i) {
+    first_row[i] = row;
+    row += ready[i]->rows;
   }
+  // Post-processing (scores, top-k, output encoding) is per item: items run
+  // in parallel over the OpenMP threads, one parallel region for the whole
+  // batch (a lone item parallelises inside, over its rows or vocab chunks).
+  ParallelFor(static_cast<int64_t>(ready.size()), [&](int64_t i) {
+    try {
+      ready[i]->finish(absl::OkStatus(), logits.data() + first_row[i] * vocab);
+    } catch (const std::exception& e) {
+      // finish must not throw; never let it escape a parallel region.
+      std::fprintf(stderr, "vocabd DynamicBatcher: finish threw: %s\n", e.what());
+    }
+  });
 }
 
 // The batch loop: runs on a pool worker. Holds `s` so it may outlive the

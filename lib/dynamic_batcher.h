@@ -64,7 +64,10 @@ class DynamicBatcher {
     std::function<absl::Status(float* dst)> prepare;
     // Called exactly once on a compute thread: with OK and the item's
     // logits rows [rows, vocab_size] F32 (writable, valid only during the
-    // call), or with an error and nullptr. Must not block. Required.
+    // call), or with an error and nullptr. Must not block or throw.
+    // Required. The OK calls of one batch's items run concurrently on the
+    // OpenMP threads (lib/parallel.h), so `finish` of different items must
+    // not share unsynchronised state.
     std::function<void(absl::Status status, float* logits)> finish;
   };
 

@@ -9,6 +9,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "lib/dtype.h"
+#include "lib/rope_gguf.h"
 #include "lib/status_macros.h"
 
 namespace vocabd {
@@ -73,7 +74,7 @@ struct ArchInfo {
 std::optional<ArchInfo> ArchFor(const std::string& arch) {
   ArchInfo a;
   if (arch == "llama") return a;
-  if (arch == "qwen2" || arch == "gptneox" || arch == "phi2") {
+  if (arch == "qwen2" || arch == "gptneox" || arch == "phi2" || arch == "phi3") {
     a.layout = RopePairLayout::kHalfSplit;
     return a;
   }
@@ -133,6 +134,63 @@ std::optional<DType> PlainDType(uint32_t type) {
   }
 }
 
+// F32/F16/BF16 1-D tensor -> doubles (GGUF rope factor tensors).
+absl::StatusOr<std::vector<double>> FactorTensor(const GgufTensorInfo& t, const uint8_t* base,
+                                                 const std::string& path) {
+  const std::optional<DType> dtype = PlainDType(t.type);
+  if (t.ne.size() != 1 || !dtype.has_value() ||
+      (*dtype != DType::kF32 && *dtype != DType::kF16 && *dtype != DType::kBF16)) {
+    const GgmlTypeInfo* type = GgmlType(t.type);
+    return absl::InvalidArgumentError(absl::StrCat(
+        path, ": tensor \"", t.name, "\" must be a 1-D F32/F16/BF16 tensor, got ", t.ne.size(),
+        " dims of ggml type ", type != nullptr ? type->name : "?"));
+  }
+  const size_t n = static_cast<size_t>(t.num_elements());
+  std::vector<float> values(n);
+  ConvertToF32(*dtype, base + t.offset, n, values.data());
+  return std::vector<double>(values.begin(), values.end());
+}
+
+// The RoPE metadata (<arch>.context_length, <arch>.rope.*) and factor
+// tensors of `gguf` for RopeParamsFromGguf.
+absl::StatusOr<GgufRopeInput> RopeInputFromGguf(const GgufFile& gguf, const MappedFile& file,
+                                                const std::string& arch, int head_dim,
+                                                RopePairLayout layout, const std::string& path) {
+  GgufRopeInput in;
+  in.arch = arch;
+  in.head_dim = head_dim;
+  in.pair_layout = layout;
+  const std::string context_key = absl::StrCat(arch, ".context_length");
+  const std::string rope_prefix = absl::StrCat(arch, ".rope.");
+  for (const auto& [key, value] : gguf.metadata) {
+    if (key != context_key && key.rfind(rope_prefix, 0) != 0) continue;
+    if (value.is_integer()) {
+      if (value.type == GgufValueType::kU64 && value.u > static_cast<uint64_t>(INT64_MAX)) {
+        return absl::InvalidArgumentError(absl::StrCat(path, ": GGUF key \"", key, "\" = ",
+                                                       value.u, " does not fit in int64"));
+      }
+      in.metadata[key] = GgufRopeValue::Int(value.i);
+    } else if (value.is_float()) {
+      in.metadata[key] = GgufRopeValue::Float(value.f);
+    } else if (value.type == GgufValueType::kString) {
+      in.metadata[key] = GgufRopeValue::String(value.s);
+    } else {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ": GGUF key \"", key, "\" must be a number or string, got an array"));
+    }
+  }
+  const std::pair<const char*, std::vector<double>*> tensors[] = {
+      {"rope_factors_long.weight", &in.rope_factors_long},
+      {"rope_factors_short.weight", &in.rope_factors_short},
+      {"rope_freqs.weight", &in.rope_freqs}};
+  for (const auto& [name, out] : tensors) {
+    if (const GgufTensorInfo* t = gguf.FindTensor(name); t != nullptr) {
+      ASSIGN_OR_RETURN(*out, FactorTensor(*t, file.data(), path));
+    }
+  }
+  return in;
+}
+
 }  // namespace
 
 void DequantizeQ8_0(const uint8_t* src, size_t n, float* dst) {
@@ -161,7 +219,7 @@ absl::StatusOr<std::unique_ptr<Checkpoint>> LoadGguf(const std::string& path) {
   if (!arch_info.has_value()) {
     return top.Error("general.architecture",
                      absl::StrCat("= \"", *arch,
-                                  "\" is not supported (llama, qwen2, gemma, gptneox, phi2, gpt2)"));
+                                  "\" is not supported (llama, qwen2, gemma, gptneox, phi2, phi3, gpt2)"));
   }
   const Meta m(gguf, path, *arch);
 
@@ -206,41 +264,20 @@ absl::StatusOr<std::unique_ptr<Checkpoint>> LoadGguf(const std::string& path) {
   c.position_scheme = arch_info->positions;
   c.embedding_scale = arch_info->sqrt_hidden_scale ? std::sqrt(static_cast<double>(c.hidden_size)) : 1.0;
 
-  RopeParams& rope = c.rope;
-  rope.head_dim = c.head_dim;
-  rope.pair_layout = arch_info->layout;
-  rope.max_position_embeddings = c.max_position_embeddings;
-  ASSIGN_OR_RETURN(v, m.PositiveInt(m.Key("rope.dimension_count"), c.head_dim));
-  rope.rotary_dim = static_cast<int>(v);
-  std::optional<double> f;
-  ASSIGN_OR_RETURN(f, m.Float(m.Key("rope.freq_base")));
-  rope.theta = f.value_or(10000.0);
-  std::optional<std::string> scaling_type;
-  ASSIGN_OR_RETURN(scaling_type, m.String(m.Key("rope.scaling.type")));
-  std::optional<double> factor;
-  ASSIGN_OR_RETURN(factor, m.Float(m.Key("rope.scaling.factor")));
-  std::optional<double> legacy_linear;
-  ASSIGN_OR_RETURN(legacy_linear, m.Float(m.Key("rope.scale_linear")));
-  if (!scaling_type.has_value() && legacy_linear.has_value() && *legacy_linear != 1.0) {
-    scaling_type = "linear";
-    factor = legacy_linear;
-  }
-  if (scaling_type.has_value() && *scaling_type != "none") {
-    if (*scaling_type == "linear") {
-      rope.scaling.type = RopeScalingType::kLinear;
-    } else if (*scaling_type == "yarn") {
-      rope.scaling.type = RopeScalingType::kYarn;
-    } else {
-      return m.Error(m.Key("rope.scaling.type"),
-                     absl::StrCat("= \"", *scaling_type, "\" is not supported (none, linear, yarn)"));
-    }
-    if (!factor.has_value()) {
-      return m.Error(m.Key("rope.scaling.factor"),
-                     absl::StrCat("is required for rope.scaling.type \"", *scaling_type, "\""));
-    }
-    rope.scaling.factor = *factor;
-    ASSIGN_OR_RETURN(ov, m.Int(m.Key("rope.scaling.original_context_length")));
-    rope.scaling.original_max_position_embeddings = ov.value_or(0);
+  if (c.position_scheme == PositionScheme::kRope) {
+    // Every <arch>.rope.* key and rope factor tensor is read by
+    // RopeParamsFromGguf (lib/rope_gguf.h), the one GGUF -> RoPE mapping.
+    ASSIGN_OR_RETURN(GgufRopeInput rope_input,
+                     RopeInputFromGguf(gguf, *file, *arch, c.head_dim, arch_info->layout, path));
+    absl::StatusOr<RopeParams> rope = RopeParamsFromGguf(rope_input);
+    if (!rope.ok()) return invalid(std::string(rope.status().message()));
+    c.rope = *std::move(rope);
+  } else {
+    // No rotary (gpt2: learned positions); rope.* keys are not read.
+    c.rope.head_dim = c.head_dim;
+    c.rope.rotary_dim = c.head_dim;
+    c.rope.pair_layout = arch_info->layout;
+    c.rope.max_position_embeddings = c.max_position_embeddings;
   }
   ASSIGN_OR_RETURN(ov, m.Int("tokenizer.ggml.bos_token_id"));
   c.bos_token_id = ov.value_or(-1);

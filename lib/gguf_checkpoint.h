@@ -22,18 +22,23 @@ namespace vocabd {
 //   A.feed_forward_length -> intermediate_size (default 0)
 //   A.attention.layer_norm_rms_epsilon -> RMSNorm eps, or
 //   A.attention.layer_norm_epsilon -> LayerNorm eps (with output_norm.bias)
-//   A.rope.dimension_count -> rotary_dim (default head_dim),
-//   A.rope.freq_base -> theta (default 10000), A.rope.scaling.type
-//   ("none"/"linear"/"yarn"), .scaling.factor,
-//   .scaling.original_context_length, legacy A.rope.scale_linear
+//   RoPE (A with rotary positions): every A.rope.* key, A.context_length
+//   and the rope factor tensors (rope_factors_long.weight,
+//   rope_factors_short.weight, rope_freqs.weight; 1-D F32/F16/BF16) go
+//   through RopeParamsFromGguf (lib/rope_gguf.h, which lists the keys:
+//   dimension_count, freq_base, scaling.type none/linear/yarn/longrope,
+//   scaling.factor, original_context_length, attn_factor,
+//   yarn_log_multiplier, yarn_beta_fast/slow, legacy scale_linear); its
+//   errors are INVALID_ARGUMENT prefixed with the file path.
 //   tokenizer.ggml.bos_token_id / eos_token_id -> bos/eos (default -1)
 //   vocab_size = rows of token_embd (A.vocab_size, if present, must agree).
 // Pair layout follows llama.cpp's rope type per architecture: llama
 // (also Mistral files) -> INTERLEAVED ("NORM": llama.cpp's converter undoes
-// HF's q/k permutation); qwen2, gemma, gptneox, phi2 -> HALF_SPLIT ("NEOX").
+// HF's q/k permutation); qwen2, gemma, gptneox, phi2, phi3 -> HALF_SPLIT
+// ("NEOX").
 // gpt2: learned positions (position_embd.weight), no RoPE. gemma:
 // embedding scale sqrt(hidden) (its norm weights are stored +1 already).
-// Supported architectures: llama, qwen2, gemma, gptneox, phi2, gpt2.
+// Supported architectures: llama, qwen2, gemma, gptneox, phi2, phi3, gpt2.
 //
 // Tensors: token_embd.weight -> model.embed_tokens.weight, output.weight ->
 // lm_head.weight (absent -> tied head), output.bias -> lm_head.bias,

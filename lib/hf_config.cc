@@ -183,6 +183,9 @@ struct Family {
   double partial_default = 1.0;
   int head_dim_default = 0;  // 0: hidden / heads
   bool sqrt_hidden_scale = false;
+  // RoBERTa / XLM-R: learned positions numbered from padding_idx + 1
+  // (pad_token_id), pads on row padding_idx; Embed only (see hf_config.h).
+  bool roberta = false;
 };
 
 std::optional<Family> FamilyFor(const std::string& model_type) {
@@ -220,6 +223,18 @@ std::optional<Family> FamilyFor(const std::string& model_type) {
     f.partial_default = 0.25;
     return f;
   }
+  if (model_type == "roberta" || model_type == "xlm-roberta") {
+    // RobertaConfig / XLMRobertaConfig: layer_norm_eps 1e-12 (of the
+    // embeddings LayerNorm, which vocabd does not apply: no final norm).
+    f.kv_heads = nullptr;
+    f.eps = "layer_norm_eps";
+    f.eps_default = 1e-12;
+    f.norm = NormKind::kNone;
+    f.tie_default = true;
+    f.positions = PositionScheme::kLearned;
+    f.roberta = true;
+    return f;
+  }
   if (model_type == "phi") {
     f.eps = "layer_norm_eps";
     f.eps_default = 1e-5;
@@ -230,7 +245,8 @@ std::optional<Family> FamilyFor(const std::string& model_type) {
   return std::nullopt;
 }
 
-constexpr char kSupportedTypes[] = "llama, mistral, qwen2, gemma, gpt2, gpt_neox, phi";
+constexpr char kSupportedTypes[] =
+    "llama, mistral, qwen2, gemma, gpt2, gpt_neox, phi, roberta, xlm-roberta";
 
 absl::StatusOr<int> PositiveInt(const Reader& r, const char* key, std::optional<int64_t> fallback) {
   int64_t v = 0;
@@ -274,6 +290,8 @@ absl::StatusOr<ModelConfig> ParseHfConfig(const std::string& json_text,
       if (arch == "LlamaForCausalLM") model_type = "llama";
       if (arch == "GPT2LMHeadModel") model_type = "gpt2";
       if (arch == "GPTNeoXForCausalLM") model_type = "gpt_neox";
+      if (arch == "RobertaForMaskedLM" || arch == "RobertaModel") model_type = "roberta";
+      if (arch == "XLMRobertaForMaskedLM" || arch == "XLMRobertaModel") model_type = "xlm-roberta";
     }
     if (!model_type.has_value()) return r.Error("model_type", "is required but missing");
   }
@@ -330,6 +348,26 @@ absl::StatusOr<ModelConfig> ParseHfConfig(const std::string& json_text,
     ASSIGN_OR_RETURN(c.eos_token_id, top.TokenId("eos_token_id"));
   }
   c.embedding_scale = f.sqrt_hidden_scale ? std::sqrt(static_cast<double>(c.hidden_size)) : 1.0;
+  if (f.roberta) {
+    std::optional<std::string> type;
+    ASSIGN_OR_RETURN(type, r.String("position_embedding_type"));
+    if (type.has_value() && *type != "absolute") {
+      return r.Error("position_embedding_type",
+                     absl::StrCat("= \"", *type, "\" is not supported (only \"absolute\": a learned "
+                                  "table added to the embeddings)"));
+    }
+    // HF RobertaEmbeddings: padding_idx = config.pad_token_id (RobertaConfig
+    // default 1); real tokens are numbered from padding_idx + 1.
+    int64_t pad = 0;
+    ASSIGN_OR_RETURN(pad, r.Int("pad_token_id", int64_t{1}));
+    if (pad < 0) return r.Error("pad_token_id", absl::StrCat("= ", pad, " must be >= 0"));
+    c.learned_position_padding_idx = pad;
+    c.learned_position_offset = pad + 1;
+    c.lm_head_unsupported_reason = absl::StrCat(
+        "model_type \"", *model_type,
+        "\" is served for Embed only: its masked-LM head applies lm_head.dense + gelu + "
+        "lm_head.layer_norm before the decoder and bias, which vocabd does not implement");
+  }
 
   RopeParams& rope = c.rope;
   rope.head_dim = c.head_dim;
@@ -375,6 +413,14 @@ std::vector<std::pair<std::string, std::string>> HfCanonicalTensorNames(
             {"embed_out.weight", kLmHead},
             {"gpt_neox.final_layer_norm.weight", kFinalNorm},
             {"gpt_neox.final_layer_norm.bias", kFinalNormBias}};
+  } else if (architecture == "roberta" || architecture == "xlm-roberta") {
+    // RobertaForMaskedLM / XLMRobertaForMaskedLM ("roberta." prefix) or
+    // RobertaModel / XLMRobertaModel (no prefix).
+    base = {{"roberta.embeddings.word_embeddings.weight", kEmbedTokens},
+            {"embeddings.word_embeddings.weight", kEmbedTokens},
+            {"roberta.embeddings.position_embeddings.weight", kPositionEmbeddings},
+            {"embeddings.position_embeddings.weight", kPositionEmbeddings},
+            {"lm_head.decoder.weight", kLmHead}};
   } else if (architecture == "phi") {
     base = {{"model.embed_tokens.weight", kEmbedTokens},
             {"lm_head.weight", kLmHead},

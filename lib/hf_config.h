@@ -13,7 +13,8 @@ namespace vocabd {
 
 // Maps a config.json text to a ModelConfig. Families (HF `model_type`; a
 // file without it may name LlamaForCausalLM / GPT2LMHeadModel /
-// GPTNeoXForCausalLM in `architectures`):
+// GPTNeoXForCausalLM / (XLM)RobertaForMaskedLM / (XLM)RobertaModel in
+// `architectures`):
 //   llama, mistral, qwen2: RMSNorm (`rms_norm_eps`, 1e-6), RoPE half-split,
 //     tie default false.
 //   gemma: as llama, plus head_dim default 256, tie default true, embedding
@@ -30,6 +31,20 @@ namespace vocabd {
 //     10000), half-split, tie default false.
 //   phi: LayerNorm with bias (`layer_norm_eps`), partial_rotary_factor (0.5),
 //     half-split, tie default false, LM head with bias.
+//   roberta, xlm-roberta (RobertaForMaskedLM / XLMRobertaForMaskedLM with
+//     `roberta.` tensor prefix, or RobertaModel / XLMRobertaModel without):
+//     LEARNED absolute positions (embeddings.position_embeddings, whose
+//     rows = max_position_embeddings, 514 for roberta-base) numbered as HF's
+//     create_position_ids_from_input_ids: padding_idx = `pad_token_id`
+//     (default 1) -> learned_position_padding_idx, learned_position_offset =
+//     padding_idx + 1; `position_embedding_type` must be "absolute". Embed
+//     returns word_embeddings[id] + position_embeddings[row]: the
+//     token_type_embeddings row and the embeddings LayerNorm that HF's
+//     RobertaEmbeddings adds next are the caller's (their tensors are kept
+//     under their own names). No final norm; tie default true. The LM head
+//     is not served (ModelConfig::lm_head_unsupported_reason): the MLM head's
+//     dense + gelu + layer_norm before the decoder is not implemented, so
+//     ComputeLogits / Score answer FAILED_PRECONDITION.
 // A nested `text_config` object (composite models) is read instead of the
 // top level; its tie_word_embeddings wins over a top-level one.
 //
@@ -65,7 +80,11 @@ absl::StatusOr<ModelConfig> ParseHfConfig(const std::string& json_text,
 // bias} -> model.norm.{weight,bias}, transformer.wpe.weight kept; gpt_neox:
 // gpt_neox.embed_in.weight -> embedding, embed_out.weight -> lm_head.weight,
 // gpt_neox.final_layer_norm.* -> model.norm.*; phi: model.final_layernorm.*
-// -> model.norm.*, lm_head.bias kept. Tensors not listed keep their names.
+// -> model.norm.*, lm_head.bias kept; roberta / xlm-roberta:
+// [roberta.]embeddings.word_embeddings.weight -> embedding,
+// [roberta.]embeddings.position_embeddings.weight -> transformer.wpe.weight,
+// lm_head.decoder.weight -> lm_head.weight. Tensors not listed keep their
+// names.
 std::vector<std::pair<std::string, std::string>> HfCanonicalTensorNames(
     const std::string& architecture);
 

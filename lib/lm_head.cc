@@ -1,5 +1,6 @@
 #include "lib/lm_head.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <memory>
 #include <new>
@@ -8,6 +9,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "lib/lm_head_kernel.h"
+#include "lib/parallel.h"
 #include "oneapi/dnnl/dnnl.hpp"
 
 namespace vocabd {
@@ -50,6 +53,12 @@ ScratchBuffer& ThreadBf16Src() {
   return buffer;
 }
 
+// Per-thread buffer for the hidden rows packed as AMX B tiles.
+ScratchBuffer& ThreadAmxPacked() {
+  thread_local ScratchBuffer buffer;
+  return buffer;
+}
+
 memory::data_type DnnlType(DType dtype) {
   return dtype == DType::kBF16 ? memory::data_type::bf16 : memory::data_type::f32;
 }
@@ -60,10 +69,26 @@ absl::Status DnnlError(const char* what, const dnnl::error& e) {
                    static_cast<int>(e.status), ")"));
 }
 
+// Vocabulary rows per ParallelFor task of the small-M kernel: about 2 MiB of
+// weights, so each task is one long sequential stream and a 2.1 GB head
+// still has ~1000 tasks for the dynamic schedule to balance.
+int64_t KernelChunkRows(int64_t hidden_size, DType dtype) {
+  // A multiple of 32 rows, so that only the last task can end in a partial
+  // AMX block.
+  constexpr int64_t kChunkBytes = int64_t{2} << 20;
+  const int64_t row_bytes = hidden_size * static_cast<int64_t>(DTypeSize(dtype));
+  const int64_t rows = kChunkBytes / std::max<int64_t>(row_bytes, 1);
+  return std::max<int64_t>(32, rows / 32 * 32);
+}
+
 }  // namespace
 
 struct LmHead::Impl {
   Options options;
+  int64_t small_rows_max = 0;  // effective: 0 when the CPU lacks the kernel
+  HeadKernelIsa kernel_isa = HeadKernelIsa::kNone;
+  bool amx = false;  // BF16 kernel on AMX tiles
+  int64_t chunk_rows = 0;
   dnnl::engine engine;
   memory::desc weights_md;
   memory::desc scratchpad_md;
@@ -86,9 +111,13 @@ int64_t LmHead::weight_bytes() const {
 }
 int64_t LmHead::vocab_size() const { return impl_->options.vocab_size; }
 int64_t LmHead::hidden_size() const { return impl_->options.hidden_size; }
+int64_t LmHead::small_rows_max() const { return impl_->small_rows_max; }
 std::string LmHead::implementation() const {
   const char* name = impl_->pd.impl_info_str();
-  return name == nullptr ? "" : name;
+  const std::string onednn = name == nullptr ? "" : name;
+  if (impl_->small_rows_max == 0) return onednn;
+  return absl::StrCat("vocabd:", impl_->amx ? "amx_bf16" : HeadKernelIsaName(impl_->kernel_isa),
+                      " (rows <= ", impl_->small_rows_max, "); ", onednn);
 }
 
 absl::StatusOr<std::unique_ptr<LmHead>> LmHead::Create(const Options& options) {
@@ -115,8 +144,36 @@ absl::StatusOr<std::unique_ptr<LmHead>> LmHead::Create(const Options& options) {
   }
   const memory::dim k = options.hidden_size;
   const memory::dim n = options.vocab_size;
+  if (options.small_rows_max < -1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "LmHead: small_rows_max = ", options.small_rows_max, " must be >= -1"));
+  }
+  // Operators' override, read at every Create (like oneDNN's
+  // DNNL_MAX_CPU_ISA): auto | onednn (never vocabd's kernels) | no-amx.
+  const char* env = std::getenv("VOCABD_LM_HEAD_KERNEL");
+  const std::string kernel_env = env == nullptr ? "auto" : env;
+  if (kernel_env != "auto" && kernel_env != "onednn" && kernel_env != "no-amx") {
+    return absl::InvalidArgumentError(absl::StrCat("VOCABD_LM_HEAD_KERNEL = '", kernel_env,
+                                                   "' (want auto, onednn or no-amx)"));
+  }
   auto impl = std::make_unique<Impl>();
   impl->options = options;
+  {
+    const HeadKernelIsa isa =
+        kernel_env == "onednn" ? HeadKernelIsa::kNone : DetectHeadKernelIsa();
+    const bool bf16 = options.weights_dtype == DType::kBF16;
+    const bool usable = bf16 ? isa == HeadKernelIsa::kAvx512Bf16 : isa != HeadKernelIsa::kNone;
+    impl->amx = usable && bf16 && options.allow_amx && kernel_env != "no-amx" &&
+                options.hidden_size % 32 == 0 && HeadKernelAmxAvailable();
+    const int64_t dflt = impl->amx ? kDefaultAmxRowsMax : kDefaultSmallRowsMax;
+    const int64_t want = options.small_rows_max < 0 ? dflt : options.small_rows_max;
+    impl->small_rows_max = usable ? want : 0;
+    if (impl->small_rows_max == 0) impl->amx = false;
+    // The kernel this head runs (the F32 one needs only AVX512F).
+    const HeadKernelIsa used = bf16 ? HeadKernelIsa::kAvx512Bf16 : HeadKernelIsa::kAvx512;
+    impl->kernel_isa = impl->small_rows_max > 0 ? used : HeadKernelIsa::kNone;
+    impl->chunk_rows = KernelChunkRows(options.hidden_size, options.weights_dtype);
+  }
   try {
     impl->engine = dnnl::engine(dnnl::engine::kind::cpu, 0);
     const memory::data_type wt = DnnlType(options.weights_dtype);
@@ -150,6 +207,7 @@ absl::Status LmHead::Compute(const float* hidden, int64_t rows, float* logits) c
                      " is null with rows = ", rows));
   }
   const Impl& impl = *impl_;
+  if (rows <= impl.small_rows_max) return ComputeSmall(hidden, rows, logits);
   const memory::dim m = rows;
   try {
     const bool bf16 = impl.options.weights_dtype == DType::kBF16;
@@ -191,6 +249,50 @@ absl::Status LmHead::Compute(const float* hidden, int64_t rows, float* logits) c
   } catch (const std::bad_alloc&) {
     return absl::ResourceExhaustedError(
         absl::StrCat("LmHead: out of memory (rows = ", rows, ")"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status LmHead::ComputeSmall(const float* hidden, int64_t rows, float* logits) const {
+  const Impl& impl = *impl_;
+  const int64_t vocab = impl.options.vocab_size;
+  const int64_t d = impl.options.hidden_size;
+  const int64_t chunk = impl.chunk_rows;
+  const int64_t tasks = (vocab + chunk - 1) / chunk;
+  if (impl.options.weights_dtype == DType::kBF16) {
+    const size_t count = static_cast<size_t>(rows * d);
+    void* converted = ThreadBf16Src().Get(count * sizeof(uint16_t));
+    if (converted == nullptr) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("LmHead: cannot allocate ", count * 2, " bytes for bf16 rows"));
+    }
+    ConvertFromF32(hidden, count, DType::kBF16, converted);
+    const auto* x = static_cast<const uint16_t*>(converted);
+    const auto* w = static_cast<const uint16_t*>(impl.options.weights);
+    if (impl.amx) {
+      const size_t packed_count = static_cast<size_t>(PackedBf16ForAmxSize(rows, d));
+      auto* packed =
+          static_cast<uint16_t*>(ThreadAmxPacked().Get(packed_count * sizeof(uint16_t)));
+      if (packed == nullptr) {
+        return absl::ResourceExhaustedError(absl::StrCat(
+            "LmHead: cannot allocate ", packed_count * 2, " bytes for packed bf16 rows"));
+      }
+      PackBf16ForAmx(x, rows, d, packed);
+      ParallelFor(tasks, [&](int64_t t) {
+        HeadKernelBf16Amx(packed, x, rows, w, d, t * chunk, std::min(vocab, (t + 1) * chunk),
+                          logits, vocab);
+      });
+      return absl::OkStatus();
+    }
+    ParallelFor(tasks, [&](int64_t t) {
+      HeadKernelBf16(x, rows, w, d, t * chunk, std::min(vocab, (t + 1) * chunk), logits, vocab);
+    });
+  } else {
+    const auto* w = static_cast<const float*>(impl.options.weights);
+    ParallelFor(tasks, [&](int64_t t) {
+      HeadKernelF32(hidden, rows, w, d, t * chunk, std::min(vocab, (t + 1) * chunk), logits,
+                    vocab);
+    });
   }
   return absl::OkStatus();
 }

@@ -19,6 +19,27 @@
 // call creates its own memory objects for the actual M, its own stream, and
 // uses a per-thread scratchpad buffer.
 //
+// vocabd's own kernels for small M (lib/lm_head_kernel.h). oneDNN 2.6's
+// M = 1 and small-M kernels on this transposed weights layout run far below
+// memory bandwidth (README "Scoring performance"), so Compute with rows <=
+// small_rows_max() runs vocabd's kernels instead: one pass over the weights,
+// the vocabulary split in chunks over the OpenMP threads (lib/parallel.h).
+//   F32:  AVX-512 FMA register tiles (AVX512F), up to kDefaultSmallRowsMax.
+//   BF16: AMX tiles (AMX-BF16, hidden_size % 32 == 0, tile state granted by
+//         Linux) up to kDefaultAmxRowsMax; else vdpbf16ps register tiles
+//         (AVX512_BF16) up to kDefaultSmallRowsMax. Hidden rows are rounded
+//         to bf16 (nearest even) exactly as for oneDNN.
+// Chosen at Create from the CPU's features: without AVX-512 (AVX512_BF16 for
+// BF16 weights) every M uses oneDNN, as does every M above the crossover.
+// The environment variable VOCABD_LM_HEAD_KERNEL overrides the choice for
+// heads created while it is set: "onednn" (oneDNN for every M), "no-amx"
+// (vdpbf16ps instead of AMX), "auto" (the default); any other value makes
+// Create fail (INVALID_ARGUMENT). Both paths meet the same numerical
+// contract; they sum in different orders, so a row's logits may differ
+// between them by float rounding (<= 2e-6 of the row's largest |logit| in
+// tests/lib/lm_head_kernel_test.cc), and on one path a row's logits do not
+// depend on M.
+//
 // Threading: Debian's libdnnl is built on OpenMP (libgomp). Each Compute call
 // runs an OpenMP parallel region of omp_get_max_threads() threads (all cores
 // unless OMP_NUM_THREADS says otherwise; 2 on the 2-core CI box). Concurrent
@@ -52,7 +73,18 @@ class LmHead {
     int64_t hidden_size = 0;
     // kF32 or kBF16 (last, so {weights, vocab, hidden} still means F32).
     DType weights_dtype = DType::kF32;
+    // Rows up to which Compute uses vocabd's own kernel (when the CPU has
+    // it): -1 = the default (kDefaultSmallRowsMax, or kDefaultAmxRowsMax
+    // for the AMX kernel), 0 = never (oneDNN for every M).
+    int64_t small_rows_max = -1;
+    // BF16 weights: run vocabd's kernel on AMX tiles where the CPU and OS
+    // allow it and hidden_size % 32 == 0 (false: the AVX512_BF16 kernel).
+    bool allow_amx = true;
   };
+  // The measured crossovers (bench/head_bench --paths; README "Scoring
+  // performance"): above them oneDNN is faster.
+  static constexpr int64_t kDefaultSmallRowsMax = 64;
+  static constexpr int64_t kDefaultAmxRowsMax = 256;
   // INVALID_ARGUMENT for null weights, non-positive sizes or a weights_dtype
   // other than F32/BF16; FAILED_PRECONDITION for BF16 when !Bf16Supported();
   // INTERNAL when oneDNN cannot create the primitive (its message included).
@@ -77,13 +109,18 @@ class LmHead {
   int64_t weight_bytes() const;
   int64_t vocab_size() const;
   int64_t hidden_size() const;
-  // oneDNN's implementation name for the primitive (e.g. "gemm:jit"), for
-  // logs and diagnostics.
+  // Largest M that uses the small-M kernel (0: none, oneDNN for every M).
+  int64_t small_rows_max() const;
+  // The kernels in use, for logs and diagnostics: oneDNN's implementation
+  // name for the primitive (e.g. "gemm:jit"), preceded by the small-M kernel
+  // when there is one, e.g. "vocabd:avx512 (rows <= 16); gemm:jit".
   std::string implementation() const;
 
  private:
   struct Impl;
   explicit LmHead(std::unique_ptr<Impl> impl);
+  // The small-M kernel path of Compute (rows <= small_rows_max()).
+  absl::Status ComputeSmall(const float* hidden, int64_t rows, float* logits) const;
   std::unique_ptr<Impl> impl_;
 };
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <new>
 #include <utility>
 
@@ -10,6 +11,7 @@
 #include "lib/embedding.h"
 #include "lib/embedding_scale.h"
 #include "lib/norm.h"
+#include "lib/parallel.h"
 #include "lib/status_macros.h"
 
 namespace vocabd {
@@ -102,6 +104,18 @@ absl::Status Model::ServeInDType(DType dtype) {
 }
 
 absl::Status Model::Embed(const EmbedInput& input, EmbedOutput* output) const {
+  return EmbedInto(
+      input,
+      [output](int64_t num_floats) {
+        output->embeddings.resize(static_cast<size_t>(num_floats));
+        return output->embeddings.data();
+      },
+      &output->sequence_offsets);
+}
+
+absl::Status Model::EmbedInto(const EmbedInput& input,
+                              absl::FunctionRef<float*(int64_t num_floats)> allocate,
+                              std::vector<int64_t>* sequence_offsets) const {
   const ModelConfig& cfg = config();
   const size_t num_seqs = input.token_ids.size();
   if (!input.position_offsets.empty() && input.position_offsets.size() != num_seqs) {
@@ -116,12 +130,14 @@ absl::Status Model::Embed(const EmbedInput& input, EmbedOutput* output) const {
   // Flatten ids and positions, validating positions per sequence.
   std::vector<int64_t> ids;
   std::vector<int64_t> positions;
-  output->sequence_offsets.assign(1, 0);
+  std::vector<bool> explicit_positions(num_seqs, false);
+  sequence_offsets->assign(1, 0);
   for (size_t b = 0; b < num_seqs; ++b) {
     const auto& seq = input.token_ids[b];
     const std::vector<int64_t>* explicit_ids =
         input.position_ids.empty() || input.position_ids[b].empty() ? nullptr
                                                                     : &input.position_ids[b];
+    explicit_positions[b] = explicit_ids != nullptr;
     const int64_t offset = input.position_offsets.empty() ? 0 : input.position_offsets[b];
     if (explicit_ids == nullptr && offset < 0) {
       return absl::InvalidArgumentError(
@@ -133,7 +149,16 @@ absl::Status Model::Embed(const EmbedInput& input, EmbedOutput* output) const {
           " entries but sequences[", b, "].token_ids has ", seq.size()));
     }
     for (size_t i = 0; i < seq.size(); ++i) {
-      const int64_t pos = explicit_ids ? (*explicit_ids)[i] : offset + static_cast<int64_t>(i);
+      const int64_t i64 = static_cast<int64_t>(i);
+      int64_t pos = 0;
+      if (explicit_ids != nullptr) {
+        pos = (*explicit_ids)[i];
+      } else if (__builtin_add_overflow(offset, i64, &pos)) {
+        // As ApplyRope: no position past INT64_MAX (saturating would give two
+        // tokens the same position when allow_beyond_trained_length is set).
+        return absl::InvalidArgumentError(absl::StrCat("sequences[", b, "].position_offset = ",
+                                                       offset, " + ", i, " overflows int64"));
+      }
       if (pos < 0) {
         return absl::InvalidArgumentError(
             absl::StrCat("sequences[", b, "].position_ids[", i, "] = ", pos, " is negative"));
@@ -141,7 +166,7 @@ absl::Status Model::Embed(const EmbedInput& input, EmbedOutput* output) const {
       positions.push_back(pos);
     }
     ids.insert(ids.end(), seq.begin(), seq.end());
-    output->sequence_offsets.push_back(static_cast<int64_t>(ids.size()));
+    sequence_offsets->push_back(static_cast<int64_t>(ids.size()));
   }
   // Validate ids with their sequence-relative names.
   for (size_t b = 0; b < num_seqs; ++b) {
@@ -171,6 +196,8 @@ absl::Status Model::Embed(const EmbedInput& input, EmbedOutput* output) const {
     return absl::InvalidArgumentError(
         absl::StrCat("learned_position_offset = ", learned_offset, " is negative"));
   }
+  // Learned table row of every token.
+  std::vector<int64_t> learned_rows;
   if (positions_mode == AbsolutePositionsMode::kLearned) {
     learned = checkpoint_->Find(kLearnedPositions);
     if (learned == nullptr || learned->dtype != DType::kF32) {
@@ -180,14 +207,41 @@ absl::Status Model::Embed(const EmbedInput& input, EmbedOutput* output) const {
     }
     // Length policy: a learned table has no rows past its end, so no flag
     // extends it. RoBERTa-style tables start real tokens at row
-    // padding_idx + 1 (learned_position_offset).
+    // padding_idx + 1 (learned_position_offset) and, for sequences without
+    // explicit position_ids, number only non-pad tokens; pads read row
+    // padding_idx (HF create_position_ids_from_input_ids).
     const int64_t table_rows = learned->shape[0];
-    for (size_t t = 0; t < positions.size(); ++t) {
-      if (positions[t] >= table_rows - learned_offset) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "position ", positions[t], " of token ", t, " + learned_position_offset ",
-            learned_offset, " is beyond the learned position table (", table_rows,
-            " rows; learned positions cannot be extended)"));
+    const int64_t padding_idx = cfg.learned_position_padding_idx;
+    if (padding_idx >= table_rows) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "model '", name_, "': padding row ", padding_idx, " is beyond the learned position table (",
+          table_rows, " rows)"));
+    }
+    learned_rows.resize(positions.size());
+    for (size_t b = 0; b < num_seqs; ++b) {
+      const bool skip_padding = padding_idx >= 0 && !explicit_positions[b];
+      const int64_t offset = input.position_offsets.empty() ? 0 : input.position_offsets[b];
+      int64_t content = 0;  // non-pad tokens so far (skip_padding)
+      for (int64_t t = (*sequence_offsets)[b]; t < (*sequence_offsets)[b + 1]; ++t) {
+        const size_t i = static_cast<size_t>(t);
+        if (skip_padding) {
+          if (ids[i] == padding_idx) {
+            learned_rows[i] = padding_idx;
+            continue;
+          }
+          // Saturating: a huge offset fails the table check below.
+          positions[i] = content > std::numeric_limits<int64_t>::max() - offset
+                             ? std::numeric_limits<int64_t>::max()
+                             : offset + content;
+          ++content;
+        }
+        if (positions[i] >= table_rows - learned_offset) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "position ", positions[i], " of token ", t, " + learned_position_offset ",
+              learned_offset, " is beyond the learned position table (", table_rows,
+              " rows; learned positions cannot be extended)"));
+        }
+        learned_rows[i] = positions[i] + learned_offset;
       }
     }
   }
@@ -207,35 +261,39 @@ absl::Status Model::Embed(const EmbedInput& input, EmbedOutput* output) const {
   }
 
   const int64_t hidden = cfg.hidden_size;
-  output->embeddings.resize(ids.size() * hidden);
+  const int64_t num_floats = static_cast<int64_t>(ids.size()) * hidden;
+  float* out = allocate(num_floats);
   const WeightTensor& table = checkpoint_->embedding();
   if (table.dtype == DType::kBF16) {
     // BF16 -> F32 is exact; ids were validated above.
     const auto* bits = static_cast<const uint8_t*>(table.data);
     for (size_t t = 0; t < ids.size(); ++t) {
       ConvertToF32(DType::kBF16, bits + static_cast<size_t>(ids[t] * hidden) * 2,
-                   static_cast<size_t>(hidden), output->embeddings.data() + t * hidden);
+                   static_cast<size_t>(hidden), out + t * hidden);
     }
   } else {
-    RETURN_IF_ERROR(EmbeddingLookup(table.f32(), cfg.vocab_size, hidden, ids, "token_ids",
-                                    output->embeddings.data()));
+    RETURN_IF_ERROR(EmbeddingLookup(table.f32(), cfg.vocab_size, hidden, ids, "token_ids", out));
   }
   double scale = 1.0;
   switch (input.embedding_scale) {
-    case EmbeddingScaleMode::kModelDefault: scale = cfg.embedding_scale; break;
-    case EmbeddingScaleMode::kNone: scale = 1.0; break;
-    case EmbeddingScaleMode::kSqrtHidden: scale = std::sqrt(static_cast<double>(hidden)); break;
+    case EmbeddingScaleMode::kModelDefault:
+      scale = cfg.embedding_scale;
+      break;
+    case EmbeddingScaleMode::kNone:
+      scale = 1.0;
+      break;
+    case EmbeddingScaleMode::kSqrtHidden:
+      scale = std::sqrt(static_cast<double>(hidden));
+      break;
   }
   // In the model's dtype (Gemma): see lib/embedding_scale.h.
-  ScaleRowsInDType(output->embeddings.data(), static_cast<int64_t>(output->embeddings.size()),
-                   scale, checkpoint_->embedding().stored_dtype);
+  ScaleRowsInDType(out, num_floats, scale, checkpoint_->embedding().stored_dtype);
   if (positions_mode == AbsolutePositionsMode::kSinusoidal) {
-    AddSinusoidalPositions(output->embeddings.data(), static_cast<int64_t>(ids.size()), hidden,
-                           positions);
+    AddSinusoidalPositions(out, static_cast<int64_t>(ids.size()), hidden, positions);
   } else if (positions_mode == AbsolutePositionsMode::kLearned) {
-    for (size_t t = 0; t < positions.size(); ++t) {
-      float* row = output->embeddings.data() + t * hidden;
-      const float* pos_row = learned->f32() + (positions[t] + learned_offset) * hidden;
+    for (size_t t = 0; t < learned_rows.size(); ++t) {
+      float* row = out + t * hidden;
+      const float* pos_row = learned->f32() + learned_rows[t] * hidden;
       for (int64_t j = 0; j < hidden; ++j) row[j] += pos_row[j];
     }
   }
@@ -244,6 +302,11 @@ absl::Status Model::Embed(const EmbedInput& input, EmbedOutput* output) const {
 
 absl::Status Model::ValidateHead(const HeadInput& input) const {
   const ModelConfig& cfg = config();
+  if (!cfg.lm_head_unsupported_reason.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "model '", name_,
+        "' has no servable LM head (ComputeLogits/Score): ", cfg.lm_head_unsupported_reason));
+  }
   if (input.width != cfg.hidden_size) {
     return absl::InvalidArgumentError(
         absl::StrCat("hidden.shape[1] = ", input.width, " but model '", name_,
@@ -291,14 +354,15 @@ absl::Status Model::PrepareRows(const HeadInput& input, float* dst) const {
 void Model::FinishLogits(const HeadInput& input, bool log_softmax, float* logits) const {
   const int64_t vocab = config().vocab_size;
   const WeightTensor* head_bias = checkpoint_->Find(kLmHeadBias);  // phi: lm_head.bias
-  for (int64_t r = 0; r < input.rows; ++r) {
+  const float* bias = head_bias != nullptr ? head_bias->f32() : nullptr;
+  // Several rows: in parallel over rows (one parallel region; each row is then
+  // serial). One row: PrepareLogits/LogSoftmaxInPlace parallelise over its
+  // vocab chunks. Same results either way (lib/scoring.h).
+  ParallelFor(input.rows, [&](int64_t r) {
     float* row = logits + r * vocab;
-    if (head_bias != nullptr) {
-      for (int64_t j = 0; j < vocab; ++j) row[j] += head_bias->f32()[j];
-    }
-    PrepareLogits(row, vocab, input.temperature, input.vocab_limit);
+    PrepareLogits(row, vocab, input.temperature, input.vocab_limit, bias);
     if (log_softmax) LogSoftmaxInPlace(row, vocab);
-  }
+  });
 }
 
 absl::Status Model::ComputeLogits(const HeadInput& input, bool log_softmax,
@@ -342,15 +406,17 @@ absl::Status Model::ValidateScore(const ScoreInput& input) const {
 void Model::FinishScore(const ScoreInput& input, const float* logits,
                         ScoreOutput* output) const {
   const int64_t vocab = config().vocab_size;
-  output->rows.clear();
-  output->rows.reserve(static_cast<size_t>(input.head.rows));
+  output->rows.assign(static_cast<size_t>(input.head.rows), RowScoreResult{});
   output->sum_target_logprob = 0;
   output->num_targets = 0;
-  for (int64_t r = 0; r < input.head.rows; ++r) {
+  // In parallel over rows, or over one row's vocab chunks (see FinishLogits).
+  ParallelFor(input.head.rows, [&](int64_t r) {
     const int64_t target = input.target_ids.empty() ? -1 : input.target_ids[r];
-    output->rows.push_back(ScoreRow(logits + r * vocab, vocab, target, input.top_k));
-    if (target >= 0) {
-      output->sum_target_logprob += output->rows.back().target_logprob;
+    output->rows[r] = ScoreRow(logits + r * vocab, vocab, target, input.top_k);
+  });
+  for (int64_t r = 0; r < input.head.rows; ++r) {  // summed in row order
+    if (!input.target_ids.empty()) {
+      output->sum_target_logprob += output->rows[r].target_logprob;
       ++output->num_targets;
     }
   }

@@ -7,11 +7,11 @@
 #include <functional>
 #include <memory>
 #include <optional>
-#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "lib/checkpoint.h"
@@ -37,6 +37,9 @@ struct EmbedInput {
   // One entry per sequence.
   std::vector<std::vector<int64_t>> token_ids;
   // Per sequence: start position (used when position_ids[b] is empty).
+  // Learned positions of a RoBERTa-style model
+  // (ModelConfig::learned_position_padding_idx >= 0): HF's
+  // past_key_values_length; pads are not counted (see Embed).
   std::vector<int64_t> position_offsets;
   // Per sequence: explicit positions (empty or one per token).
   std::vector<std::vector<int64_t>> position_ids;
@@ -111,6 +114,8 @@ class Model {
   const std::string& fallback_reason() const { return fallback_reason_; }
   // oneDNN implementation of the head matmul (e.g. "brg:avx512_core_bf16").
   std::string lm_head_implementation() const { return lm_head_->implementation(); }
+  // The head itself (kernel choice, crossover, sizes).
+  const LmHead& lm_head() const { return *lm_head_; }
   // Null when dynamic batching is off.
   const DynamicBatcher* batcher() const { return batcher_.get(); }
 
@@ -118,17 +123,39 @@ class Model {
   const ModelConfig& config() const { return checkpoint_->config(); }
   const Checkpoint& checkpoint() const { return *checkpoint_; }
 
-  // Ragged lookup. INVALID_ARGUMENT names `sequences[b].token_ids[i]` or
-  // `sequences[b].position_ids` with the bad value; FAILED_PRECONDITION for
-  // learned positions on a model without a table.
+  // Ragged lookup: out[t] = table[id] * scale (+ absolute position). Learned
+  // positions add row `position + learned_position_offset` of the table;
+  // on a RoBERTa-style model (config().learned_position_padding_idx = P >= 0)
+  // a sequence without explicit position_ids is numbered as HF's
+  // create_position_ids_from_input_ids: tokens with id P add row P, the
+  // others row learned_position_offset + position_offset + (non-pad tokens
+  // before them) -- with the default offset P + 1 exactly HF's
+  // (cumsum(mask) + past) * mask + P. Explicit position_ids are used as
+  // given (row = position + offset, pads included).
+  // INVALID_ARGUMENT names `sequences[b].token_ids[i]` or
+  // `sequences[b].position_ids` with the bad value, or the position beyond
+  // a learned table; FAILED_PRECONDITION for learned positions on a model
+  // without a table.
   absl::Status Embed(const EmbedInput& input, EmbedOutput* output) const;
 
+  // Embed writing the rows straight into caller memory (the server passes
+  // the response tensor's bytes, saving a [total_tokens, hidden_size] copy).
+  // `allocate(num_floats)` is called once, after validation succeeds, and
+  // returns storage for num_floats = total_tokens * hidden_size F32 values;
+  // on error it is not called and nothing is written.
+  absl::Status EmbedInto(const EmbedInput& input,
+                         absl::FunctionRef<float*(int64_t num_floats)> allocate,
+                         std::vector<int64_t>* sequence_offsets) const;
+
   // logits [rows, vocab_size] (tempered, masked; log-softmax if asked).
-  // INVALID_ARGUMENT names `hidden.shape` / `temperature` / `vocab_limit`.
+  // INVALID_ARGUMENT names `hidden.shape` / `temperature` / `vocab_limit`;
+  // FAILED_PRECONDITION naming the model and the reason when its LM head is
+  // not served (config().lm_head_unsupported_reason, e.g. RoBERTa).
   absl::Status ComputeLogits(const HeadInput& input, bool log_softmax,
                              std::vector<float>* logits) const;
 
-  // Per-row scores. INVALID_ARGUMENT names `target_ids[i]` / `top_k`.
+  // Per-row scores. INVALID_ARGUMENT names `target_ids[i]` / `top_k`;
+  // FAILED_PRECONDITION as ComputeLogits.
   absl::Status Score(const ScoreInput& input, ScoreOutput* output) const;
 
   // Asynchronous forms for servers: validate now, run the GEMM on the

@@ -31,8 +31,23 @@ const char* ScalingName(RopeScalingType type) {
   return "unknown";
 }
 
-absl::Status ValidateScaling(const RopeScaling& s, int rotary_dim) {
-  const std::string prefix = absl::StrCat("rope.scaling(", ScalingName(s.type), ").");
+// Trained length the scaling types fall back on (see lib/rope_freq.h).
+int64_t OriginalLength(const RopeParams& p) {
+  return p.scaling.original_max_position_embeddings > 0 ? p.scaling.original_max_position_embeddings
+                                                        : p.max_position_embeddings;
+}
+
+absl::Status NeedLength(const RopeParams& p, const std::string& name, const char* type) {
+  if (OriginalLength(p) > 0) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      name, ".scaling(", type, ").original_max_position_embeddings = 0 and ", name,
+      ".max_position_embeddings = 0: ", type, " scaling needs one of them > 0"));
+}
+
+absl::Status ValidateScaling(const RopeParams& p, const std::string& name) {
+  const RopeScaling& s = p.scaling;
+  const int rotary_dim = p.rotary_dim;
+  const std::string prefix = absl::StrCat(name, ".scaling(", ScalingName(s.type), ").");
   if (s.type == RopeScalingType::kDefault) return absl::OkStatus();
   if (!FinitePositive(s.factor)) {
     return Invalid(prefix + "factor", absl::StrCat(s.factor), "must be finite and > 0");
@@ -46,6 +61,12 @@ absl::Status ValidateScaling(const RopeScaling& s, int rotary_dim) {
                    "must be finite and >= 0 (0 = HF default formula)");
   }
   switch (s.type) {
+    case RopeScalingType::kDynamic:
+      if (rotary_dim <= 2) {
+        return Invalid(absl::StrCat(name, ".rotary_dim"), absl::StrCat(rotary_dim),
+                       "must be > 2 for dynamic scaling (exponent r / (r - 2))");
+      }
+      return NeedLength(p, name, "dynamic");
     case RopeScalingType::kLlama3:
       if (s.original_max_position_embeddings <= 0) {
         return Invalid(prefix + "original_max_position_embeddings",
@@ -75,7 +96,7 @@ absl::Status ValidateScaling(const RopeScaling& s, int rotary_dim) {
         return Invalid(prefix + "mscale_all_dim", absl::StrCat(s.mscale_all_dim),
                        "must be finite and >= 0");
       }
-      break;
+      return NeedLength(p, name, "yarn");
     case RopeScalingType::kLongrope: {
       const size_t want = static_cast<size_t>(rotary_dim / 2);
       if (s.short_factor.size() != want) {
@@ -96,6 +117,12 @@ absl::Status ValidateScaling(const RopeScaling& s, int rotary_dim) {
                          absl::StrCat(s.long_factor[i]), "must be finite and > 0");
         }
       }
+      // The length drives the short/long switch and the default attention
+      // factor; neither matters when both lists are equal and the factor
+      // is given (GGUF rope_freqs).
+      if (s.attention_factor <= 0.0 || s.short_factor != s.long_factor) {
+        return NeedLength(p, name, "longrope");
+      }
       break;
     }
     default:
@@ -106,20 +133,30 @@ absl::Status ValidateScaling(const RopeScaling& s, int rotary_dim) {
 
 }  // namespace
 
-absl::Status RopeParams::Validate() const {
+absl::Status RopeParams::Validate(std::string_view name_view) const {
+  const std::string name(name_view);
+  auto field = [&name](const char* f) { return absl::StrCat(name, ".", f); };
   if (!FinitePositive(theta)) {
-    return Invalid("rope.theta", absl::StrCat(theta), "must be finite and > 0");
+    return Invalid(field("theta"), absl::StrCat(theta), "must be a finite number > 0");
   }
-  if (head_dim <= 0) return Invalid("rope.head_dim", absl::StrCat(head_dim), "must be > 0");
-  if (rotary_dim <= 0 || rotary_dim % 2 != 0 || rotary_dim > head_dim) {
-    return Invalid("rope.rotary_dim", absl::StrCat(rotary_dim),
-                   absl::StrCat("must be even and in [2, head_dim = ", head_dim, "]"));
+  if (head_dim <= 0) return Invalid(field("head_dim"), absl::StrCat(head_dim), "must be > 0");
+  if (head_dim % 2 != 0) return Invalid(field("head_dim"), absl::StrCat(head_dim), "is odd");
+  if (head_dim > kMaxRopeHeadDim) {
+    return Invalid(field("head_dim"), absl::StrCat(head_dim),
+                   absl::StrCat("must be <= ", kMaxRopeHeadDim));
+  }
+  if (rotary_dim % 2 != 0) {
+    return Invalid(field("rotary_dim"), absl::StrCat(rotary_dim), "is odd");
+  }
+  if (rotary_dim <= 0 || rotary_dim > head_dim) {
+    return Invalid(field("rotary_dim"), absl::StrCat(rotary_dim),
+                   absl::StrCat("is outside [2, ", field("head_dim"), " = ", head_dim, "]"));
   }
   if (max_position_embeddings < 0) {
-    return Invalid("rope.max_position_embeddings", absl::StrCat(max_position_embeddings),
-                   "must be >= 0");
+    return Invalid(field("max_position_embeddings"), absl::StrCat(max_position_embeddings),
+                   "is negative");
   }
-  return ValidateScaling(scaling, rotary_dim);
+  return ValidateScaling(*this, name);
 }
 
 absl::Status ModelConfig::Validate() const {
@@ -168,6 +205,21 @@ absl::Status ModelConfig::Validate() const {
   if (position_scheme == PositionScheme::kLearned && max_position_embeddings <= 0) {
     return Invalid("max_position_embeddings", absl::StrCat(max_position_embeddings),
                    "must be > 0 for learned absolute positions");
+  }
+  if (learned_position_offset < 0 ||
+      (position_scheme == PositionScheme::kLearned &&
+       learned_position_offset >= max_position_embeddings)) {
+    return Invalid("learned_position_offset", absl::StrCat(learned_position_offset),
+                   absl::StrCat("must be in [0, max_position_embeddings = ",
+                                max_position_embeddings, ")"));
+  }
+  if (learned_position_padding_idx < -1 || learned_position_padding_idx >= vocab_size ||
+      (position_scheme == PositionScheme::kLearned &&
+       learned_position_padding_idx >= max_position_embeddings)) {
+    return Invalid("learned_position_padding_idx", absl::StrCat(learned_position_padding_idx),
+                   absl::StrCat("must be -1 (none) or a token id in [0, vocab_size = ", vocab_size,
+                                ") and a row in [0, max_position_embeddings = ",
+                                max_position_embeddings, ")"));
   }
   if (final_norm_kind != NormKind::kNone && !FinitePositive(norm_eps)) {
     return Invalid("norm_eps", absl::StrCat(norm_eps), "must be finite and > 0");

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -35,6 +36,11 @@ struct RopeScaling {
   std::vector<double> long_factor;   // longrope, [rotary_dim / 2]
 };
 
+// Largest head_dim a RoPE config may have (published models use <= 512).
+// Bounds the work a config alone can ask for: a request with an empty q/k
+// or num_positions = 0 still computes rotary_dim / 2 frequencies.
+inline constexpr int kMaxRopeHeadDim = 1 << 16;
+
 // A complete RoPE configuration (HF `rope_theta`, `head_dim`,
 // `partial_rotary_factor`, `rope_scaling`, `max_position_embeddings`).
 struct RopeParams {
@@ -47,9 +53,27 @@ struct RopeParams {
   // Trained context length; positions >= it are refused unless allowed.
   int64_t max_position_embeddings = 0;
 
-  // INVALID_ARGUMENT naming the field when theta <= 0, head_dim <= 0,
-  // rotary_dim odd / <= 0 / > head_dim, or scaling parameters out of range.
-  absl::Status Validate() const;
+  // The one validity check of a RoPE configuration (model loaders, the
+  // RoPE kernels and the server all call it). INVALID_ARGUMENT
+  // "<name>.<field> = <value> <rule>", fields named under `name` (the
+  // caller's name for the params: "rope" for a model config or request,
+  // "params" inside lib/rope*.cc), e.g.
+  //   rope.theta = 0 must be a finite number > 0
+  //   params.head_dim = 7 is odd        (also <= 0: must be > 0;
+  //                                      > kMaxRopeHeadDim: must be <= 65536)
+  //   params.rotary_dim = 5 is odd
+  //   params.rotary_dim = 10 is outside [2, params.head_dim = 8]
+  //   rope.max_position_embeddings = -1 is negative
+  //   rope.scaling(yarn).beta_fast = -1 must be finite and > 0
+  // Scaling rules: factor finite > 0 and attention_factor finite >= 0 for
+  // every type but default; dynamic needs rotary_dim > 2 and a length
+  // (max_position_embeddings or original_max_position_embeddings); yarn
+  // needs a length, beta_fast/slow > 0, mscale/mscale_all_dim >= 0; llama3
+  // needs original_max_position_embeddings > 0 and 0 < low_freq_factor <
+  // high_freq_factor; longrope needs short/long_factor of rotary_dim / 2
+  // positive entries and a length unless both factor lists are equal and
+  // attention_factor is set (GGUF rope_freqs).
+  absl::Status Validate(std::string_view name = "rope") const;
 };
 
 enum class PositionScheme { kNone, kRope, kLearned, kSinusoidal, kAlibi };
@@ -75,11 +99,24 @@ struct ModelConfig {
   // Learned absolute positions: token position p reads row p + this
   // (RoBERTa-style tables: padding_idx + 1; GPT-2: 0).
   int64_t learned_position_offset = 0;
+  // RoBERTa-style numbering of learned positions (-1 = off; else the
+  // padding token id, which is also the padding row of the table, HF
+  // `padding_idx = config.pad_token_id`). For a sequence without explicit
+  // position_ids, Embed numbers learned positions as HF's
+  // create_position_ids_from_input_ids: tokens equal to it read row
+  // learned_position_padding_idx, the others read row
+  // learned_position_offset + position_offset + (non-pad tokens before it).
+  int64_t learned_position_padding_idx = -1;
+  // Non-empty: the model's LM head is not served and ComputeLogits / Score
+  // answer FAILED_PRECONDITION with this reason (encoder-only families whose
+  // head vocabd does not implement, e.g. RoBERTa's masked-LM head).
+  std::string lm_head_unsupported_reason;
   int64_t bos_token_id = -1;
   int64_t eos_token_id = -1;
 
   // INVALID_ARGUMENT naming the field for non-positive sizes, heads not
-  // dividing, head_dim mismatch, invalid rope.
+  // dividing, head_dim mismatch, invalid rope, a learned position offset or
+  // padding row outside the table (max_position_embeddings rows).
   absl::Status Validate() const;
 };
 

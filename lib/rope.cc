@@ -101,7 +101,8 @@ absl::Status CheckPositions(const std::vector<int64_t>& positions, int64_t max_t
 
 absl::StatusOr<RopeCacheOutput> ComputeRopeCache(const RopeParams& params, int64_t start,
                                                  int64_t count, bool allow_beyond_trained_length,
-                                                 bool high_precision) {
+                                                 bool high_precision,
+                                                 std::string_view params_name) {
   if (count < 0) {
     return absl::InvalidArgumentError(absl::StrCat("num_positions = ", count, " is negative"));
   }
@@ -119,8 +120,8 @@ absl::StatusOr<RopeCacheOutput> ComputeRopeCache(const RopeParams& params, int64
         "start_position + num_positions - 1 = ", last, " >= max_position_embeddings ",
         params.max_position_embeddings, " (set allow_beyond_trained_length)"));
   }
-  ASSIGN_OR_RETURN(RopeFrequencies f,
-                   ComputeRopeFrequencies(params, count > 0 ? start + count : 0, high_precision));
+  ASSIGN_OR_RETURN(RopeFrequencies f, ComputeRopeFrequencies(params, count > 0 ? start + count : 0,
+                                                            high_precision, params_name));
   constexpr int64_t kMaxValues = int64_t{1} << 24;
   if (count > kMaxValues / std::max(f.half, 1)) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -164,7 +165,8 @@ absl::Status ApplyRope(const RopeParams& params, const ApplyRopeOptions& options
                                                    q.head_dim));
   }
   if (params.head_dim != q.head_dim) {
-    return absl::InvalidArgumentError(absl::StrCat("params.head_dim = ", params.head_dim, " != ",
+    return absl::InvalidArgumentError(absl::StrCat(options.params_name, ".head_dim = ",
+                                                   params.head_dim, " != ",
                                                    AxisField("q", ax.dim, "head_dim"), " = ",
                                                    q.head_dim));
   }
@@ -205,7 +207,8 @@ absl::Status ApplyRope(const RopeParams& params, const ApplyRopeOptions& options
   // HF dynamic_rope_update: seq_len = max(position_ids) + 1 (also the
   // longrope short/long switch).
   ASSIGN_OR_RETURN(RopeFrequencies freqs,
-                   ComputeRopeFrequencies(params, max_position + 1, options.high_precision));
+                   ComputeRopeFrequencies(params, max_position + 1, options.high_precision,
+                                          options.params_name));
   if (tokens == 0) return absl::OkStatus();
 
   // cos/sin row of every token: from the cached table when the request is

@@ -27,6 +27,8 @@
 #define VOCABD_LIB_ROPE_H_
 
 #include <cstdint>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -43,8 +45,8 @@ enum class QkvLayout { kBHSD, kBSHD, kTHD };
 // inv_freq [rotary_dim / 2] (fp32, radians per position) for `params` at
 // the trained length (ComputeRopeFrequencies(params, 0, false).inv_freq;
 // dynamic: the unscaled frequencies, longrope: short_factor).
-// INVALID_ARGUMENT naming the params field for theta <= 0, head_dim <= 0 or
-// odd, rotary_dim odd or outside [2, head_dim], bad scaling parameters.
+// INVALID_ARGUMENT from params.Validate("params") (RopeParams::Validate:
+// `params.theta`, `params.rotary_dim`, `params.scaling(yarn).factor`, ...).
 absl::StatusOr<std::vector<float>> ComputeInvFreq(const RopeParams& params);
 
 // A q or k tensor to rotate in place.
@@ -71,6 +73,9 @@ struct ApplyRopeOptions {
   // computes every row directly (same bits).
   RopeCache* cache = nullptr;
   bool use_cache = true;
+  // Name of `params` in error messages (`<params_name>.theta = ...`); the
+  // server passes "rope", the request field the params come from.
+  std::string params_name = "params";
 };
 
 // The length policy shared by every position consumer: INVALID_ARGUMENT
@@ -90,19 +95,22 @@ struct RopeCacheOutput {
   bool used_long_factor = false;
 };
 // INVALID_ARGUMENT naming `num_positions` (< 0 or count * r/2 > 2^24) /
-// `start_position` (< 0) / the length policy / params.
+// `start_position` (< 0) / the length policy / params (as
+// params.Validate(params_name)).
 absl::StatusOr<RopeCacheOutput> ComputeRopeCache(const RopeParams& params, int64_t start,
                                                  int64_t count, bool allow_beyond_trained_length,
-                                                 bool high_precision);
+                                                 bool high_precision,
+                                                 std::string_view params_name = "params");
 
 // Rotates q and k in place. `positions` has batch * seq_len entries
 // (position of token s of batch row b at [b * seq_len + s]); for THD,
 // batch must be 1 and seq_len = T. cos/sin are computed once per token and
 // shared by every q and k head (GQA: Hq % Hk == 0, same positions).
 // INVALID_ARGUMENT (naming the field and value) for: head_dim mismatch
-// between q, k and params; odd head_dim/rotary_dim; q heads not a multiple
-// of k heads; batch/seq mismatch; negative positions; positions >= the
-// trained length unless allowed. Tensor fields are named by their axis in
+// between q, k and params; odd head_dim; q heads not a multiple of k heads;
+// batch/seq mismatch; negative positions; positions >= the trained length
+// unless allowed; params that params.Validate(options.params_name) refuses
+// (checked once, by ComputeRopeFrequencies). Tensor fields are named by their axis in
 // the chosen layout, e.g. `q.shape[3] (head_dim) = 7 is odd`,
 // `q.shape[1] (num_heads) = 6 is not a multiple of k.shape[1] (num_heads) = 4`,
 // `positions[5] = -1 is negative`,

@@ -43,16 +43,6 @@ int64_t OriginalLength(const RopeParams& p) {
                                                         : p.max_position_embeddings;
 }
 
-absl::Status NeedLength(const RopeParams& p, const char* type) {
-  if (OriginalLength(p) <= 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "rope.scaling(", type,
-        ").original_max_position_embeddings = 0 and rope.max_position_embeddings = 0: ", type,
-        " scaling needs one of them > 0"));
-  }
-  return absl::OkStatus();
-}
-
 double YarnMscale(double scale, double mscale) {
   if (scale <= 1.0) return 1.0;
   return 0.1 * mscale * std::log(scale) + 1.0;
@@ -83,14 +73,10 @@ absl::StatusOr<std::vector<T>> InvFreq(const RopeParams& p, int64_t seq_len, dou
     case RopeScalingType::kDynamic: {
       // HF uses max_position_embeddings; original_max_position_embeddings
       // only when the trained length is not given.
+      // (RopeParams::Validate: length > 0, r > 2.)
       const int64_t length =
           p.max_position_embeddings > 0 ? p.max_position_embeddings
                                         : s.original_max_position_embeddings;
-      if (length <= 0) RETURN_IF_ERROR(NeedLength(p, "dynamic"));
-      if (r <= 2) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "params.rotary_dim = ", r, " must be > 2 for dynamic scaling (exponent r / (r - 2))"));
-      }
       T base = theta;
       if (seq_len > length) {
         // HF dynamic_rope_update: seq_len is an int64 tensor, so this is
@@ -106,7 +92,6 @@ absl::StatusOr<std::vector<T>> InvFreq(const RopeParams& p, int64_t seq_len, dou
       return inv;
     }
     case RopeScalingType::kYarn: {
-      RETURN_IF_ERROR(NeedLength(p, "yarn"));
       const double orig = static_cast<double>(OriginalLength(p));
       const double factor = s.factor;
       if (s.attention_factor > 0.0) {
@@ -169,12 +154,9 @@ absl::StatusOr<std::vector<T>> InvFreq(const RopeParams& p, int64_t seq_len, dou
       return inv;
     }
     case RopeScalingType::kLongrope: {
+      // orig may be 0 only when the switch and the default attention factor
+      // are moot (RopeParams::Validate; GGUF rope_freqs).
       const int64_t orig = OriginalLength(p);
-      // The length is needed for the short/long switch and the default
-      // attention factor (not when both are moot, e.g. GGUF rope_freqs).
-      if (orig <= 0 && (s.attention_factor <= 0.0 || s.short_factor != s.long_factor)) {
-        RETURN_IF_ERROR(NeedLength(p, "longrope"));
-      }
       double factor = s.factor;
       if (s.original_max_position_embeddings > 0 && p.max_position_embeddings > 0) {
         // Phi-3: the factor is the ratio of the two lengths.
@@ -203,42 +185,6 @@ absl::StatusOr<std::vector<T>> InvFreq(const RopeParams& p, int64_t seq_len, dou
       absl::StrCat("params.scaling.type = ", static_cast<int>(s.type), " is not a known type"));
 }
 
-absl::Status ValidateBasics(const RopeParams& params) {
-  if (!std::isfinite(params.theta) || params.theta <= 0.0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("params.theta = ", params.theta, " must be a finite number > 0"));
-  }
-  if (params.head_dim <= 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("params.head_dim = ", params.head_dim, " must be > 0"));
-  }
-  if (params.head_dim % 2 != 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("params.head_dim = ", params.head_dim, " is odd"));
-  }
-  if (params.rotary_dim % 2 != 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("params.rotary_dim = ", params.rotary_dim, " is odd"));
-  }
-  if (params.rotary_dim <= 0 || params.rotary_dim > params.head_dim) {
-    return absl::InvalidArgumentError(absl::StrCat("params.rotary_dim = ", params.rotary_dim,
-                                                   " is outside [2, params.head_dim = ",
-                                                   params.head_dim, "]"));
-  }
-  if (params.max_position_embeddings < 0) {
-    return absl::InvalidArgumentError(absl::StrCat("params.max_position_embeddings = ",
-                                                   params.max_position_embeddings,
-                                                   " is negative"));
-  }
-  if (params.scaling.type == RopeScalingType::kLinear &&
-      (!std::isfinite(params.scaling.factor) || params.scaling.factor <= 0.0)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "params.scaling.factor = ", params.scaling.factor, " must be a finite number > 0 for linear"));
-  }
-  // Scaling parameters (names like `rope.scaling(yarn).beta_fast`).
-  return params.Validate();
-}
-
 }  // namespace
 
 const char* RopeScalingTypeName(RopeScalingType type) {
@@ -254,8 +200,9 @@ const char* RopeScalingTypeName(RopeScalingType type) {
 }
 
 absl::StatusOr<RopeFrequencies> ComputeRopeFrequencies(const RopeParams& params, int64_t seq_len,
-                                                       bool high_precision) {
-  RETURN_IF_ERROR(ValidateBasics(params));
+                                                       bool high_precision,
+                                                       std::string_view params_name) {
+  RETURN_IF_ERROR(params.Validate(params_name));
   RopeFrequencies f;
   f.half = params.rotary_dim / 2;
   f.high_precision = high_precision;

@@ -51,6 +51,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -73,12 +74,16 @@ struct RopeFrequencies {
   std::string Key() const;
 };
 
-// Validates `params` (INVALID_ARGUMENT naming the field: `params.theta`,
-// `params.rotary_dim`, `rope.scaling(yarn).factor`, ...) and computes the
-// frequencies for a request whose largest position is seq_len - 1
-// (seq_len only matters for dynamic and longrope; 0 = no positions).
+// Validates `params` with params.Validate(params_name) (INVALID_ARGUMENT
+// naming the field: `params.theta`, `params.rotary_dim`,
+// `params.scaling(yarn).factor`, ...; see RopeParams::Validate) and
+// computes the frequencies for a request whose largest position is
+// seq_len - 1 (seq_len only matters for dynamic and longrope; 0 = no
+// positions). `params_name` is what the caller calls the params (the
+// server: "rope", its request field).
 absl::StatusOr<RopeFrequencies> ComputeRopeFrequencies(const RopeParams& params, int64_t seq_len,
-                                                       bool high_precision);
+                                                       bool high_precision,
+                                                       std::string_view params_name = "params");
 
 // "default", "linear", ... (HF rope_type names).
 const char* RopeScalingTypeName(RopeScalingType type);

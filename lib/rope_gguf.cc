@@ -72,6 +72,9 @@ absl::StatusOr<RopeParams> RopeParamsFromGguf(const GgufRopeInput& in) {
   ASSIGN_OR_RETURN(type, k.String(k.Key("rope.scaling.type")));
   std::optional<double> factor;
   ASSIGN_OR_RETURN(factor, k.Number(k.Key("rope.scaling.factor")));
+  // Phi-3 files carry rope_factors_long/short tensors but no scaling.type
+  // key; llama.cpp uses the factors whenever they are present.
+  if (!type.has_value() && !in.rope_factors_long.empty()) type = "longrope";
   ASSIGN_OR_RETURN(fv, k.Number(k.Key("rope.scale_linear")));
   if (!type.has_value() && fv.has_value() && *fv != 1.0) {
     type = "linear";

@@ -6,7 +6,8 @@
 //   <arch>.context_length                         -> max_position_embeddings
 //   <arch>.rope.dimension_count                   -> rotary_dim (default head_dim)
 //   <arch>.rope.freq_base                         -> theta (default 10000)
-//   <arch>.rope.scaling.type  none|linear|yarn|longrope
+//   <arch>.rope.scaling.type  none|linear|yarn|longrope (absent: longrope
+//                             when rope_factors_long is given, else none)
 //   <arch>.rope.scale_linear                      -> legacy linear factor
 //   <arch>.rope.scaling.factor                    -> factor
 //   <arch>.rope.scaling.original_context_length   -> original_max_position_embeddings
@@ -17,7 +18,8 @@
 //   <arch>.rope.scaling.yarn_beta_fast / yarn_beta_slow -> beta_fast / beta_slow
 // Per-pair frequency factors live in GGUF tensors, not keys: pass
 // `rope_factors_long` / `rope_factors_short` (Phi-3 longrope tensors
-// rope_factors_long.weight / rope_factors_short.weight) or `rope_freqs`
+// rope_factors_long.weight / rope_factors_short.weight; without a
+// scaling.type key they mean longrope, as in llama.cpp) or `rope_freqs`
 // (Llama 3.1 `rope_freqs.weight`: inv_freq[i] = default[i] / rope_freqs[i]),
 // which is represented as longrope with short = long = rope_freqs and
 // attention_factor 1 (the same frequencies up to float32 rounding order).

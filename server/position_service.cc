@@ -1,6 +1,9 @@
 #include "server/position_service.h"
 
 #include <algorithm>
+#include <chrono>
+#include <functional>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -9,6 +12,7 @@
 #include "absl/strings/str_join.h"
 #include "client/tensor_codec.h"
 #include "lib/alibi.h"
+#include "lib/metrics.h"
 #include "lib/position_ids.h"
 #include "lib/rope.h"
 #include "lib/sinusoidal.h"
@@ -16,9 +20,14 @@
 #include "server/call_tracker.h"
 #include "server/grpc_status.h"
 #include "server/proto_convert.h"
+#include "server/response_size.h"
 
 namespace vocabd {
 namespace {
+
+// Error messages name RoPE parameters after the request field they come
+// from (`rope.theta = 0 must be ...`).
+constexpr char kRopeField[] = "rope";
 
 // A decoded q or k tensor with its logical dims.
 struct DecodedQk {
@@ -112,6 +121,26 @@ absl::StatusOr<RopeParams> ResolveRopeParams(const ServiceContext& context,
   return MergeRopeParams(model_params, rope, head_dim);
 }
 
+// Work measures (see position_service.h); negative inputs count as 0 (the
+// call then fails its validation inline), overflow saturates.
+int64_t SaturatingMul(int64_t a, int64_t b) {
+  a = std::max<int64_t>(a, 0);
+  b = std::max<int64_t>(b, 0);
+  int64_t out = 0;
+  return __builtin_mul_overflow(a, b, &out) ? std::numeric_limits<int64_t>::max() : out;
+}
+
+int64_t SaturatingAdd(int64_t a, int64_t b) {
+  int64_t out = 0;
+  return __builtin_add_overflow(a, b, &out) ? std::numeric_limits<int64_t>::max() : out;
+}
+
+// Float values a q/k payload decodes to.
+int64_t PayloadValues(const v1::Tensor& tensor) {
+  const int64_t bytes = static_cast<int64_t>(tensor.data().size());
+  return tensor.dtype() == v1::F16 || tensor.dtype() == v1::BF16 ? bytes / 2 : bytes / 4;
+}
+
 }  // namespace
 
 grpc::ServerUnaryReactor* PositionServiceImpl::ApplyRope(grpc::CallbackServerContext* context,
@@ -119,11 +148,47 @@ grpc::ServerUnaryReactor* PositionServiceImpl::ApplyRope(grpc::CallbackServerCon
                                                          v1::ApplyRopeResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   if (RejectIfNotAdmitted(context_.tracker, context, *request, reactor)) return reactor;
-  reactor->Finish(ToGrpcStatus(DoApplyRope(*request, response)));
+  const int64_t cost = SaturatingAdd(PayloadValues(request->q()), PayloadValues(request->k()));
+  Run(context, reactor, cost, response, [this, request, response](bool on_pool) {
+    return DoApplyRope(*request, on_pool, response);
+  });
   return reactor;
 }
 
-absl::Status PositionServiceImpl::DoApplyRope(const v1::ApplyRopeRequest& request,
+void PositionServiceImpl::Run(grpc::CallbackServerContext* call, grpc::ServerUnaryReactor* reactor,
+                              int64_t cost, const google::protobuf::Message* response,
+                              std::function<absl::Status(bool on_pool)> fill) {
+  auto work = [fill = std::move(fill), response,
+               max_send = context_.max_send_message_bytes](bool on_pool) {
+    absl::Status status = fill(on_pool);
+    if (status.ok()) status = CheckResponseSize(*response, max_send);
+    return status;
+  };
+  if (cost <= kPositionInlineMaxValues || context_.compute_pool == nullptr) {
+    reactor->Finish(ToGrpcStatus(work(/*on_pool=*/false)));
+    return;
+  }
+  Metrics* metrics = context_.metrics;
+  absl::Status submitted = context_.compute_pool->Submit([call, reactor, metrics,
+                                                          work = std::move(work)]() {
+    // Checked again when a worker picks the call up (scoring does the same).
+    if (call->IsCancelled()) {
+      if (metrics != nullptr) metrics->RecordSkippedWork("cancelled");
+      reactor->Finish(ToGrpcStatus(
+          absl::CancelledError("call cancelled or deadline exceeded before compute")));
+      return;
+    }
+    if (call->deadline() < std::chrono::system_clock::now()) {
+      if (metrics != nullptr) metrics->RecordSkippedWork("deadline_exceeded");
+      reactor->Finish(ToGrpcStatus(absl::DeadlineExceededError("deadline exceeded while queued")));
+      return;
+    }
+    reactor->Finish(ToGrpcStatus(work(/*on_pool=*/true)));
+  });
+  if (!submitted.ok()) reactor->Finish(ToGrpcStatus(submitted));
+}
+
+absl::Status PositionServiceImpl::DoApplyRope(const v1::ApplyRopeRequest& request, bool on_pool,
                                               v1::ApplyRopeResponse* response) {
   ASSIGN_OR_RETURN(QkvLayout layout, QkvLayoutFromProto(request.layout()));
   ASSIGN_OR_RETURN(DecodedQk q, DecodeQk(request.q(), layout, "q"));
@@ -137,25 +202,29 @@ absl::Status PositionServiceImpl::DoApplyRope(const v1::ApplyRopeRequest& reques
   options.layout = layout;
   options.allow_beyond_trained_length = request.allow_beyond_trained_length();
   options.high_precision = request.high_precision();
+  options.params_name = kRopeField;
+  // Inline on a reactor: never start threads. On the pool: threads for
+  // q + k >= 4 MiB (lib/rope.h).
+  options.num_threads = on_pool ? 0 : 1;
   RETURN_IF_ERROR(::vocabd::ApplyRope(params, options, positions, q.view, k.view));
   int64_t max_position = -1;
   for (int64_t p : positions) max_position = std::max(max_position, p);
-  ASSIGN_OR_RETURN(RopeFrequencies freqs,
-                   ComputeRopeFrequencies(params, max_position + 1, request.high_precision()));
+  ASSIGN_OR_RETURN(RopeFrequencies freqs, ComputeRopeFrequencies(params, max_position + 1,
+                                                                 request.high_precision(),
+                                                                 kRopeField));
   *response->mutable_q() = EncodeFloatTensor(q.values, q.shape, q.dtype);
   *response->mutable_k() = EncodeFloatTensor(k.values, k.shape, k.dtype);
   response->set_attention_scaling(freqs.attention_scaling);
   return absl::OkStatus();
 }
 
-absl::Status PositionServiceImpl::DoGetRopeCache(const v1::GetRopeCacheRequest& request,
+absl::Status PositionServiceImpl::DoGetRopeCache(const RopeParams& params,
+                                                 const v1::GetRopeCacheRequest& request,
                                                  v1::GetRopeCacheResponse* response) {
-  ASSIGN_OR_RETURN(RopeParams params,
-                   ResolveRopeParams(context_, request.model(), request.rope(), 0));
   ASSIGN_OR_RETURN(RopeCacheOutput out,
                    ComputeRopeCache(params, request.start_position(), request.num_positions(),
                                     request.allow_beyond_trained_length(),
-                                    request.high_precision()));
+                                    request.high_precision(), kRopeField));
   const int64_t half = static_cast<int64_t>(out.inv_freq.size());
   *response->mutable_inv_freq() = EncodeFloatTensor(out.inv_freq, {half}, DType::kF32);
   *response->mutable_cos() =
@@ -189,12 +258,8 @@ absl::Status PositionServiceImpl::DoGetSinusoidalPositions(
 }
 
 absl::Status PositionServiceImpl::DoGetAlibiSlopes(const v1::GetAlibiSlopesRequest& request,
+                                                   int64_t heads,
                                                    v1::GetAlibiSlopesResponse* response) {
-  int64_t heads = request.num_heads();
-  if (heads == 0) {
-    ASSIGN_OR_RETURN(std::shared_ptr<const Model> model, context_.registry->Get(request.model()));
-    heads = model->config().num_attention_heads;
-  }
   ASSIGN_OR_RETURN(std::vector<float> slopes, AlibiSlopes(heads));
   if (request.include_bias()) {
     ASSIGN_OR_RETURN(std::vector<float> bias, AlibiBias(slopes, request.q_len(), request.k_len(),
@@ -210,7 +275,20 @@ grpc::ServerUnaryReactor* PositionServiceImpl::GetRopeCache(
     grpc::CallbackServerContext* context, const v1::GetRopeCacheRequest* request,
     v1::GetRopeCacheResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(ToGrpcStatus(DoGetRopeCache(*request, response)));
+  if (RejectIfNotAdmitted(context_.tracker, context, *request, reactor)) return reactor;
+  // Resolving the config is cheap (a registry lookup); it also gives the
+  // table width for the cost.
+  absl::StatusOr<RopeParams> params =
+      ResolveRopeParams(context_, request->model(), request->rope(), 0);
+  if (!params.ok()) {
+    reactor->Finish(ToGrpcStatus(params.status()));
+    return reactor;
+  }
+  const int64_t cost = SaturatingMul(request->num_positions(), params->rotary_dim);
+  Run(context, reactor, cost, response,
+      [this, params = *std::move(params), request, response](bool) {
+        return DoGetRopeCache(params, *request, response);
+      });
   return reactor;
 }
 
@@ -218,7 +296,11 @@ grpc::ServerUnaryReactor* PositionServiceImpl::GetSinusoidalPositions(
     grpc::CallbackServerContext* context, const v1::GetSinusoidalPositionsRequest* request,
     v1::GetSinusoidalPositionsResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(ToGrpcStatus(DoGetSinusoidalPositions(*request, response)));
+  if (RejectIfNotAdmitted(context_.tracker, context, *request, reactor)) return reactor;
+  const int64_t cost = SaturatingMul(request->num_positions(), request->dim());
+  Run(context, reactor, cost, response, [this, request, response](bool) {
+    return DoGetSinusoidalPositions(*request, response);
+  });
   return reactor;
 }
 
@@ -226,7 +308,23 @@ grpc::ServerUnaryReactor* PositionServiceImpl::GetAlibiSlopes(
     grpc::CallbackServerContext* context, const v1::GetAlibiSlopesRequest* request,
     v1::GetAlibiSlopesResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(ToGrpcStatus(DoGetAlibiSlopes(*request, response)));
+  if (RejectIfNotAdmitted(context_.tracker, context, *request, reactor)) return reactor;
+  int64_t heads = request->num_heads();
+  if (heads == 0) {
+    absl::StatusOr<std::shared_ptr<const Model>> model = context_.registry->Get(request->model());
+    if (!model.ok()) {
+      reactor->Finish(ToGrpcStatus(model.status()));
+      return reactor;
+    }
+    heads = (*model)->config().num_attention_heads;
+  }
+  const int64_t cost =
+      request->include_bias()
+          ? SaturatingMul(SaturatingMul(heads, request->q_len()), request->k_len())
+          : heads;
+  Run(context, reactor, cost, response, [this, request, response, heads](bool) {
+    return DoGetAlibiSlopes(*request, heads, response);
+  });
   return reactor;
 }
 

@@ -187,6 +187,8 @@ v1::ModelInfo ModelToProto(const Model& model, bool is_default) {
   info.mutable_final_norm()->set_eps(cfg.norm_eps);
   info.set_embedding_scale(cfg.embedding_scale);
   info.set_learned_position_offset(cfg.learned_position_offset);
+  info.set_learned_position_padding_idx(cfg.learned_position_padding_idx);
+  info.set_lm_head_unsupported_reason(cfg.lm_head_unsupported_reason);
   info.set_bos_token_id(cfg.bos_token_id);
   info.set_eos_token_id(cfg.eos_token_id);
   info.set_resident_bytes(model.checkpoint().resident_bytes());

@@ -7,6 +7,7 @@
 #include "lib/happens_before.h"
 #include "server/call_tracker.h"
 #include "server/grpc_status.h"
+#include "server/response_size.h"
 #include "server/scoring_service.h"
 
 namespace vocabd {
@@ -27,13 +28,17 @@ void ScoreStreamReactor::OnReadDone(bool ok) {
     Advance();
     return;
   }
+  if (finished_ || failed_) {
+    // Read before an earlier request failed: the stream ends with that
+    // failure, so this one is dropped unscored.
+    Advance();
+    return;
+  }
   const int64_t seq = next_seq_++;
-  if (finished_) return;
   auto fail = [&](const absl::Status& status) {
     failed_ = true;
-    results_[seq] = Result{absl::Status(status.code(), absl::StrCat("requests[", seq, "]: ",
-                                                                    status.message())),
-                           {}};
+    results_[seq] = Result{
+        absl::Status(status.code(), absl::StrCat("requests[", seq, "]: ", status.message())), {}};
     Advance();
   };
   if (service_.tracker != nullptr) {
@@ -43,44 +48,41 @@ void ScoreStreamReactor::OnReadDone(bool ok) {
                                admitted.error_message()));
     }
   }
-  auto model = service_.registry->Get(request_.model());
-  if (!model.ok()) return fail(model.status());
-  auto hidden = DecodeHidden(request_.hidden());
-  if (!hidden.ok()) return fail(hidden.status());
-  auto hidden_rows = std::make_shared<HiddenRows>(std::move(*hidden));
+  absl::StatusOr<HeadCall> call = PrepareHeadCall(*service_.registry, request_);
+  if (!call.ok()) return fail(call.status());
   auto request = std::make_shared<v1::ScoreRequest>(std::move(request_));
   request_.Clear();
-  const ScoreInput input = ScoreInputFromProto(*request, *hidden_rows);
+  const ScoreInput input = ScoreInputFromProto(*request, call->head);
   ++in_compute_;
   Advance();  // may start the next read (flow control permitting)
   lock.unlock();
   // `done` may run inline (validation error, queue full) or on a compute
   // thread; Complete takes the lock itself.
-  const Model& m = **model;
+  const Model& m = *call->model;
   m.ScoreAsync(input, ComputeCheck(context_, service_.metrics, m, input.head.rows),
-               [this, seq, model = *model, hidden_rows, request](absl::Status status,
-                                                                  ScoreOutput output) {
+               [this, seq, model = call->model, hidden_rows = call->hidden, request](
+                   absl::Status status, ScoreOutput output) {
                  v1::ScoreResponse response;
                  if (status.ok()) {
                    ScoreOutputToProto(output, request->target_ids_size() > 0, *model, *request,
                                       &response);
+                   status = CheckResponseSize(response, service_.max_send_message_bytes);
+                   if (!status.ok()) response.Clear();
                  }
                  Complete(seq, std::move(status), std::move(response));
                });
 }
 
-void ScoreStreamReactor::Complete(int64_t seq, absl::Status status,
-                                  v1::ScoreResponse response) {
+void ScoreStreamReactor::Complete(int64_t seq, absl::Status status, v1::ScoreResponse response) {
   bool del = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     --in_compute_;
     if (!status.ok()) {
       failed_ = true;
-      status = absl::Status(status.code(),
-                            absl::StrCat("requests[", seq, "]: ", status.message()));
+      status = absl::Status(status.code(), absl::StrCat("requests[", seq, "]: ", status.message()));
     }
-    results_[seq] = Result{std::move(status), std::move(response)};
+    if (!finish_status_.has_value()) results_[seq] = Result{std::move(status), std::move(response)};
     Advance();
     del = ShouldDelete();
   }
@@ -92,38 +94,47 @@ void ScoreStreamReactor::OnWriteDone(bool ok) {
   std::lock_guard<std::mutex> lock(mu_);
   writing_.reset();
   ++next_write_;
-  if (!ok && !finished_) {
-    // The client went away; nothing more can be sent.
-    finished_ = true;
-    Finish(grpc::Status(grpc::StatusCode::CANCELLED, "stream write failed (client gone)"));
-    return;
+  if (!ok && !finished_ && !finish_status_.has_value()) {
+    // The client went away; nothing more can be sent. Advance finishes once
+    // the requests still in compute are back.
+    failed_ = true;
+    finish_status_ = grpc::Status(grpc::StatusCode::CANCELLED, "stream write failed (client gone)");
+    results_.clear();
   }
   Advance();
 }
 
 void ScoreStreamReactor::Advance() {
   if (finished_) return;
-  if (!writing_.has_value()) {
+  if (!writing_.has_value() && !finish_status_.has_value()) {
     auto it = results_.find(next_write_);
     if (it != results_.end()) {
       if (!it->second.status.ok()) {
-        finished_ = true;
-        Finish(ToGrpcStatus(it->second.status));
+        finish_status_ = ToGrpcStatus(it->second.status);
         results_.clear();
-        return;
+      } else {
+        writing_ = std::move(it->second.response);
+        results_.erase(it);
+        StartWrite(&*writing_);
       }
-      writing_ = std::move(it->second.response);
-      results_.erase(it);
-      StartWrite(&*writing_);
     }
+  }
+  if (finish_status_.has_value()) {
+    // Finish only when no request of this stream is queued or computing:
+    // their cancellation checks read context_, which gRPC frees once the
+    // finished call is done (OnDone).
+    if (in_compute_ == 0 && !writing_.has_value()) {
+      finished_ = true;
+      Finish(*finish_status_);
+    }
+    return;
   }
   const int64_t outstanding = next_seq_ - next_write_;
   if (!reads_done_ && !reading_ && !failed_ && outstanding < kMaxInFlight) {
     reading_ = true;
     StartRead(&request_);
   }
-  if ((reads_done_ || failed_) && !reading_ && !writing_.has_value() &&
-      next_write_ == next_seq_) {
+  if ((reads_done_ || failed_) && !reading_ && !writing_.has_value() && next_write_ == next_seq_) {
     finished_ = true;
     Finish(grpc::Status::OK);
   }

@@ -8,8 +8,9 @@
 // next read is started only when a response is written (flow control, no
 // blocking). The first failing request (bad input, unknown model, queue
 // full, ...) ends the stream with its status after every earlier response
-// has been written; the message starts with "requests[i]: " (i = 0-based
-// index in the stream). Client half-close ends the stream with OK once all
+// has been written and the stream's requests still in compute are back
+// (dropped unrun when cancelled); the message starts with "requests[i]: "
+// (i = 0-based index in the stream). Client half-close ends the stream with OK once all
 // responses are written. Cancelled streams drop their queued requests before
 // compute. The reactor never blocks; it deletes itself when gRPC is done
 // with it and no compute callback can still reach it.
@@ -64,6 +65,10 @@ class ScoreStreamReactor : public grpc::ServerBidiReactor<v1::ScoreRequest, v1::
   bool reading_ = false;
   bool reads_done_ = false;   // client half-closed (or the read failed)
   bool failed_ = false;       // a request failed: read no more
+  // Set when the stream is to end with an error (a request failed, or a
+  // write found the client gone); Finish(*finish_status_) is called once
+  // in_compute_ is 0.
+  std::optional<grpc::Status> finish_status_;
   bool finished_ = false;     // Finish called
   bool done_ = false;         // OnDone called
 };

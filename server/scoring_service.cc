@@ -2,16 +2,19 @@
 
 #include <chrono>
 #include <memory>
+#include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "client/tensor_codec.h"
+#include "lib/dtype.h"
 #include "lib/happens_before.h"
 #include "lib/status_macros.h"
 #include "server/call_tracker.h"
 #include "server/grpc_status.h"
 #include "server/output_dtype.h"
+#include "server/response_size.h"
 #include "server/score_stream_reactor.h"
 
 namespace vocabd {
@@ -23,9 +26,8 @@ float TemperatureOrDefault(float t) { return t == 0.0f ? 1.0f : t; }
 
 absl::StatusOr<HiddenRows> DecodeHidden(const v1::Tensor& tensor) {
   if (tensor.shape_size() != 2) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("hidden.shape must be [num_rows, hidden_size], got ", tensor.shape_size(),
-                     " dims"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "hidden.shape must be [num_rows, hidden_size], got ", tensor.shape_size(), " dims"));
   }
   HiddenRows out;
   ASSIGN_OR_RETURN(out.values, DecodeFloatTensor(tensor, "hidden"));
@@ -34,14 +36,27 @@ absl::StatusOr<HiddenRows> DecodeHidden(const v1::Tensor& tensor) {
   return out;
 }
 
-ScoreInput ScoreInputFromProto(const v1::ScoreRequest& request, const HiddenRows& hidden) {
+template <typename Request>
+absl::StatusOr<HeadCall> PrepareHeadCall(const ModelRegistry& registry, const Request& request) {
+  HeadCall call;
+  ASSIGN_OR_RETURN(call.model, registry.Get(request.model()));
+  ASSIGN_OR_RETURN(HiddenRows hidden, DecodeHidden(request.hidden()));
+  call.hidden = std::make_shared<HiddenRows>(std::move(hidden));
+  call.head.hidden = call.hidden->values.data();
+  call.head.rows = call.hidden->rows;
+  call.head.width = call.hidden->width;
+  call.head.apply_final_norm = !request.has_apply_final_norm() || request.apply_final_norm();
+  call.head.temperature = TemperatureOrDefault(request.temperature());
+  call.head.vocab_limit = request.vocab_limit();
+  return call;
+}
+template absl::StatusOr<HeadCall> PrepareHeadCall(const ModelRegistry&,
+                                                  const v1::ComputeLogitsRequest&);
+template absl::StatusOr<HeadCall> PrepareHeadCall(const ModelRegistry&, const v1::ScoreRequest&);
+
+ScoreInput ScoreInputFromProto(const v1::ScoreRequest& request, const HeadInput& head) {
   ScoreInput input;
-  input.head.hidden = hidden.values.data();
-  input.head.rows = hidden.rows;
-  input.head.width = hidden.width;
-  input.head.apply_final_norm = !request.has_apply_final_norm() || request.apply_final_norm();
-  input.head.temperature = TemperatureOrDefault(request.temperature());
-  input.head.vocab_limit = request.vocab_limit();
+  input.head = head;
   input.target_ids.assign(request.target_ids().begin(), request.target_ids().end());
   input.top_k = request.top_k();
   return input;
@@ -68,8 +83,8 @@ void ScoreOutputToProto(const ScoreOutput& output, bool has_targets, const Model
   response->set_request_id(request.request_id());
 }
 
-std::function<absl::Status()> ComputeCheck(grpc::CallbackServerContext* context,
-                                           Metrics* metrics, const Model& model, int64_t rows) {
+std::function<absl::Status()> ComputeCheck(grpc::CallbackServerContext* context, Metrics* metrics,
+                                           const Model& model, int64_t rows) {
   const bool batched = model.batcher() != nullptr;
   return [context, metrics, batched, rows]() -> absl::Status {
     if (context->IsCancelled()) {
@@ -86,49 +101,48 @@ std::function<absl::Status()> ComputeCheck(grpc::CallbackServerContext* context,
   };
 }
 
-grpc::ServerUnaryReactor* ScoringServiceImpl::ComputeLogits(
-    grpc::CallbackServerContext* context, const v1::ComputeLogitsRequest* request,
-    v1::ComputeLogitsResponse* response) {
+grpc::ServerUnaryReactor* ScoringServiceImpl::ComputeLogits(grpc::CallbackServerContext* context,
+                                                            const v1::ComputeLogitsRequest* request,
+                                                            v1::ComputeLogitsResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   if (RejectIfNotAdmitted(context_.tracker, context, *request, reactor)) return reactor;
-  auto model = context_.registry->Get(request->model());
-  if (!model.ok()) {
-    reactor->Finish(ToGrpcStatus(model.status()));
-    return reactor;
-  }
   auto output_dtype = OutputDType(request->output_dtype());
   if (!output_dtype.ok()) {
     reactor->Finish(ToGrpcStatus(output_dtype.status()));
     return reactor;
   }
-  auto hidden = DecodeHidden(request->hidden());
-  if (!hidden.ok()) {
-    reactor->Finish(ToGrpcStatus(hidden.status()));
+  absl::StatusOr<HeadCall> call = PrepareHeadCall(*context_.registry, *request);
+  if (!call.ok()) {
+    reactor->Finish(ToGrpcStatus(call.status()));
     return reactor;
   }
-  auto hidden_rows = std::make_shared<HiddenRows>(std::move(*hidden));
-  HeadInput input;
-  input.hidden = hidden_rows->values.data();
-  input.rows = hidden_rows->rows;
-  input.width = hidden_rows->width;
-  input.apply_final_norm = !request->has_apply_final_norm() || request->apply_final_norm();
-  input.temperature = TemperatureOrDefault(request->temperature());
-  input.vocab_limit = request->vocab_limit();
-  const Model& m = **model;
+  const Model& m = *call->model;
+  const int64_t vocab = m.config().vocab_size;
+  absl::Status fits = CheckResponseBytes(
+      SaturatingProduct(call->head.rows, vocab, static_cast<int64_t>(DTypeSize(*output_dtype))),
+      absl::StrCat(call->head.rows, " rows x vocab_size ", vocab, " x ",
+                   std::string(DTypeName(*output_dtype))),
+      context_.max_send_message_bytes);
+  if (!fits.ok()) {
+    reactor->Finish(ToGrpcStatus(fits));
+    return reactor;
+  }
   // `done` runs on a compute thread (or inline on a rejection) and finishes
   // the reactor; it keeps the model and the decoded rows alive until then.
-  m.ComputeLogitsAsync(
-      input, request->log_softmax(), ComputeCheck(context, context_.metrics, m, input.rows),
-      [model = *model, hidden_rows, request, response, reactor, dtype = *output_dtype](
-          absl::Status status, std::vector<float> logits) {
-        if (status.ok()) {
-          *response->mutable_logits() =
-              EncodeFloatTensor(logits, {hidden_rows->rows, model->config().vocab_size}, dtype);
-          response->set_model(model->name());
-          response->set_request_id(request->request_id());
-        }
-        reactor->Finish(ToGrpcStatus(status));
-      });
+  m.ComputeLogitsAsync(call->head, request->log_softmax(),
+                       ComputeCheck(context, context_.metrics, m, call->head.rows),
+                       [model = call->model, hidden_rows = call->hidden, request, response, reactor,
+                        dtype = *output_dtype, max_send = context_.max_send_message_bytes](
+                           absl::Status status, std::vector<float> logits) {
+                         if (status.ok()) {
+                           *response->mutable_logits() = EncodeFloatTensor(
+                               logits, {hidden_rows->rows, model->config().vocab_size}, dtype);
+                           response->set_model(model->name());
+                           response->set_request_id(request->request_id());
+                           status = CheckResponseSize(*response, max_send);
+                         }
+                         reactor->Finish(ToGrpcStatus(status));
+                       });
   return reactor;
 }
 
@@ -137,25 +151,21 @@ grpc::ServerUnaryReactor* ScoringServiceImpl::Score(grpc::CallbackServerContext*
                                                     v1::ScoreResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   if (RejectIfNotAdmitted(context_.tracker, context, *request, reactor)) return reactor;
-  auto model = context_.registry->Get(request->model());
-  if (!model.ok()) {
-    reactor->Finish(ToGrpcStatus(model.status()));
+  absl::StatusOr<HeadCall> call = PrepareHeadCall(*context_.registry, *request);
+  if (!call.ok()) {
+    reactor->Finish(ToGrpcStatus(call.status()));
     return reactor;
   }
-  auto hidden = DecodeHidden(request->hidden());
-  if (!hidden.ok()) {
-    reactor->Finish(ToGrpcStatus(hidden.status()));
-    return reactor;
-  }
-  auto hidden_rows = std::make_shared<HiddenRows>(std::move(*hidden));
-  const ScoreInput input = ScoreInputFromProto(*request, *hidden_rows);
-  const Model& m = **model;
+  const ScoreInput input = ScoreInputFromProto(*request, call->head);
+  const Model& m = *call->model;
   m.ScoreAsync(input, ComputeCheck(context, context_.metrics, m, input.head.rows),
-               [model = *model, hidden_rows, request, response, reactor](absl::Status status,
-                                                                         ScoreOutput output) {
+               [model = call->model, hidden_rows = call->hidden, request, response, reactor,
+                max_send = context_.max_send_message_bytes](absl::Status status,
+                                                            ScoreOutput output) {
                  if (status.ok()) {
                    ScoreOutputToProto(output, request->target_ids_size() > 0, *model, *request,
                                       response);
+                   status = CheckResponseSize(*response, max_send);
                  }
                  reactor->Finish(ToGrpcStatus(status));
                });

@@ -5,6 +5,7 @@
 #define VOCABD_SERVER_SCORING_SERVICE_H_
 
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -22,17 +23,32 @@ struct HiddenRows {
   int64_t width = 0;
 };
 
-// Shared by Score and ScoreStream (no math: decoding and proto mapping).
+// Shared by ComputeLogits, Score and ScoreStream (no math: decoding and
+// proto mapping).
 // INVALID_ARGUMENT naming `hidden.shape` / `hidden` for a bad tensor.
 absl::StatusOr<HiddenRows> DecodeHidden(const v1::Tensor& tensor);
+
+// What every LM-head call needs before compute: the model (NOT_FOUND names
+// it), the decoded rows (kept alive by the shared_ptr until the compute
+// callback runs) and the request's head options over those rows.
+struct HeadCall {
+  std::shared_ptr<const Model> model;
+  std::shared_ptr<HiddenRows> hidden;
+  HeadInput head;
+};
+// Request is v1::ComputeLogitsRequest or v1::ScoreRequest (same field names:
+// model, hidden, apply_final_norm, temperature, vocab_limit).
+template <typename Request>
+absl::StatusOr<HeadCall> PrepareHeadCall(const ModelRegistry& registry, const Request& request);
+
 // `hidden` must outlive the returned input's use.
-ScoreInput ScoreInputFromProto(const v1::ScoreRequest& request, const HiddenRows& hidden);
+ScoreInput ScoreInputFromProto(const v1::ScoreRequest& request, const HeadInput& head);
 void ScoreOutputToProto(const ScoreOutput& output, bool has_targets, const Model& model,
                         const v1::ScoreRequest& request, v1::ScoreResponse* response);
 // The pre-compute check of one call: CANCELLED / DEADLINE_EXCEEDED (counted
 // as skipped work) drop it; records the GEMM rows when the model is unbatched.
-std::function<absl::Status()> ComputeCheck(grpc::CallbackServerContext* context,
-                                           Metrics* metrics, const Model& model, int64_t rows);
+std::function<absl::Status()> ComputeCheck(grpc::CallbackServerContext* context, Metrics* metrics,
+                                           const Model& model, int64_t rows);
 
 class ScoringServiceImpl final : public v1::ScoringService::CallbackService {
  public:

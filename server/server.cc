@@ -207,6 +207,7 @@ absl::StatusOr<std::unique_ptr<VocabdServer>> VocabdServer::Create(const Options
   context.compute_pool = impl->pool.get();
   context.metrics = impl->metrics.get();
   context.tracker = impl->tracker.get();
+  context.max_send_message_bytes = options.max_send_message_bytes;
   impl->model_service = std::make_unique<ModelServiceImpl>(context);
   impl->embedding_service = std::make_unique<EmbeddingServiceImpl>(context);
   impl->scoring_service = std::make_unique<ScoringServiceImpl>(context);

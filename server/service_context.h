@@ -18,7 +18,8 @@ struct ServiceContext {
   // Loads/unloads models by name off the reactor threads (always set by
   // VocabdServer; its root may be empty = no --model-repository).
   ModelRepository* repository = nullptr;
-  // Runs LM-head work off the reactor threads.
+  // Runs LM-head work and large position computations (PositionService,
+  // see server/position_service.h) off the reactor threads.
   ComputePool* compute_pool = nullptr;
   // Prometheus metrics (lib/metrics.h): the batcher reports batch sizes with
   // metrics->ObserveBatchSize(rows), dropped work with RecordSkippedWork().
@@ -27,6 +28,10 @@ struct ServiceContext {
   // Limits + per-call accounting; handlers call
   // RejectIfNotAdmitted(tracker, ...) (server/call_tracker.h) first.
   CallTracker* tracker = nullptr;
+  // --max-send-message-bytes: handlers refuse (RESOURCE_EXHAUSTED) a
+  // response above it, or above protobuf's 2 GiB limit, before gRPC sees it
+  // (server/response_size.h). 0 = only the 2 GiB limit.
+  int64_t max_send_message_bytes = 0;
 };
 
 }  // namespace vocabd

@@ -2,12 +2,16 @@
 #ifndef VOCABD_TESTS_TEST_UTIL_H_
 #define VOCABD_TESTS_TEST_UTIL_H_
 
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "lib/happens_before.h"
 
 namespace vocabd::testing {
 
@@ -18,14 +22,8 @@ namespace vocabd::testing {
 // about 15 minutes. Tests that only need "a call that keeps the compute
 // thread busy for a while" use TsanScaled(rows) rows; everything they check
 // stays the same.
-#if defined(__SANITIZE_THREAD__)
+#ifdef VOCABD_TSAN  // lib/happens_before.h
 inline constexpr bool kThreadSanitizer = true;
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-inline constexpr bool kThreadSanitizer = true;
-#else
-inline constexpr bool kThreadSanitizer = false;
-#endif
 #else
 inline constexpr bool kThreadSanitizer = false;
 #endif
@@ -59,6 +57,10 @@ std::string MakeTempDir();
 // JSON array of numbers -> vector.
 std::vector<float> ToFloats(const nlohmann::json& array);
 std::vector<double> ToDoubles(const nlohmann::json& array);
+
+// Polls `done` every millisecond until it is true or `limit` passes;
+// returns its last value.
+bool WaitFor(const std::function<bool()>& done, std::chrono::milliseconds limit);
 
 }  // namespace vocabd::testing
 

@@ -194,6 +194,22 @@ gguf_case("gguf_tensors_overlap", "INVALID_ARGUMENT", ["overlaps tensor \"token_
                        tinfo("output_norm.weight", [H], 0, 480)]))
 gguf_case("gguf_truncated", "INVALID_ARGUMENT", ["metadata_kv_count 6 is larger than the 16 bytes left"],
           gguf()[:40])
+# RoPE keys go through RopeParamsFromGguf (lib/rope_gguf.h); errors name
+# the file and the key or parameter.
+gguf_case("gguf_rope_freq_base_string", "INVALID_ARGUMENT",
+          ["key \"llama.rope.freq_base\" must be a number, got string \"big\""],
+          gguf(kvs=BASE_KV + [kv_str("llama.rope.freq_base", "big")]))
+gguf_case("gguf_rope_scaling_type_unknown", "INVALID_ARGUMENT",
+          ["key \"llama.rope.scaling.type\" = \"weird\" is not supported"],
+          gguf(kvs=BASE_KV + [kv_str("llama.rope.scaling.type", "weird")]))
+gguf_case("gguf_rope_yarn_without_factor", "INVALID_ARGUMENT",
+          ["key \"llama.rope.scaling.factor\" is required for rope.scaling.type \"yarn\""],
+          gguf(kvs=BASE_KV + [kv_str("llama.rope.scaling.type", "yarn")]))
+gguf_case("gguf_rope_yarn_negative_beta", "INVALID_ARGUMENT",
+          ["rope.scaling(yarn).beta_fast = -1 must be finite and > 0"],
+          gguf(kvs=BASE_KV + [kv_str("llama.rope.scaling.type", "yarn"),
+                              kv_f32("llama.rope.scaling.factor", 4.0),
+                              kv_f32("llama.rope.scaling.yarn_beta_fast", -1.0)]))
 
 # ------------------------------------------------------------ config.json
 def cfg(**changes):

@@ -126,10 +126,20 @@ class K8sManifestsTest(unittest.TestCase):
         image = base_kust["images"][0]
         self.assertEqual(image["name"], self.container["image"])
         self.assertEqual(image["newTag"], version)
+        # deploy/container-test.sh tags what it builds as the same name:version.
+        with open(os.path.join(ROOT, "deploy", "container-test.sh")) as f:
+            tagged = re.search(r'IMAGE="\$\{VOCABD_IMAGE:-localhost/([\w.-]+):\$VERSION\}"', f.read())
+        self.assertIsNotNone(tagged, "container-test.sh default IMAGE")
+        self.assertEqual(tagged.group(1), self.container["image"])
         uid, gid = self.docker["user"]
         sc = self.pod["spec"]["securityContext"]
         self.assertEqual(str(sc["runAsUser"]), uid)
         self.assertEqual(str(sc["runAsGroup"]), gid)
+        csc = self.container.get("securityContext", {})
+        if "runAsUser" in csc:
+            self.assertEqual(str(csc["runAsUser"]), uid)
+        if "runAsGroup" in csc:
+            self.assertEqual(str(csc["runAsGroup"]), gid)
         self.assertEqual(self.docker["stages"][0][0], "debian:bookworm")
         self.assertEqual(self.docker["stages"][-1][0], "debian:bookworm-slim")
         self.assertIn("vocabctl", self.docker["healthcheck"])

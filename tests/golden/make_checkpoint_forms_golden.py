@@ -4,6 +4,9 @@ values, for tests/lib/checkpoint_forms_test.cc.
 
 Run with Debian's NumPy: /usr/bin/python3 tests/golden/make_checkpoint_forms_golden.py
 Writes tests/data/forms/<case>/... and tests/golden/checkpoint_forms_golden.json.
+RoBERTa forms (roberta, xlm_roberta): golden embeddings word[id] + pos[row]
+with rows from HF's create_position_ids_from_input_ids,
+  row = (cumsum(ids != pad) + past_key_values_length) * (ids != pad) + pad.
 
 Reference math (NumPy, float64 then rounded to float32 for comparison):
   RMSNorm   y = x / sqrt(mean(x^2) + eps) * w            (gemma: * (1 + w))
@@ -271,6 +274,96 @@ gguf_case("gguf_f16_tied", 1, None,
            gguf_kv("llama.rope.scaling.factor", 6, 4.0),
            gguf_kv("llama.rope.scaling.original_context_length", 4, 32)])
 gguf_case("gguf_f32", 0, 0)
+
+
+# GGUF RoPE scaling keys and factor tensors, read by RopeParamsFromGguf
+# (tests/lib/checkpoint_forms_test.cc compares them with the equivalent
+# config.json rope_scaling). Written after the cases above so their bytes
+# do not change.
+def rope_gguf(name, arch, kvs, extra_tensors=()):
+    emb = rnd(GV, GH)
+    tensors = [("token_embd.weight", 0, [GV, GH], emb.tobytes()),
+               ("output_norm.weight", 0, [GH], norm_g.tobytes())] + list(extra_tensors)
+    d = os.path.join(OUT, name)
+    os.makedirs(d, exist_ok=True)
+    base = [gguf_kv("general.architecture", 8, arch), gguf_kv(arch + ".embedding_length", 4, GH),
+            gguf_kv(arch + ".block_count", 4, 0), gguf_kv(arch + ".attention.head_count", 4, 4),
+            gguf_kv(arch + ".attention.layer_norm_rms_epsilon", 6, 1e-5)]
+    write_gguf(os.path.join(d, name + ".gguf"), base + kvs, tensors)
+
+
+# yarn with every key llama.cpp writes (head_dim 16).
+rope_gguf("gguf_yarn", "llama",
+          [gguf_kv("llama.context_length", 4, 128), gguf_kv("llama.rope.freq_base", 6, 10000.0),
+           gguf_kv("llama.rope.dimension_count", 4, 16),
+           gguf_kv("llama.rope.scaling.type", 8, "yarn"),
+           gguf_kv("llama.rope.scaling.factor", 6, 4.0),
+           gguf_kv("llama.rope.scaling.original_context_length", 4, 32),
+           gguf_kv("llama.rope.scaling.attn_factor", 6, 1.25),
+           gguf_kv("llama.rope.scaling.yarn_beta_fast", 6, 24.0),
+           gguf_kv("llama.rope.scaling.yarn_beta_slow", 6, 2.0),
+           gguf_kv("llama.rope.scaling.yarn_log_multiplier", 6, 0.125)])
+# Phi-3 longrope: factor tensors, no scaling.type key (as llama.cpp writes).
+LONG = np.array([1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0], np.float32)
+SHORT = np.array([1.0, 1.0, 1.0, 1.25, 1.5, 1.5, 2.0, 2.0], np.float32)
+rope_gguf("gguf_phi3_longrope", "phi3",
+          [gguf_kv("phi3.context_length", 4, 256), gguf_kv("phi3.rope.freq_base", 6, 10000.0),
+           gguf_kv("phi3.rope.dimension_count", 4, 16),
+           gguf_kv("phi3.rope.scaling.original_context_length", 4, 64),
+           gguf_kv("phi3.rope.scaling.attn_factor", 6, 1.5)],
+          [("rope_factors_long.weight", 0, [8], LONG.tobytes()),
+           ("rope_factors_short.weight", 0, [8], SHORT.tobytes())])
+
+
+# ------------------------------------------------- RoBERTa learned positions
+def roberta_position_rows(ids, padding_idx, past):
+    """HF modeling_roberta.create_position_ids_from_input_ids (NumPy)."""
+    mask = (ids != padding_idx).astype(np.int64)
+    incremental = (np.cumsum(mask, axis=1) + past) * mask
+    return incremental + padding_idx
+
+
+def roberta_form(name, model_type, prefix, pad, max_pos, cases):
+    word, pos = rnd(V, H), rnd(max_pos, H)
+    ttype, lnw, lnb = rnd(1, H), rnd(H) + 1, rnd(H)
+    config = {"model_type": model_type, "architectures": ["RobertaForMaskedLM"],
+              "vocab_size": V, "hidden_size": H, "num_hidden_layers": 1,
+              "num_attention_heads": 2, "intermediate_size": 32,
+              "max_position_embeddings": max_pos, "type_vocab_size": 1,
+              "layer_norm_eps": 1e-5, "pad_token_id": pad, "bos_token_id": 0,
+              "eos_token_id": 2, "position_embedding_type": "absolute"}
+    tensors = [(prefix + "embeddings.word_embeddings.weight", "F32", word),
+               (prefix + "embeddings.position_embeddings.weight", "F32", pos),
+               (prefix + "embeddings.token_type_embeddings.weight", "F32", ttype),
+               (prefix + "embeddings.LayerNorm.weight", "F32", lnw),
+               (prefix + "embeddings.LayerNorm.bias", "F32", lnb)]
+    if prefix:  # RobertaForMaskedLM: the MLM head vocabd does not serve
+        tensors += [("lm_head.dense.weight", "F32", rnd(H, H)), ("lm_head.dense.bias", "F32", rnd(H)),
+                    ("lm_head.layer_norm.weight", "F32", rnd(H) + 1),
+                    ("lm_head.layer_norm.bias", "F32", rnd(H)), ("lm_head.bias", "F32", rnd(V))]
+    d = os.path.join(OUT, name)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "config.json"), "w") as f:
+        json.dump(config, f, indent=1)
+    write_safetensors(os.path.join(d, "model.safetensors"), tensors)
+    out = []
+    for ids, past in cases:
+        a = np.array([ids], np.int64)
+        rows = roberta_position_rows(a, pad, past)[0]
+        emb = word[a[0]] + pos[rows]  # float32 + float32: one rounding, as vocabd
+        out.append({"ids": ids, "past": past, "rows": rows.tolist(),
+                    "embeddings": emb.astype(np.float32).ravel().tolist()})
+    golden["roberta"][name] = {"padding_idx": pad, "cases": out}
+
+
+golden["roberta"] = {}
+# Right padding, left padding, a pad inside, past_key_values_length 3, and a
+# sequence filling the table (rows up to max_pos - 1).
+roberta_form("roberta", "roberta", "roberta.", 1, 12,
+             [([0, 5, 7, 2, 1, 1], 0), ([1, 1, 0, 9, 2], 0), ([5, 1, 6], 3),
+              ([0, 3, 4, 5, 6, 7, 8, 9, 10, 2], 0)])
+roberta_form("xlm_roberta", "xlm-roberta", "", 3, 10,
+             [([0, 5, 3, 2], 0), ([3, 3, 4, 5], 2)])
 
 with open(os.path.join(ROOT, "golden", "checkpoint_forms_golden.json"), "w") as f:
     json.dump(golden, f)

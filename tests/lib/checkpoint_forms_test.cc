@@ -19,6 +19,7 @@
 #include "lib/mapped_file.h"
 #include "lib/model.h"
 #include "lib/norm.h"
+#include "lib/rope_freq.h"
 #include "tests/test_util.h"
 
 namespace vocabd {
@@ -200,7 +201,9 @@ TEST(HfFamiliesTest, UnsupportedModelTypeListsFamilies) {
   ASSERT_FALSE(c.ok());
   EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(c.status().message(), HasSubstr("x/config.json"));
-  EXPECT_THAT(c.status().message(), HasSubstr("\"t5\" is not supported (llama, mistral, qwen2, gemma, gpt2, gpt_neox, phi)"));
+  EXPECT_THAT(c.status().message(),
+              HasSubstr("\"t5\" is not supported (llama, mistral, qwen2, gemma, gpt2, gpt_neox, "
+                        "phi, roberta, xlm-roberta)"));
 }
 
 TEST(HfFamiliesTest, Gpt2MissingNEmbdNamesKey) {
@@ -264,6 +267,92 @@ TEST(GgufTest, F16OutputAbsentIsTiedAndRopeScalingKeys) {
   EXPECT_EQ(c.num_key_value_heads, 2);
   EXPECT_EQ(c.bos_token_id, 1);
   EXPECT_EQ(c.eos_token_id, 2);
+}
+
+// The RoPE params a config.json with this rope_scaling gives (model
+// vocab 16 x hidden 64, 4 heads: head_dim 16 like the GGUF forms).
+RopeParams HfRope(const nlohmann::json& rope_scaling, double theta, int64_t max_positions) {
+  const nlohmann::json cfg = {{"model_type", "llama"},     {"vocab_size", 16},
+                              {"hidden_size", 64},          {"num_hidden_layers", 0},
+                              {"num_attention_heads", 4},   {"intermediate_size", 0},
+                              {"max_position_embeddings", max_positions},
+                              {"rope_theta", theta},        {"rope_scaling", rope_scaling}};
+  auto c = ParseHfConfig(cfg.dump(), "equivalent config.json");
+  EXPECT_TRUE(c.ok()) << c.status();
+  return c.ok() ? c->rope : RopeParams();
+}
+
+// Same inv_freq bits and attention scaling at `seq_len`.
+void ExpectSameFrequencies(const RopeParams& gguf, const RopeParams& hf, int64_t seq_len) {
+  auto a = ComputeRopeFrequencies(gguf, seq_len, false);
+  auto b = ComputeRopeFrequencies(hf, seq_len, false);
+  ASSERT_TRUE(a.ok()) << a.status();
+  ASSERT_TRUE(b.ok()) << b.status();
+  ASSERT_EQ(a->inv_freq.size(), b->inv_freq.size());
+  EXPECT_EQ(0, std::memcmp(a->inv_freq.data(), b->inv_freq.data(), a->inv_freq.size() * 4))
+      << "seq_len " << seq_len;
+  EXPECT_EQ(a->attention_scaling, b->attention_scaling) << "seq_len " << seq_len;
+  EXPECT_EQ(a->used_long_factor, b->used_long_factor) << "seq_len " << seq_len;
+}
+
+TEST(GgufTest, YarnScalingKeysMatchTheEquivalentConfigJson) {
+  auto ckpt = LoadCheckpoint(FormDir("gguf_yarn"));
+  ASSERT_TRUE(ckpt.ok()) << ckpt.status();
+  const RopeParams& p = (*ckpt)->config().rope;
+  EXPECT_EQ(p.pair_layout, RopePairLayout::kInterleaved);  // llama: ggml NORM
+  EXPECT_EQ(p.head_dim, 16);
+  EXPECT_EQ(p.rotary_dim, 16);
+  EXPECT_EQ(p.max_position_embeddings, 128);
+  EXPECT_EQ(p.scaling.type, RopeScalingType::kYarn);
+  EXPECT_DOUBLE_EQ(p.scaling.factor, 4.0);
+  EXPECT_EQ(p.scaling.original_max_position_embeddings, 32);
+  EXPECT_DOUBLE_EQ(p.scaling.attention_factor, 1.25);  // rope.scaling.attn_factor
+  EXPECT_DOUBLE_EQ(p.scaling.beta_fast, 24.0);         // yarn_beta_fast
+  EXPECT_DOUBLE_EQ(p.scaling.beta_slow, 2.0);          // yarn_beta_slow
+  EXPECT_NEAR(p.scaling.mscale_all_dim, 1.25, 1e-12);  // yarn_log_multiplier / 0.1
+  EXPECT_NEAR(p.scaling.mscale, 1.25, 1e-12);
+  const RopeParams hf = HfRope({{"rope_type", "yarn"},
+                                {"factor", 4.0},
+                                {"original_max_position_embeddings", 32},
+                                {"attention_factor", 1.25},
+                                {"beta_fast", 24.0},
+                                {"beta_slow", 2.0},
+                                {"mscale", 1.25},
+                                {"mscale_all_dim", 1.25}},
+                               10000.0, 128);
+  ExpectSameFrequencies(p, hf, 100);
+  auto f = ComputeRopeFrequencies(p, 1, false);
+  ASSERT_TRUE(f.ok());
+  EXPECT_DOUBLE_EQ(f->attention_scaling, 1.25);
+}
+
+TEST(GgufTest, Phi3LongropeFactorTensorsMatchTheEquivalentConfigJson) {
+  auto ckpt = LoadCheckpoint(FormDir("gguf_phi3_longrope") + "/gguf_phi3_longrope.gguf");
+  ASSERT_TRUE(ckpt.ok()) << ckpt.status();
+  const ModelConfig& c = (*ckpt)->config();
+  EXPECT_EQ(c.architecture, "phi3");
+  const RopeParams& p = c.rope;
+  EXPECT_EQ(p.pair_layout, RopePairLayout::kHalfSplit);  // phi3: ggml NEOX
+  // No rope.scaling.type key: the factor tensors mean longrope.
+  EXPECT_EQ(p.scaling.type, RopeScalingType::kLongrope);
+  const std::vector<double> long_factor = {1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0};
+  const std::vector<double> short_factor = {1.0, 1.0, 1.0, 1.25, 1.5, 1.5, 2.0, 2.0};
+  EXPECT_EQ(p.scaling.long_factor, long_factor);
+  EXPECT_EQ(p.scaling.short_factor, short_factor);
+  EXPECT_EQ(p.scaling.original_max_position_embeddings, 64);
+  EXPECT_DOUBLE_EQ(p.scaling.attention_factor, 1.5);
+  EXPECT_EQ(p.max_position_embeddings, 256);
+  const RopeParams hf = HfRope({{"rope_type", "longrope"},
+                                {"short_factor", short_factor},
+                                {"long_factor", long_factor},
+                                {"original_max_position_embeddings", 64},
+                                {"attention_factor", 1.5}},
+                               10000.0, 256);
+  ExpectSameFrequencies(p, hf, 64);  // short factors
+  ExpectSameFrequencies(p, hf, 65);  // long factors
+  auto f = ComputeRopeFrequencies(p, 65, false);
+  ASSERT_TRUE(f.ok());
+  EXPECT_TRUE(f->used_long_factor);
 }
 
 TEST(GgufTest, Stories260KGgufBitIdenticalToBin) {

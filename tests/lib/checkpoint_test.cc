@@ -752,7 +752,7 @@ TEST(ModelConfigTest, ValidateNamesFieldAndValue) {
   EXPECT_EQ(bad.Validate().message(), "rope.head_dim = 8 differs from head_dim = 4");
   bad = c;
   bad.rope.rotary_dim = 6;
-  EXPECT_EQ(bad.Validate().message(), "rope.rotary_dim = 6 must be even and in [2, head_dim = 4]");
+  EXPECT_EQ(bad.Validate().message(), "rope.rotary_dim = 6 is outside [2, rope.head_dim = 4]");
   bad = c;
   bad.norm_eps = 0;
   EXPECT_EQ(bad.Validate().message(), "norm_eps = 0 must be finite and > 0");

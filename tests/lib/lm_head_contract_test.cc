@@ -7,10 +7,12 @@
 //                 <= 2.5e-2 (the bound stated in README "Scoring
 //                 performance"; a perfect bf16-input kernel shows 2.3e-3 /
 //                 1.6e-2 on this problem, see the golden file).
+// Each for both LmHead implementations: the small-M kernel and oneDNN.
 // The synthetic weights come from an integer hash both sides compute
 // exactly, so nothing large is committed.
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -91,40 +93,54 @@ class LmHeadContractTest : public ::testing::Test {
   std::vector<float> w_, x_;
 };
 
+// Both implementations meet the contract: vocabd's small-M kernel (the
+// default for these 4 rows where the CPU has AVX-512) and oneDNN
+// (small_rows_max = 0).
 TEST_F(LmHeadContractTest, F32WithinContract) {
-  LmHead::Options o;
-  o.weights = w_.data();
-  o.vocab_size = vocab_;
-  o.hidden_size = hidden_;
-  auto head = LmHead::Create(o);
-  ASSERT_TRUE(head.ok()) << head.status();
-  const auto [rel, lp] = Errors(**head);
-  EXPECT_LE(rel, kF32LogitRelTol);
-  EXPECT_LE(lp, kF32LogprobAbsTol);
-  RecordProperty("f32_rel_err", std::to_string(rel));
-  RecordProperty("f32_logprob_abs_err", std::to_string(lp));
+  for (const int64_t small_rows_max : {int64_t{-1}, int64_t{0}}) {
+    LmHead::Options o;
+    o.weights = w_.data();
+    o.vocab_size = vocab_;
+    o.hidden_size = hidden_;
+    o.small_rows_max = small_rows_max;
+    auto head = LmHead::Create(o);
+    ASSERT_TRUE(head.ok()) << head.status();
+    SCOPED_TRACE((*head)->implementation());
+    const auto [rel, lp] = Errors(**head);
+    EXPECT_LE(rel, kF32LogitRelTol);
+    EXPECT_LE(lp, kF32LogprobAbsTol);
+    RecordProperty(small_rows_max == 0 ? "f32_onednn_rel_err" : "f32_rel_err",
+                   std::to_string(rel));
+    std::printf("f32: logits rel err %.3g, logprob abs err %.3g; %s\n", rel, lp,
+                (*head)->implementation().c_str());
+  }
 }
 
 TEST_F(LmHeadContractTest, Bf16WithinDocumentedBound) {
   if (!LmHead::Bf16Supported()) GTEST_SKIP() << "CPU without AVX512-BF16/AMX";
   std::vector<uint16_t> bf16(w_.size());
   ConvertFromF32(w_.data(), w_.size(), DType::kBF16, bf16.data());
-  LmHead::Options o;
-  o.weights = bf16.data();
-  o.weights_dtype = DType::kBF16;
-  o.vocab_size = vocab_;
-  o.hidden_size = hidden_;
-  auto head = LmHead::Create(o);
-  ASSERT_TRUE(head.ok()) << head.status();
-  EXPECT_EQ((*head)->weights_dtype(), DType::kBF16);
-  EXPECT_EQ((*head)->weight_bytes(), vocab_ * hidden_ * 2);
-  const auto [rel, lp] = Errors(**head);
-  EXPECT_LE(rel, kBf16LogitRelTol);
-  EXPECT_LE(lp, kBf16LogprobAbsTol);
-  // And it is really bf16 (not silently f32): the error is far above f32's.
-  EXPECT_GT(rel, 10 * kF32LogitRelTol);
-  std::printf("bf16: logits rel err %.3g (bound %.3g), logprob abs err %.3g (bound %.3g); %s\n",
-              rel, kBf16LogitRelTol, lp, kBf16LogprobAbsTol, (*head)->implementation().c_str());
+  for (const int64_t small_rows_max : {int64_t{-1}, int64_t{0}}) {
+    LmHead::Options o;
+    o.weights = bf16.data();
+    o.weights_dtype = DType::kBF16;
+    o.vocab_size = vocab_;
+    o.hidden_size = hidden_;
+    o.small_rows_max = small_rows_max;
+    auto head = LmHead::Create(o);
+    ASSERT_TRUE(head.ok()) << head.status();
+    SCOPED_TRACE((*head)->implementation());
+    EXPECT_EQ((*head)->weights_dtype(), DType::kBF16);
+    EXPECT_EQ((*head)->weight_bytes(), vocab_ * hidden_ * 2);
+    const auto [rel, lp] = Errors(**head);
+    EXPECT_LE(rel, kBf16LogitRelTol);
+    EXPECT_LE(lp, kBf16LogprobAbsTol);
+    // And it is really bf16 (not silently f32): the error is far above f32's.
+    EXPECT_GT(rel, 10 * kF32LogitRelTol);
+    std::printf(
+        "bf16: logits rel err %.3g (bound %.3g), logprob abs err %.3g (bound %.3g); %s\n", rel,
+        kBf16LogitRelTol, lp, kBf16LogprobAbsTol, (*head)->implementation().c_str());
+  }
 }
 
 TEST(LmHeadBf16Test, RejectsUnsupportedWeightsDtype) {

@@ -3,6 +3,10 @@
 
 #include <cmath>
 
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -73,6 +77,64 @@ TEST(ModelTest, ScoreAgreesWithLogSoftmax) {
     const int64_t best = std::max_element(row, row + 512) - row;
     EXPECT_EQ(out.rows[r].top_k[0].first, best);
     EXPECT_NEAR(out.rows[r].top_k[0].second, row[best], 1e-5);
+  }
+}
+
+// A call's rows are scored in parallel (one OpenMP region over rows; the
+// LM head up to its crossover is vocabd's kernel, whose logits for a row do
+// not depend on the batch): 64 rows at once give the same bits as each row
+// alone, with one thread or all of them, for Score and log-softmax logits.
+TEST(ModelTest, RowsScoredInParallelMatchEachRowAloneOnAnyThreadCount) {
+  auto model = Load("bin", testing::Stories260KBin());
+  ASSERT_NE(model, nullptr);
+  const int rows = 64;
+  ASSERT_LE(rows, model->lm_head().small_rows_max() > 0 ? model->lm_head().small_rows_max()
+                                                         : int64_t{rows});
+  const std::vector<float> h = Hidden(rows);
+  ScoreInput input;
+  input.head = HeadInput{h.data(), rows, 64};
+  input.head.temperature = 0.9f;
+  input.head.vocab_limit = 500;
+  for (int r = 0; r < rows; ++r) input.target_ids.push_back((37 * r) % 500);
+  input.top_k = 20;
+  auto run = [&](ScoreOutput* out, std::vector<float>* logprobs) {
+    ASSERT_TRUE(model->Score(input, out).ok());
+    ASSERT_TRUE(model->ComputeLogits(input.head, true, logprobs).ok());
+  };
+  ScoreOutput all;
+  std::vector<float> all_lp;
+  run(&all, &all_lp);
+#if defined(_OPENMP)
+  const int threads = omp_get_max_threads();
+  omp_set_num_threads(1);
+  ScoreOutput one;
+  std::vector<float> one_lp;
+  run(&one, &one_lp);
+  omp_set_num_threads(threads);
+  EXPECT_EQ(one_lp, all_lp);
+  EXPECT_EQ(one.sum_target_logprob, all.sum_target_logprob);
+  for (int r = 0; r < rows; ++r) {
+    EXPECT_EQ(one.rows[r].logsumexp, all.rows[r].logsumexp) << r;
+    EXPECT_EQ(one.rows[r].target_rank, all.rows[r].target_rank) << r;
+    EXPECT_EQ(one.rows[r].top_k, all.rows[r].top_k) << r;
+  }
+#endif
+  const bool kernel = model->lm_head().small_rows_max() >= rows;
+  for (int r = 0; r < rows; r += 9) {
+    ScoreInput single = input;
+    single.head.hidden = h.data() + r * 64;
+    single.head.rows = 1;
+    single.target_ids = {input.target_ids[r]};
+    ScoreOutput alone;
+    ASSERT_TRUE(model->Score(single, &alone).ok());
+    if (kernel) {
+      EXPECT_EQ(alone.rows[0].logsumexp, all.rows[r].logsumexp) << r;
+      EXPECT_EQ(alone.rows[0].target_logprob, all.rows[r].target_logprob) << r;
+      EXPECT_EQ(alone.rows[0].top_k, all.rows[r].top_k) << r;
+    } else {
+      EXPECT_NEAR(alone.rows[0].logsumexp, all.rows[r].logsumexp, 1e-5) << r;
+    }
+    EXPECT_EQ(alone.rows[0].target_rank, all.rows[r].target_rank) << r;
   }
 }
 

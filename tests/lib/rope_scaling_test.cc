@@ -247,7 +247,7 @@ TEST(RopeScalingTest, BadScalingParametersNameTheField) {
   p.max_position_embeddings = 100;
   p.scaling.type = RopeScalingType::kLlama3;
   s = ComputeRopeFrequencies(p, 1, false).status();
-  EXPECT_THAT(s.message(), HasSubstr("rope.scaling(llama3).original_max_position_embeddings = 0"));
+  EXPECT_THAT(s.message(), HasSubstr("params.scaling(llama3).original_max_position_embeddings = 0"));
   p.scaling.type = RopeScalingType::kDynamic;
   p.head_dim = p.rotary_dim = 2;
   s = ComputeRopeFrequencies(p, 1, false).status();

@@ -585,7 +585,85 @@ TEST_F(RopeValidationTest, BadParams) {
   p.scaling.type = RopeScalingType::kLinear;
   p.scaling.factor = -2.0;
   EXPECT_EQ(Run(p, {}, {0}, 1, 1, 1, 1, 8, 8).message(),
-            "params.scaling.factor = -2 must be a finite number > 0 for linear");
+            "params.scaling(linear).factor = -2 must be finite and > 0");
+}
+
+// RopeParams::Validate is the only RoPE-params check: ApplyRope,
+// ComputeRopeCache and ComputeRopeFrequencies give exactly its message
+// (named by the caller: "params" by default, the server's "rope"), and a
+// model config gives the same rule under "rope".
+TEST_F(RopeValidationTest, OneValidatorServesEveryEntryPoint) {
+  std::vector<std::pair<std::string, RopeParams>> bad;
+  auto add = [&](const std::string& what, auto change) {
+    RopeParams p = Params(8, 8, RopePairLayout::kHalfSplit, 10000.0, 64);
+    change(p);
+    bad.emplace_back(what, p);
+  };
+  add("theta", [](RopeParams& p) { p.theta = -1.0; });
+  add("odd rotary", [](RopeParams& p) { p.rotary_dim = 3; });
+  add("rotary > head", [](RopeParams& p) { p.rotary_dim = 10; });
+  add("max positions", [](RopeParams& p) { p.max_position_embeddings = -4; });
+  add("linear factor", [](RopeParams& p) {
+    p.scaling.type = RopeScalingType::kLinear;
+    p.scaling.factor = 0.0;
+  });
+  add("yarn beta", [](RopeParams& p) {
+    p.scaling.type = RopeScalingType::kYarn;
+    p.scaling.factor = 2.0;
+    p.scaling.beta_slow = -1.0;
+  });
+  add("yarn length", [](RopeParams& p) {
+    p.scaling.type = RopeScalingType::kYarn;
+    p.scaling.factor = 2.0;
+    p.max_position_embeddings = 0;
+  });
+  add("dynamic rotary", [](RopeParams& p) {
+    p.scaling.type = RopeScalingType::kDynamic;
+    p.scaling.factor = 2.0;
+    p.rotary_dim = 2;
+  });
+  add("llama3 length", [](RopeParams& p) {
+    p.scaling.type = RopeScalingType::kLlama3;
+    p.scaling.factor = 8.0;
+  });
+  add("longrope sizes", [](RopeParams& p) {
+    p.scaling.type = RopeScalingType::kLongrope;
+    p.scaling.short_factor = {1, 1};
+    p.scaling.long_factor = {1, 1, 1, 1};
+  });
+  for (const auto& [what, p] : bad) {
+    SCOPED_TRACE(what);
+    const absl::Status want = p.Validate("params");
+    ASSERT_EQ(want.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(want.message()), ::testing::StartsWith("params."));
+    EXPECT_EQ(Run(p, {}, {0, 1}, 1, 1, 1, 2, 8, 8), want);
+    EXPECT_EQ(ComputeRopeCache(p, 0, 2, false, false).status(), want);
+    EXPECT_EQ(ComputeRopeFrequencies(p, 2, true).status(), want);
+    // Named by the caller: the server names the request field `rope`.
+    ApplyRopeOptions named;
+    named.params_name = "rope";
+    const absl::Status as_rope = p.Validate("rope");
+    EXPECT_THAT(std::string(as_rope.message()), ::testing::StartsWith("rope."));
+    EXPECT_EQ(Run(p, named, {0, 1}, 1, 1, 1, 2, 8, 8), as_rope);
+    EXPECT_EQ(ComputeRopeCache(p, 0, 2, false, false, "rope").status(), as_rope);
+    // A model config with these params refuses them with the same message.
+    ModelConfig c;
+    c.vocab_size = 4;
+    c.hidden_size = 8;
+    c.num_attention_heads = c.num_key_value_heads = 1;
+    c.head_dim = 8;
+    c.rope = p;
+    EXPECT_EQ(c.Validate(), as_rope);
+  }
+  // The messages name the field and the value.
+  EXPECT_EQ(bad[0].second.Validate("params").message(),
+            "params.theta = -1 must be a finite number > 0");
+  EXPECT_EQ(bad[3].second.Validate("rope").message(),
+            "rope.max_position_embeddings = -4 is negative");
+  EXPECT_EQ(bad[5].second.Validate("rope").message(),
+            "rope.scaling(yarn).beta_slow = -1 must be finite and > 0");
+  EXPECT_EQ(bad[7].second.Validate("params").message(),
+            "params.rotary_dim = 2 must be > 2 for dynamic scaling (exponent r / (r - 2))");
 }
 
 }  // namespace

@@ -221,6 +221,35 @@ TEST(ScoringTest, LogSumExpIsStableAndFloat64) {
   EXPECT_TRUE(std::isnan(LogSumExp(with_nan.data(), 2)));
 }
 
+// The vectorised float64 exp behind logsumexp, across its range: rows
+// {0, x, x, ..., x} have logsumexp = log(1 + n e^x). With n e^x >= 1 the
+// result carries the relative error of e^x about one-for-one (bound here:
+// float64 summation of 40,000 terms, 2e-13); for very negative x (tiny,
+// denormal and zero e^x) the result is within the rounding of the sums near
+// 1 (about 1e-16 per term). Tails of every length (n + 1 not a multiple of 8
+// or 16) included.
+TEST(ScoringTest, LogSumExpAccurateAcrossTheExpRange) {
+  for (const float x : {-1e-3f, -0.25f, -0.3466f, -1.0f, -5.5f, -10.0f}) {
+    const int64_t n = 40000;
+    std::vector<float> l(static_cast<size_t>(n + 1), x);
+    l[0] = 0.0f;
+    const long double want = ::log1pl(static_cast<long double>(n) * ::expl(x));
+    EXPECT_NEAR(LogSumExp(l.data(), n + 1), static_cast<double>(want),
+                2e-13 * static_cast<double>(want))
+        << "x " << x;
+  }
+  for (const float x : {-20.0f, -87.0f, -100.0f, -700.0f, -708.5f, -740.0f, -745.5f, -800.0f}) {
+    for (const int64_t n : {int64_t{1}, int64_t{7}, int64_t{16}, int64_t{4095}}) {
+      std::vector<float> l(static_cast<size_t>(n + 1), x);
+      l[0] = 0.0f;
+      const long double want = ::log1pl(static_cast<long double>(n) * ::expl(x));
+      EXPECT_NEAR(LogSumExp(l.data(), n + 1), static_cast<double>(want),
+                  1.2e-16 * static_cast<double>(n + 1))
+          << "x " << x << " n " << n;
+    }
+  }
+}
+
 TEST(ScoringTest, NanLogitsRankLastAndStayOutOfTopK) {
   const std::vector<float> l = {std::nanf(""), kNegInf, 0.0f};
   const RowScoreResult r = ScoreRow(l.data(), 3, 0, 3);
@@ -229,6 +258,131 @@ TEST(ScoringTest, NanLogitsRankLastAndStayOutOfTopK) {
   EXPECT_EQ(r.top_k[0].first, 2);
   EXPECT_EQ(ScoreRow(l.data(), 3, 1, 0).target_rank, 2);
 }
+
+// ---------------------------------------------------------------------------
+// Rows longer than one chunk (kScoreChunk ids): per-chunk results merged
+// across the pool must equal a plain serial computation exactly (top-k ids,
+// ranks, masking) or to float64 rounding (logsumexp).
+
+// A row of 3 chunks and a partial fourth, with many ties (quarter steps) and
+// the best value repeated on both sides of chunk boundaries.
+std::vector<float> ChunkedRow() {
+  const int64_t v = 3 * kScoreChunk + 777;
+  std::mt19937 rng(99);
+  std::uniform_int_distribution<int> level(-40, 8);
+  std::vector<float> l(static_cast<size_t>(v));
+  for (float& x : l) x = 0.25f * static_cast<float>(level(rng));
+  for (int64_t id : {kScoreChunk - 1, kScoreChunk, 2 * kScoreChunk + 5, v - 1}) l[id] = 9.0f;
+  l[2 * kScoreChunk - 1] = 8.75f;
+  l[2 * kScoreChunk] = 8.75f;
+  return l;
+}
+
+// The reference order: logit descending, id ascending (no NaN here).
+std::vector<int64_t> SerialOrder(const std::vector<float>& l) {
+  std::vector<int64_t> order(l.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return l[a] > l[b]; });
+  return order;
+}
+
+long double SerialLse(const std::vector<float>& l) {
+  float m = kNegInf;
+  for (float x : l) m = std::max(m, x);
+  long double sum = 0;
+  for (float x : l) sum += std::exp(static_cast<long double>(x) - m);
+  return m + std::log(sum);
+}
+
+TEST(ScoringChunkTest, TopKRankAndLogSumExpExactAcrossChunkBoundaries) {
+  const std::vector<float> l = ChunkedRow();
+  const int64_t v = static_cast<int64_t>(l.size());
+  ASSERT_GT(v, 3 * kScoreChunk);
+  const std::vector<int64_t> order = SerialOrder(l);
+  std::vector<int64_t> rank_of(l.size());
+  for (int64_t i = 0; i < v; ++i) rank_of[order[i]] = i + 1;
+  const long double lse = SerialLse(l);
+  EXPECT_NEAR(LogSumExp(l.data(), v), static_cast<double>(lse), 1e-12);
+
+  const std::vector<int64_t> targets = {0, kScoreChunk - 1, kScoreChunk, kScoreChunk + 1,
+                                        2 * kScoreChunk - 1, 2 * kScoreChunk, 3 * kScoreChunk,
+                                        v - 1, 12345, 40000};
+  for (int k : {1, 2, 3, 5, 100, 1024}) {
+    for (int64_t t : targets) {
+      const RowScoreResult got = ScoreRow(l.data(), v, t, k);
+      ASSERT_EQ(got.top_k.size(), static_cast<size_t>(k));
+      for (int i = 0; i < k; ++i) {
+        ASSERT_EQ(got.top_k[i].first, order[i]) << "k " << k << " position " << i;
+        ASSERT_EQ(got.top_k[i].second,
+                  static_cast<float>(static_cast<double>(l[order[i]]) - static_cast<double>(lse)))
+            << "k " << k << " position " << i;
+      }
+      EXPECT_EQ(got.target_rank, rank_of[t]) << "target " << t;
+      EXPECT_NEAR(got.target_logprob, static_cast<double>(l[t] - lse), 1e-6) << "target " << t;
+      EXPECT_NEAR(got.logsumexp, static_cast<double>(lse), 1e-6);
+    }
+  }
+  // The boundary ties: ids kScoreChunk-1 and kScoreChunk share the best value
+  // and come first, in id order; then 2*kScoreChunk+5, then v-1.
+  const RowScoreResult top4 = ScoreRow(l.data(), v, -1, 4);
+  EXPECT_EQ(top4.top_k[0].first, kScoreChunk - 1);
+  EXPECT_EQ(top4.top_k[1].first, kScoreChunk);
+  EXPECT_EQ(top4.top_k[2].first, 2 * kScoreChunk + 5);
+  EXPECT_EQ(top4.top_k[3].first, v - 1);
+}
+
+TEST(ScoringChunkTest, MaskingTemperatureAndBiasAcrossChunksMatchSerial) {
+  const std::vector<float> orig = ChunkedRow();
+  const int64_t v = static_cast<int64_t>(orig.size());
+  std::vector<float> bias(orig.size());
+  for (size_t j = 0; j < bias.size(); ++j) bias[j] = 0.001f * static_cast<float>(j % 7);
+  for (int64_t limit : {kScoreChunk + 3, 2 * kScoreChunk, v - 1}) {
+    std::vector<float> l = orig;
+    PrepareLogits(l.data(), v, 0.7f, limit, bias.data());
+    for (int64_t j = 0; j < v; ++j) {
+      if (j < limit) {
+        ASSERT_EQ(l[j], (orig[j] + bias[j]) / 0.7f) << j;
+      } else {
+        ASSERT_EQ(l[j], kNegInf) << j;
+      }
+    }
+    // Masked ids never reach top-k; k = 1024 over the unmasked ids only.
+    const RowScoreResult r = ScoreRow(l.data(), v, limit - 1, 1024);
+    ASSERT_EQ(r.top_k.size(), 1024u);
+    for (const auto& [id, lp] : r.top_k) ASSERT_LT(id, limit);
+    const std::vector<int64_t> order = SerialOrder(l);
+    for (int i = 0; i < 1024; ++i) ASSERT_EQ(r.top_k[i].first, order[i]) << i;
+    // A masked target ranks behind every unmasked id, among masked by id.
+    if (limit < v) {
+      EXPECT_EQ(ScoreRow(l.data(), v, v - 1, 0).target_rank, v);
+      EXPECT_EQ(ScoreRow(l.data(), v, limit, 0).target_rank, limit + 1);
+    }
+  }
+}
+
+TEST(ScoringChunkTest, NonFiniteValuesInLaterChunks) {
+  std::vector<float> l = ChunkedRow();
+  const int64_t v = static_cast<int64_t>(l.size());
+  // All -inf: lse -inf and empty top-k, in every chunk.
+  std::vector<float> masked(l.size(), kNegInf);
+  EXPECT_EQ(LogSumExp(masked.data(), v), -std::numeric_limits<double>::infinity());
+  EXPECT_TRUE(ScoreRow(masked.data(), v, -1, 10).top_k.empty());
+  EXPECT_EQ(ScoreRow(masked.data(), v, 3 * kScoreChunk, 0).target_rank, 3 * kScoreChunk + 1);
+  // +inf in the last chunk wins logsumexp.
+  l[v - 2] = std::numeric_limits<float>::infinity();
+  EXPECT_EQ(LogSumExp(l.data(), v), std::numeric_limits<double>::infinity());
+  // A NaN in chunk 2: logsumexp NaN, the NaN ranks after every number and
+  // after NaNs with lower ids, and never appears in top-k.
+  l[v - 2] = 1.0f;
+  l[2 * kScoreChunk + 9] = std::nanf("");
+  l[3 * kScoreChunk + 1] = std::nanf("");
+  EXPECT_TRUE(std::isnan(LogSumExp(l.data(), v)));
+  const RowScoreResult r = ScoreRow(l.data(), v, 3 * kScoreChunk + 1, 1024);
+  EXPECT_EQ(r.target_rank, v);  // the later of the two NaNs: last of all
+  EXPECT_EQ(ScoreRow(l.data(), v, 2 * kScoreChunk + 9, 0).target_rank, v - 1);
+  for (const auto& [id, lp] : r.top_k) ASSERT_FALSE(std::isnan(l[id])) << id;
+}
+
 
 }  // namespace
 }  // namespace vocabd

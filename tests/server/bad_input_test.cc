@@ -1,5 +1,9 @@
 // Every kind of bad input answers a clear status naming the field and the
 // value, and the server keeps serving (a good call right after succeeds).
+#include <cstdint>
+#include <limits>
+#include <vector>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -194,6 +198,51 @@ TEST_F(BadInputTest, NegativeShapeDim) {
   request.mutable_hidden()->set_shape(0, -1);
   ExpectError(client().Score(request).status(), absl::StatusCode::kInvalidArgument,
               "hidden.shape[0] = -1");
+}
+
+// An enum value the proto does not define is named by its number (the
+// message used to read "output_dtype =  is not supported").
+TEST_F(BadInputTest, UnknownOutputDtypeValueIsNamed) {
+  v1::EmbedRequest embed;
+  embed.add_sequences()->add_token_ids(1);
+  embed.set_output_dtype(static_cast<v1::DType>(77));
+  ExpectError(client().Embed(embed).status(), absl::StatusCode::kInvalidArgument,
+              "output_dtype = 77 is not supported");
+  v1::ComputeLogitsRequest logits;
+  std::vector<float> h(64, 0.25f);
+  *logits.mutable_hidden() = EncodeFloatTensor(h, {1, 64});
+  logits.set_output_dtype(static_cast<v1::DType>(-1));
+  ExpectError(client().ComputeLogits(logits).status(), absl::StatusCode::kInvalidArgument,
+              "output_dtype = -1 is not supported");
+}
+
+// head_dim comes from the tensor shape, so an empty q/k ([1, 1, 0, D]: no
+// data) could ask for D / 2 frequencies: D = 2^28 held a gRPC thread for
+// seconds and gigabytes. RoPE configs are bounded at head_dim 65536.
+TEST_F(BadInputTest, RopeHeadDimAboveLimitWithEmptyTensors) {
+  v1::ApplyRopeRequest request;
+  request.mutable_rope()->set_pair_layout(v1::HALF_SPLIT);  // standalone config
+  for (v1::Tensor* t : {request.mutable_q(), request.mutable_k()}) {
+    t->set_dtype(v1::F32);
+    for (int64_t d : {int64_t{1}, int64_t{1}, int64_t{0}, int64_t{1} << 28}) t->add_shape(d);
+  }
+  ExpectError(client().ApplyRope(request).status(), absl::StatusCode::kInvalidArgument,
+              "rope.head_dim = 268435456 must be <= 65536");
+}
+
+// position_offset + i past INT64_MAX is refused (as ApplyRope does) instead
+// of saturating, which gave the last two tokens the same sinusoidal row.
+TEST_F(BadInputTest, EmbedPositionOffsetOverflow) {
+  v1::EmbedRequest embed;
+  auto* seq = embed.add_sequences();
+  seq->add_token_ids(1);
+  seq->add_token_ids(2);
+  seq->add_token_ids(3);
+  seq->set_position_offset(std::numeric_limits<int64_t>::max() - 1);
+  embed.set_absolute_positions(v1::ABSOLUTE_POSITIONS_SINUSOIDAL);
+  embed.set_allow_beyond_trained_length(true);
+  ExpectError(client().Embed(embed).status(), absl::StatusCode::kInvalidArgument,
+              "sequences[0].position_offset = 9223372036854775806 + 2 overflows int64");
 }
 
 }  // namespace

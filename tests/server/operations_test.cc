@@ -69,15 +69,6 @@ v1::ScoreRequest ScoreRows(int64_t rows) {
 // Long enough to keep the one compute thread busy while other calls queue.
 constexpr int64_t kBlockerRows = TsanScaled(120000);
 
-bool WaitFor(const std::function<bool()>& done, std::chrono::milliseconds limit) {
-  const auto end = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < end) {
-    if (done()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  return done();
-}
-
 std::string Scrape(int port) {
   httplib::Client http("127.0.0.1", port);
   auto res = http.Get("/metrics");
@@ -177,6 +168,14 @@ TEST(LimitsTest, MaxTokensPerRequestIsResourceExhaustedWithAMessage) {
   EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
   EXPECT_THAT(s.message(), HasSubstr("request has 5 tokens (q batch x seq)"));
   EXPECT_EQ(r.server->metrics().rejected("max_tokens_per_request"), 4u);
+  // batch x seq = 2^32 x 2^32 saturates (it wrapped to 0, signed overflow,
+  // and slipped past the limit).
+  v1::ApplyRopeRequest huge = rope;
+  huge.mutable_q()->set_shape(0, int64_t{1} << 32);
+  huge.mutable_q()->set_shape(2, int64_t{1} << 32);
+  s = r.client->ApplyRope(huge).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
+  EXPECT_THAT(s.message(), HasSubstr("request has 9223372036854775807 tokens (q batch x seq)"));
   // Still serving.
   ASSERT_TRUE(r.client->Score(ScoreRows(4)).ok());
   r.server->Shutdown();
@@ -223,6 +222,50 @@ TEST(LimitsTest, MaxConcurrentRequestsRefusesExtraCallsButNotHealth) {
   EXPECT_EQ(*health, "SERVING");
   // After the blocker: admitted again.
   EXPECT_TRUE(r.client->Embed(EmbedIds({1})).ok());
+  r.server->Shutdown();
+}
+
+TEST(LimitsTest, PositionTableRpcsAreAdmittedLikeEveryOtherRpc) {
+  VocabdServer::Options options;
+  options.max_concurrent_requests = 1;
+  Running r = Start(options);
+  ASSERT_NE(r.server, nullptr);
+  Metrics& metrics = r.server->metrics();
+  // An open ScoreStream holds the only slot until the client closes it.
+  auto scoring = v1::ScoringService::NewStub(r.client->channel());
+  grpc::ClientContext stream_context;
+  auto stream = scoring->ScoreStream(&stream_context);
+  ASSERT_TRUE(WaitFor([&] { return metrics.in_flight() == 1; }, std::chrono::seconds(60)));
+
+  auto positions = v1::PositionService::NewStub(r.client->channel());
+  v1::GetRopeCacheRequest cache;
+  cache.set_num_positions(4);  // the default model's RoPE
+  v1::GetSinusoidalPositionsRequest sinusoidal;
+  sinusoidal.set_num_positions(4);
+  sinusoidal.set_dim(8);
+  v1::GetAlibiSlopesRequest alibi;
+  alibi.set_num_heads(4);
+  auto call_all = [&] {
+    std::vector<grpc::Status> out;
+    grpc::ClientContext c1, c2, c3;
+    v1::GetRopeCacheResponse r1;
+    v1::GetSinusoidalPositionsResponse r2;
+    v1::GetAlibiSlopesResponse r3;
+    out.push_back(positions->GetRopeCache(&c1, cache, &r1));
+    out.push_back(positions->GetSinusoidalPositions(&c2, sinusoidal, &r2));
+    out.push_back(positions->GetAlibiSlopes(&c3, alibi, &r3));
+    return out;
+  };
+  for (const grpc::Status& s : call_all()) {
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << s.error_message();
+    EXPECT_THAT(s.error_message(), HasSubstr("2 in flight exceeds --max-concurrent-requests = 1"));
+  }
+  EXPECT_EQ(metrics.rejected("max_concurrent_requests"), 3u);
+
+  stream->WritesDone();
+  ASSERT_TRUE(stream->Finish().ok());
+  ASSERT_TRUE(WaitFor([&] { return metrics.in_flight() == 0; }, std::chrono::seconds(60)));
+  for (const grpc::Status& s : call_all()) EXPECT_TRUE(s.ok()) << s.error_message();
   r.server->Shutdown();
 }
 

@@ -6,6 +6,7 @@
 // (status code + message naming the field; the server keeps serving).
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
@@ -20,6 +21,7 @@
 #include "vocabd/v1/embedding.grpc.pb.h"
 #include "vocabd/v1/model.grpc.pb.h"
 #include "vocabd/v1/position.grpc.pb.h"
+#include "vocabd/v1/scoring.grpc.pb.h"
 
 namespace vocabd::testing {
 namespace {
@@ -353,6 +355,76 @@ TEST_F(PositionServiceTest, EmbedSinusoidalLengthPolicy) {
   req.set_learned_position_offset(2);
   grpc::ClientContext ctx2;
   EXPECT_EQ(stub->Embed(&ctx2, req, &resp).error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+}
+
+// A RoBERTa checkpoint (tests/data/forms/roberta) through a real server:
+// GetModel reports its learned-position numbering and that its LM head is
+// not served; Embed follows HF's create_position_ids_from_input_ids (NumPy
+// golden); ComputeLogits / Score / ScoreStream answer FAILED_PRECONDITION
+// naming the model and the reason.
+TEST(RobertaServingTest, EmbedOnlyModelWithHfPositionNumbering) {
+  VocabdServer::Options options;
+  options.listen_address = "127.0.0.1:0";
+  options.models = {{"roberta", SourceDir() + "/tests/data/forms/roberta"}};
+  auto server = VocabdServer::Create(options);
+  ASSERT_TRUE(server.ok()) << server.status();
+  VocabdClient::Options client_options;
+  client_options.target = (*server)->target();
+  auto client = VocabdClient::Create(client_options);
+  ASSERT_TRUE(client.ok()) << client.status();
+  VocabdClient& c = **client;
+
+  auto info = c.GetModel("roberta");
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_EQ(info->architecture(), "roberta");
+  EXPECT_EQ(info->position_scheme(), v1::POSITION_LEARNED);
+  EXPECT_EQ(info->learned_position_padding_idx(), 1);
+  EXPECT_EQ(info->learned_position_offset(), 2);
+  EXPECT_THAT(info->lm_head_unsupported_reason(), HasSubstr("served for Embed only"));
+
+  const nlohmann::json golden =
+      ReadGolden("checkpoint_forms_golden.json").at("roberta").at("roberta").at("cases");
+  v1::EmbedRequest embed;
+  std::vector<float> want;
+  for (const auto& g : golden) {
+    v1::TokenSequence* seq = embed.add_sequences();
+    for (int64_t id : g.at("ids").get<std::vector<int64_t>>()) seq->add_token_ids(id);
+    seq->set_position_offset(g.at("past").get<int64_t>());
+    const std::vector<float> e = ToFloats(g.at("embeddings"));
+    want.insert(want.end(), e.begin(), e.end());
+  }
+  auto embedded = c.Embed(embed);
+  ASSERT_TRUE(embedded.ok()) << embedded.status();
+  auto got = DecodeFloatTensor(embedded->embeddings(), "embeddings");
+  ASSERT_TRUE(got.ok());
+  ASSERT_EQ(got->size(), want.size());
+  EXPECT_EQ(0, std::memcmp(got->data(), want.data(), want.size() * sizeof(float)));
+
+  v1::ScoreRequest score;
+  *score.mutable_hidden() = EncodeFloatTensor(std::vector<float>(8, 0.5f), {1, 8});
+  absl::Status s = c.Score(score).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+  EXPECT_THAT(s.message(), HasSubstr("model 'roberta' has no servable LM head"));
+  EXPECT_THAT(s.message(), HasSubstr("masked-LM head"));
+  v1::ComputeLogitsRequest logits;
+  *logits.mutable_hidden() = score.hidden();
+  s = c.ComputeLogits(logits).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+  auto scoring = v1::ScoringService::NewStub(c.channel());
+  grpc::ClientContext stream_context;
+  auto stream = scoring->ScoreStream(&stream_context);
+  ASSERT_TRUE(stream->Write(score));
+  stream->WritesDone();
+  v1::ScoreResponse ignored;
+  while (stream->Read(&ignored)) {
+  }
+  grpc::Status stream_status = stream->Finish();
+  EXPECT_EQ(stream_status.error_code(), grpc::StatusCode::FAILED_PRECONDITION)
+      << stream_status.error_message();
+  EXPECT_THAT(stream_status.error_message(), HasSubstr("model 'roberta' has no servable LM head"));
+  // Still serving Embed.
+  EXPECT_TRUE(c.Embed(embed).ok());
+  (*server)->Shutdown();
 }
 
 }  // namespace

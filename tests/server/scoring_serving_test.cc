@@ -3,6 +3,7 @@
 // dynamic batching (concurrent callers, GetModel shows it, over-limit
 // requests get RESOURCE_EXHAUSTED), --weights-dtype bf16 (GetModel dtype,
 // requested dtype, resident bytes, kernel), batching off, flag parsing.
+#include <chrono>
 #include <cmath>
 #include <memory>
 #include <string>
@@ -253,6 +254,70 @@ TEST_F(ScoringServingTest, RequestOverQueueRowsIsResourceExhausted) {
   EXPECT_EQ(l.status().code(), absl::StatusCode::kResourceExhausted);
   EXPECT_THAT(l.status().message(), HasSubstr("max_queue_rows = 128"));
   EXPECT_TRUE(client().Score(MakeScore("hf", 100, 0.2, 1)).ok());  // still serving
+}
+
+// Regression: a stream that ends (deadline, client cancel) while later
+// requests of it are still queued for the LM head. Their cancellation check
+// reads the call's ServerContext, which gRPC frees once the finished call is
+// done, so the reactor must not Finish before they are back (the server died
+// with SIGSEGV in ServerContextBase::IsCancelled on the batch loop).
+TEST(ScoreStreamLifetimeTest, StreamEndingWithRequestsQueuedKeepsServing) {
+  ModelServingOptions serving;
+  serving.batching.max_batch_rows = 1;  // every request is a GEMM of its own
+  serving.batching.max_queue_rows = 1 << 20;
+  Running r = Start(serving);
+  ASSERT_NE(r.server, nullptr);
+  auto stub = v1::ScoringService::NewStub(r.client->channel());
+  const v1::ScoreRequest big = MakeScore("bin", 300, 0.4, 4);
+  for (int round = 0; round < 12; ++round) {
+    grpc::ClientContext ctx;
+    const bool cancel = round % 2 == 1;
+    if (!cancel) {
+      ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(20));
+    }
+    auto stream = stub->ScoreStream(&ctx);
+    for (int i = 0; i < 64; ++i) {
+      if (!stream->Write(big)) break;
+    }
+    v1::ScoreResponse got;
+    if (cancel) {
+      stream->Read(&got);
+      ctx.TryCancel();
+    }
+    while (stream->Read(&got)) {
+    }
+    const grpc::Status st = stream->Finish();
+    // Either it ended early (DEADLINE_EXCEEDED / CANCELLED) or, on a fast
+    // machine, all 64 answers made it.
+    if (!st.ok()) {
+      EXPECT_TRUE(st.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED ||
+                  st.error_code() == grpc::StatusCode::CANCELLED)
+          << st.error_code() << " " << st.error_message();
+    }
+  }
+  // A stream whose request fails while later ones are in compute.
+  {
+    grpc::ClientContext ctx;
+    auto stream = stub->ScoreStream(&ctx);
+    ASSERT_TRUE(stream->Write(big));
+    for (int i = 0; i < 8; ++i) stream->Write(big);
+    v1::ScoreRequest bad = big;
+    bad.set_top_k(5000);
+    stream->Write(bad);
+    for (int i = 0; i < 8; ++i) stream->Write(big);
+    stream->WritesDone();
+    v1::ScoreResponse got;
+    int answers = 0;
+    while (stream->Read(&got)) ++answers;
+    EXPECT_EQ(answers, 9);
+    const grpc::Status st = stream->Finish();
+    EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << st.error_message();
+    EXPECT_THAT(st.error_message(), HasSubstr("requests[9]: top_k = 5000"));
+  }
+  auto after = r.client->Score(MakeScore("bin", 2, 0.3, 2));
+  EXPECT_TRUE(after.ok()) << after.status();
+  r.client.reset();
+  r.server->Shutdown();
 }
 
 TEST(ScoringServingOptionsTest, Bf16WeightsAndBatchingOff) {
