@@ -97,7 +97,7 @@ sanitizer_tests() {
     ASAN_OPTIONS="halt_on_error=1:abort_on_error=1:detect_leaks=1:detect_stack_use_after_return=0" \
     LSAN_OPTIONS="suppressions=$supp/lsan.supp:print_suppressions=0" \
     UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:suppressions=$supp/ubsan.supp" \
-    TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$supp/tsan.supp:print_suppressions=0" \
+    TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:history_size=7:suppressions=$supp/tsan.supp:print_suppressions=0" \
     env "${extra_env[@]}" ctest --output-on-failure -j "$JOBS" --timeout 1800)
   echo "$kind suite (build + test): $((SECONDS - start)) s"
 }
