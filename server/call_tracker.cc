@@ -45,6 +45,11 @@ class CallInterceptor final : public grpc::experimental::Interceptor {
 
   void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
     HappensAfter(this);
+    if (methods->QueryInterceptionHookPoint(InterceptionHookPoints::POST_RECV_MESSAGE)) {
+      // The request was just deserialized on this thread; the handler or
+      // OnReadDone that reads it may run on another (HappensAfter(message)).
+      if (void* message = methods->GetRecvMessage()) HappensBefore(message);
+    }
     if (methods->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_SEND_STATUS)) {
       Finished(methods->GetSendStatus());
     }

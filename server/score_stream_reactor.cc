@@ -21,6 +21,7 @@ ScoreStreamReactor::ScoreStreamReactor(const ServiceContext& service,
 
 void ScoreStreamReactor::OnReadDone(bool ok) {
   CallbackScope scope(this);
+  HappensAfter(&request_);  // deserialized on a gRPC thread (CallTracker's POST_RECV_MESSAGE)
   std::unique_lock<std::mutex> lock(mu_);
   reading_ = false;
   if (!ok) {

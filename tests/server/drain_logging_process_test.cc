@@ -122,6 +122,15 @@ v1::ScoreRequest ScoreRows(int64_t rows, const std::string& id) {
 }
 
 TEST(DrainTest, SigtermUnderLoadFinishesEveryAcceptedCallAndExitsZero) {
+  if (kThreadSanitizer) {
+    // Under GCC 12's libtsan on glibc 2.36, joining this test's load threads
+    // crashes inside glibc (pthread_join -> __nptl_deallocate_stack ->
+    // list_del on a NULL link, every run, with no TSan report before it);
+    // the same test passes in the Release and ASan+UBSan suites, and the
+    // server side of drain runs under TSan in VocabdProcessTest and
+    // DrainTest.OpenHealthWatch...
+    GTEST_SKIP() << "crashes in glibc's pthread_join under libtsan (see comment)";
+  }
   constexpr int kDrainMs = 20000;
   VocabdProcess vocabd({"--log-level", "debug", "--log-format", "json", "--compute-threads", "1",
                         "--dynamic-batching=false", "--drain-timeout-ms", std::to_string(kDrainMs),
