@@ -16,6 +16,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "client/tensor_codec.h"
+#include "lib/happens_before.h"
 #include "lib/status_macros.h"
 #include "vocabd/v1/embedding.grpc.pb.h"
 #include "vocabd/v1/position.grpc.pb.h"
@@ -49,8 +50,11 @@ class RpcWorkload : public Workload {
   void Start(size_t connection, size_t index, grpc::ClientContext* context, bool keep,
              Done done) override {
     auto* response = new Resp;
+    // invoke_ calls HappensBefore(response) just before starting the call;
+    // the completion runs on a gRPC thread.
     invoke_(stubs_[connection].get(), context, &payloads_[index], response,
             [this, response, index, keep, done = std::move(done)](grpc::Status status) {
+              HappensAfter(response);
               int64_t bytes = 0;
               if (status.ok()) {
                 bytes = static_cast<int64_t>(response->ByteSizeLong());
@@ -322,6 +326,7 @@ absl::StatusOr<std::unique_ptr<Workload>> MakeBenchWorkload(
     return std::make_unique<W>(
         "embed", std::move(payloads),
         [](auto* stub, auto* ctx, const auto* req, auto* resp, auto cb) {
+          HappensBefore(resp);
           stub->async()->Embed(ctx, req, resp, std::move(cb));
         },
         check);
@@ -334,6 +339,7 @@ absl::StatusOr<std::unique_ptr<Workload>> MakeBenchWorkload(
     return std::make_unique<W>(
         "logits", std::move(payloads),
         [](auto* stub, auto* ctx, const auto* req, auto* resp, auto cb) {
+          HappensBefore(resp);
           stub->async()->ComputeLogits(ctx, req, resp, std::move(cb));
         },
         check);
@@ -346,6 +352,7 @@ absl::StatusOr<std::unique_ptr<Workload>> MakeBenchWorkload(
     return std::make_unique<W>(
         "score", std::move(payloads),
         [](auto* stub, auto* ctx, const auto* req, auto* resp, auto cb) {
+          HappensBefore(resp);
           stub->async()->Score(ctx, req, resp, std::move(cb));
         },
         check);
@@ -358,6 +365,7 @@ absl::StatusOr<std::unique_ptr<Workload>> MakeBenchWorkload(
     return std::make_unique<W>(
         "rope", std::move(payloads),
         [](auto* stub, auto* ctx, const auto* req, auto* resp, auto cb) {
+          HappensBefore(resp);
           stub->async()->ApplyRope(ctx, req, resp, std::move(cb));
         },
         check);

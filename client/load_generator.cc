@@ -19,6 +19,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "absl/time/time.h"
+#include "lib/happens_before.h"
 
 namespace vocabd {
 namespace {
@@ -279,6 +280,7 @@ void LoadGenerator::StartCall(Phase& phase, int64_t scheduled_ns) {
     keep = phase.kept.fetch_add(1) < options_.verify_max;
   }
   phase.bytes_sent.fetch_add(workload_->request_bytes(payload), std::memory_order_relaxed);
+  HappensBefore(call);  // OnDone runs on a gRPC thread
   workload_->Start(connection, payload, &call->context, keep,
                    [this, &phase, call](const grpc::Status& status, int64_t response_bytes) {
                      OnDone(phase, call, status, response_bytes);
@@ -287,6 +289,7 @@ void LoadGenerator::StartCall(Phase& phase, int64_t scheduled_ns) {
 
 void LoadGenerator::OnDone(Phase& phase, Call* call, const grpc::Status& status,
                            int64_t response_bytes) {
+  HappensAfter(call);
   const int64_t now = NowNs();
   const int64_t latency = now - call->scheduled_ns;
   delete call;

@@ -1,5 +1,6 @@
 #include "server/call_tracker.h"
 
+#include <algorithm>
 #include <chrono>
 #include <string_view>
 
@@ -7,6 +8,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "lib/happens_before.h"
 #include "server/request_info.h"
 
 namespace vocabd {
@@ -28,19 +30,30 @@ class CallInterceptor final : public grpc::experimental::Interceptor {
         method_(info->method() != nullptr ? info->method() : ""),
         counted_(std::string_view(method_).substr(0, kVocabdPrefix.size()) == kVocabdPrefix),
         start_(std::chrono::steady_clock::now()) {
-    if (counted_) tracker_->CallStarted();
+    if (counted_) tracker_->CallStarted(info->server_context());
+    HappensBefore(this);
   }
+  // gRPC runs one call's hooks one after another (on whichever threads) and
+  // destroys the interceptor after the last one.
   ~CallInterceptor() override {
+    HappensAfter(this);
     if (!ended_) {
-      if (counted_) tracker_->CallEnded();
+      if (counted_) tracker_->CallEnded(info_->server_context());
       tracker_->TakeRequestInfo(info_->server_context());
     }
   }
 
   void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
+    HappensAfter(this);
+    if (methods->QueryInterceptionHookPoint(InterceptionHookPoints::POST_RECV_MESSAGE)) {
+      // The request was just deserialized on this thread; the handler or
+      // OnReadDone that reads it may run on another (HappensAfter(message)).
+      if (void* message = methods->GetRecvMessage()) HappensBefore(message);
+    }
     if (methods->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_SEND_STATUS)) {
       Finished(methods->GetSendStatus());
     }
+    HappensBefore(this);  // Proceed() may run the next hook on another thread
     methods->Proceed();
   }
 
@@ -48,7 +61,7 @@ class CallInterceptor final : public grpc::experimental::Interceptor {
   void Finished(const grpc::Status& status) {
     if (ended_) return;
     ended_ = true;
-    if (counted_) tracker_->CallEnded();
+    if (counted_) tracker_->CallEnded(info_->server_context());
     grpc::ServerContextBase* context = info_->server_context();
     // Saved by Admit() (handlers of the other RPCs do not call it).
     const RequestInfo request = tracker_->TakeRequestInfo(context);
@@ -127,14 +140,29 @@ CallTracker::MakeInterceptorFactory() {
   return std::make_unique<CallInterceptorFactory>(this);
 }
 
-void CallTracker::CallStarted() {
-  in_flight_.fetch_add(1, std::memory_order_relaxed);
+void CallTracker::CallStarted(const grpc::ServerContextBase* context) {
+  const int64_t in_flight = in_flight_.fetch_add(1, std::memory_order_relaxed) + 1;
   if (metrics_ != nullptr) metrics_->AddInFlight(1);
+  const int64_t max = options_.max_concurrent_requests;
+  if (max <= 0) return;
+  int64_t used = slots_in_use_.load(std::memory_order_relaxed);
+  while (used < max) {
+    if (slots_in_use_.compare_exchange_weak(used, used + 1, std::memory_order_relaxed)) return;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  refused_[context] = std::max(in_flight, max + 1);
 }
 
-void CallTracker::CallEnded() {
+void CallTracker::CallEnded(const grpc::ServerContextBase* context) {
   in_flight_.fetch_sub(1, std::memory_order_relaxed);
   if (metrics_ != nullptr) metrics_->AddInFlight(-1);
+  if (options_.max_concurrent_requests <= 0) return;
+  bool held_slot = true;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    held_slot = refused_.erase(context) == 0;
+  }
+  if (held_slot) slots_in_use_.fetch_sub(1, std::memory_order_relaxed);
 }
 
 void CallTracker::SaveRequestInfo(const grpc::ServerContextBase* context, RequestInfo info) {
@@ -155,6 +183,13 @@ std::string CallTracker::NextRequestId() {
   return absl::StrCat("srv-", next_id_.fetch_add(1, std::memory_order_relaxed));
 }
 
+int64_t CallTracker::RefusedInFlight(const grpc::ServerContextBase* context) {
+  if (options_.max_concurrent_requests <= 0) return 0;
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = refused_.find(context);
+  return it == refused_.end() ? 0 : it->second;
+}
+
 grpc::Status CallTracker::Admit(grpc::CallbackServerContext* context,
                                 const google::protobuf::Message& request) {
   if (context->IsCancelled()) {
@@ -170,9 +205,8 @@ grpc::Status CallTracker::Admit(grpc::CallbackServerContext* context,
   }
   const RequestInfo info = GetRequestInfo(request);
   SaveRequestInfo(context, info);
-  // This call is already counted by its interceptor.
-  const int64_t in_flight = in_flight_.load(std::memory_order_relaxed);
-  if (options_.max_concurrent_requests > 0 && in_flight > options_.max_concurrent_requests) {
+  // Whether this call found a slot was decided when it arrived (CallStarted).
+  if (const int64_t in_flight = RefusedInFlight(context); in_flight > 0) {
     if (metrics_ != nullptr) metrics_->RecordRejected("max_concurrent_requests");
     return grpc::Status(
         grpc::StatusCode::RESOURCE_EXHAUSTED,

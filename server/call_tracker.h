@@ -55,9 +55,16 @@ class CallTracker {
   // vocabd.v1 calls started whose status is not sent yet.
   int64_t in_flight() const { return in_flight_.load(std::memory_order_relaxed); }
 
-  // Interceptor hooks (internal).
-  void CallStarted();
-  void CallEnded();
+  // Interceptor hooks (internal). A call takes one of the
+  // max_concurrent_requests slots when its interceptor is created (calls are
+  // ordered by arrival: of two racing calls with one slot left, exactly one
+  // is refused) and gives it back when its status is sent; Admit() refuses a
+  // call that found no slot.
+  void CallStarted(const grpc::ServerContextBase* context);
+  void CallEnded(const grpc::ServerContextBase* context);
+  // 0 when the call holds a slot (or there is no limit), else the calls in
+  // flight when it arrived, itself included (> max_concurrent_requests).
+  int64_t RefusedInFlight(const grpc::ServerContextBase* context);
   Metrics* metrics() const { return metrics_; }
   std::string NextRequestId();
   // Admit() saves what the log line needs about the request; the
@@ -70,9 +77,12 @@ class CallTracker {
   Options options_;
   Metrics* metrics_;
   std::atomic<int64_t> in_flight_{0};
+  std::atomic<int64_t> slots_in_use_{0};  // calls holding a max_concurrent_requests slot
   std::atomic<uint64_t> next_id_{1};
   std::mutex mu_;
   std::unordered_map<const grpc::ServerContextBase*, RequestInfo> requests_;
+  // Calls that found every slot taken -> calls in flight counting them.
+  std::unordered_map<const grpc::ServerContextBase*, int64_t> refused_;
 };
 
 // Finishes `reactor` and returns true when `tracker` (may be null) rejects

@@ -3,6 +3,8 @@
 #include <optional>
 #include <utility>
 
+#include "lib/happens_before.h"
+
 namespace vocabd {
 
 using grpc::health::v1::HealthCheckRequest;
@@ -28,6 +30,7 @@ class HealthService::WatchReactor : public grpc::ServerWriteReactor<HealthCheckR
   }
 
   void OnWriteDone(bool ok) override {
+    CallbackScope scope(this);
     std::lock_guard<std::mutex> lock(mu_);
     writing_ = false;
     if (!ok) cancelled_ = true;  // the stream is broken: nothing more to send
@@ -35,12 +38,14 @@ class HealthService::WatchReactor : public grpc::ServerWriteReactor<HealthCheckR
   }
 
   void OnCancel() override {
+    CallbackScope scope(this);
     std::lock_guard<std::mutex> lock(mu_);
     cancelled_ = true;
     if (!writing_) NextLocked();
   }
 
   void OnDone() override {
+    HappensAfter(this);  // after every other callback (gRPC's order)
     {
       std::lock_guard<std::mutex> lock(service_->mu_);
       service_->watches_.erase(this);
@@ -145,6 +150,7 @@ grpc::ServerWriteReactor<HealthCheckResponse>* HealthService::Watch(
   // the stream gets NOT_SERVING and ends at once.
   reactor->Update(shutdown_ ? HealthCheckResponse::NOT_SERVING : StatusLocked(request->service()),
                   /*end=*/shutdown_);
+  HappensBefore(reactor);  // gRPC runs its callbacks on other threads
   return reactor;
 }
 

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "lib/happens_before.h"
 #include "server/call_tracker.h"
 #include "server/grpc_status.h"
 #include "server/response_size.h"
@@ -19,6 +20,8 @@ ScoreStreamReactor::ScoreStreamReactor(const ServiceContext& service,
 }
 
 void ScoreStreamReactor::OnReadDone(bool ok) {
+  CallbackScope scope(this);
+  HappensAfter(&request_);  // deserialized on a gRPC thread (CallTracker's POST_RECV_MESSAGE)
   std::unique_lock<std::mutex> lock(mu_);
   reading_ = false;
   if (!ok) {
@@ -88,6 +91,7 @@ void ScoreStreamReactor::Complete(int64_t seq, absl::Status status, v1::ScoreRes
 }
 
 void ScoreStreamReactor::OnWriteDone(bool ok) {
+  CallbackScope scope(this);
   std::lock_guard<std::mutex> lock(mu_);
   writing_.reset();
   ++next_write_;
@@ -140,6 +144,7 @@ void ScoreStreamReactor::Advance() {
 bool ScoreStreamReactor::ShouldDelete() const { return done_ && in_compute_ == 0; }
 
 void ScoreStreamReactor::OnDone() {
+  HappensAfter(this);
   bool del = false;
   {
     std::lock_guard<std::mutex> lock(mu_);

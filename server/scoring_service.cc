@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "client/tensor_codec.h"
 #include "lib/dtype.h"
+#include "lib/happens_before.h"
 #include "lib/status_macros.h"
 #include "server/call_tracker.h"
 #include "server/grpc_status.h"
@@ -173,7 +174,9 @@ grpc::ServerUnaryReactor* ScoringServiceImpl::Score(grpc::CallbackServerContext*
 
 grpc::ServerBidiReactor<v1::ScoreRequest, v1::ScoreResponse>* ScoringServiceImpl::ScoreStream(
     grpc::CallbackServerContext* context) {
-  return new ScoreStreamReactor(context_, context);
+  auto* reactor = new ScoreStreamReactor(context_, context);
+  HappensBefore(reactor);  // gRPC runs its callbacks on other threads
+  return reactor;
 }
 
 }  // namespace vocabd

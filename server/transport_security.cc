@@ -8,6 +8,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "lib/happens_before.h"
 
 namespace vocabd {
 namespace {
@@ -94,10 +95,18 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(
   return credentials;
 }
 
+BearerTokenAuthProcessor::BearerTokenAuthProcessor(std::vector<std::string> tokens)
+    : tokens_(std::move(tokens)) {
+  HappensBefore(this);  // Process runs on gRPC's threads
+}
+
+BearerTokenAuthProcessor::~BearerTokenAuthProcessor() { HappensAfter(this); }
+
 grpc::Status BearerTokenAuthProcessor::Process(const InputMetadata& auth_metadata,
                                                grpc::AuthContext* context,
                                                OutputMetadata* consumed_auth_metadata,
                                                OutputMetadata* response_metadata) {
+  CallbackScope scope(this);
   if (auto path = auth_metadata.find(":path"); path != auth_metadata.end()) {
     const std::string p(path->second.data(), path->second.size());
     if (absl::StartsWith(p, kHealthPathPrefix)) return grpc::Status::OK;

@@ -51,8 +51,10 @@ absl::StatusOr<std::vector<std::string>> ReadTokenFile(const std::string& path);
 // `tokens` (constant-time compare); health checks pass without a token.
 class BearerTokenAuthProcessor final : public grpc::AuthMetadataProcessor {
  public:
-  explicit BearerTokenAuthProcessor(std::vector<std::string> tokens)
-      : tokens_(std::move(tokens)) {}
+  explicit BearerTokenAuthProcessor(std::vector<std::string> tokens);
+  // gRPC destroys the processor (on one of its threads) after the last
+  // Process call.
+  ~BearerTokenAuthProcessor() override;
   bool IsBlocking() const override { return false; }
   grpc::Status Process(const InputMetadata& auth_metadata, grpc::AuthContext* context,
                        OutputMetadata* consumed_auth_metadata,

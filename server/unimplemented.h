@@ -6,6 +6,8 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include "lib/happens_before.h"
+
 namespace vocabd {
 
 // A bidi-stream reactor that finishes at once with UNIMPLEMENTED and
@@ -15,8 +17,12 @@ class UnimplementedBidiReactor : public grpc::ServerBidiReactor<Request, Respons
  public:
   explicit UnimplementedBidiReactor(const std::string& message) {
     this->Finish(grpc::Status(grpc::StatusCode::UNIMPLEMENTED, message));
+    HappensBefore(this);  // OnDone runs on another thread
   }
-  void OnDone() override { delete this; }
+  void OnDone() override {
+    HappensAfter(this);
+    delete this;
+  }
 };
 
 // Finishes a unary call with UNIMPLEMENTED and `message`.

@@ -3,6 +3,7 @@
 #define VOCABD_TESTS_TEST_UTIL_H_
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <utility>
@@ -10,7 +11,27 @@
 
 #include <nlohmann/json.hpp>
 
+#include "lib/happens_before.h"
+
 namespace vocabd::testing {
+
+// True in the ThreadSanitizer build (deploy/dev.sh test-tsan). There every
+// instrumented access is several times slower, and each field of a big
+// response that gRPC frees on another thread costs TSan a (suppressed)
+// report (deploy/sanitizers/tsan.supp): a 120000-row Score call took TSan
+// about 15 minutes. Tests that only need "a call that keeps the compute
+// thread busy for a while" use TsanScaled(rows) rows; everything they check
+// stays the same.
+#ifdef VOCABD_TSAN  // lib/happens_before.h
+inline constexpr bool kThreadSanitizer = true;
+#else
+inline constexpr bool kThreadSanitizer = false;
+#endif
+// `rows`, or rows / 10 (at least `min_rows`) under ThreadSanitizer.
+constexpr int64_t TsanScaled(int64_t rows, int64_t min_rows = 1) {
+  if (!kThreadSanitizer) return rows;
+  return rows / 10 > min_rows ? rows / 10 : min_rows;
+}
 
 // ../shared/models beside the clone.
 std::string SharedModelsDir();

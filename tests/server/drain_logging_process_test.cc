@@ -28,6 +28,7 @@
 #include "client/tensor_codec.h"
 #include "client/vocabd_client.h"
 #include "grpc/health/v1/health.grpc.pb.h"
+#include "lib/happens_before.h"
 #include "tests/test_util.h"
 
 namespace vocabd::testing {
@@ -121,6 +122,15 @@ v1::ScoreRequest ScoreRows(int64_t rows, const std::string& id) {
 }
 
 TEST(DrainTest, SigtermUnderLoadFinishesEveryAcceptedCallAndExitsZero) {
+  if (kThreadSanitizer) {
+    // Under GCC 12's libtsan on glibc 2.36, joining this test's load threads
+    // crashes inside glibc (pthread_join -> __nptl_deallocate_stack ->
+    // list_del on a NULL link, every run, with no TSan report before it);
+    // the same test passes in the Release and ASan+UBSan suites, and the
+    // server side of drain runs under TSan in VocabdProcessTest and
+    // DrainTest.OpenHealthWatch...
+    GTEST_SKIP() << "crashes in glibc's pthread_join under libtsan (see comment)";
+  }
   constexpr int kDrainMs = 20000;
   VocabdProcess vocabd({"--log-level", "debug", "--log-format", "json", "--compute-threads", "1",
                         "--dynamic-batching=false", "--drain-timeout-ms", std::to_string(kDrainMs),
@@ -157,7 +167,11 @@ TEST(DrainTest, SigtermUnderLoadFinishesEveryAcceptedCallAndExitsZero) {
   // A long call (one 100000-row GEMM) is in flight when SIGTERM arrives: its
   // GEMM has started once the batch-size histogram has a row above 8192.
   absl::Status long_status;
-  std::thread long_call([&] { long_status = (*client)->Score(ScoreRows(100000, "long")).status(); });
+  // (vocabd itself is the TSan build in the TSan suite: fewer rows, still
+  // above the 8192-row histogram bucket the check below relies on.)
+  std::thread long_call([&] {
+    long_status = (*client)->Score(ScoreRows(TsanScaled(100000, 10000), "long")).status();
+  });
   httplib::Client http("127.0.0.1", vocabd.metrics_port());
   auto long_started = [&] {
     auto res = http.Get("/metrics");
@@ -258,9 +272,11 @@ class HealthWatch : public grpc::ClientReadReactor<grpc::health::v1::HealthCheck
     request_.set_service(service);
     stub->async()->Watch(&context_, &request_, this);
     StartRead(&response_);
+    HappensBefore(this);  // the callbacks run on gRPC threads
     StartCall();
   }
   void OnReadDone(bool ok) override {
+    CallbackScope scope(this);
     if (!ok) return;  // OnDone follows
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -270,6 +286,7 @@ class HealthWatch : public grpc::ClientReadReactor<grpc::health::v1::HealthCheck
     StartRead(&response_);
   }
   void OnDone(const grpc::Status& status) override {
+    HappensAfter(this);
     std::lock_guard<std::mutex> lock(mu_);
     end_ = status;
     done_ = true;

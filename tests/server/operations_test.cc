@@ -66,7 +66,8 @@ v1::ScoreRequest ScoreRows(int64_t rows) {
 
 // Rows that keep one compute thread busy long enough (hundreds of ms) for a
 // second call to be queued and cancelled behind it.
-constexpr int64_t kBlockerRows = 120000;
+// Long enough to keep the one compute thread busy while other calls queue.
+constexpr int64_t kBlockerRows = TsanScaled(120000);
 
 std::string Scrape(int port) {
   httplib::Client http("127.0.0.1", port);

@@ -278,6 +278,10 @@ TEST_F(PositionPoolTest, CallCancelledWhileQueuedIsNotComputed) {
   ctx.TryCancel();
   caller.join();
   EXPECT_EQ(status.error_code(), grpc::StatusCode::CANCELLED) << status.error_message();
+  // The client fails the call at once; the server learns of the cancellation
+  // when the RST_STREAM arrives, asynchronously. Release the worker only
+  // after that (500 ms is ample on a loaded machine, and under TSan).
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
   Release();
   // The worker drops it without rotating.
   EXPECT_TRUE(WaitFor([&] { return metrics_->skipped_work("cancelled") == 1; },
