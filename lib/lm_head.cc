@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <memory>
+#include <mutex>
 #include <new>
 #include <string>
 #include <unordered_map>
@@ -83,6 +84,13 @@ int64_t KernelChunkRows(int64_t hidden_size, DType dtype) {
 
 }  // namespace
 
+// One oneDNN matmul primitive built for a fixed M (see lm_head.h).
+struct FixedMatmul {
+  dnnl::matmul::primitive_desc pd;
+  dnnl::matmul matmul;
+  memory::desc scratchpad_md;
+};
+
 struct LmHead::Impl {
   Options options;
   int64_t small_rows_max = 0;  // effective: 0 when the CPU lacks the kernel
@@ -94,6 +102,41 @@ struct LmHead::Impl {
   memory::desc scratchpad_md;
   dnnl::matmul::primitive_desc pd;
   dnnl::matmul matmul;
+  // Fixed-M primitives by M (<= kFixedRowsMax), built on first use. A null
+  // entry: oneDNN could not build one for that M; the runtime-M primitive
+  // serves it.
+  mutable std::mutex fixed_mu;
+  mutable std::unordered_map<int64_t, std::shared_ptr<const FixedMatmul>> fixed;
+
+  // The weights operand [K, N] with strides {1, K} and dtypes for M rows.
+  dnnl::matmul::desc MatmulDesc(memory::dim m) const {
+    const memory::desc src_md({m, options.hidden_size}, DnnlType(options.weights_dtype),
+                              memory::format_tag::ab);
+    const memory::desc dst_md({m, options.vocab_size}, memory::data_type::f32,
+                              memory::format_tag::ab);
+    return dnnl::matmul::desc(src_md, weights_md, dst_md);
+  }
+
+  // The fixed-M primitive for m rows, or null (use the runtime-M one).
+  std::shared_ptr<const FixedMatmul> FixedFor(int64_t m) const {
+    std::lock_guard<std::mutex> lock(fixed_mu);
+    auto it = fixed.find(m);
+    if (it != fixed.end()) return it->second;
+    std::shared_ptr<const FixedMatmul> made;
+    try {
+      dnnl::primitive_attr attr;
+      attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+      auto f = std::make_shared<FixedMatmul>();
+      f->pd = dnnl::matmul::primitive_desc(MatmulDesc(m), attr, engine);
+      f->scratchpad_md = f->pd.scratchpad_desc();
+      f->matmul = dnnl::matmul(f->pd);
+      made = std::move(f);
+    } catch (const dnnl::error&) {
+      // Served by the runtime-M primitive; remembered so we do not retry.
+    }
+    fixed.emplace(m, made);
+    return made;
+  }
 };
 
 LmHead::LmHead(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -113,8 +156,14 @@ int64_t LmHead::vocab_size() const { return impl_->options.vocab_size; }
 int64_t LmHead::hidden_size() const { return impl_->options.hidden_size; }
 int64_t LmHead::small_rows_max() const { return impl_->small_rows_max; }
 std::string LmHead::implementation() const {
-  const char* name = impl_->pd.impl_info_str();
-  const std::string onednn = name == nullptr ? "" : name;
+  std::string onednn;
+  if (auto fixed = impl_->FixedFor(kFixedRowsMax)) {
+    const char* name = fixed->pd.impl_info_str();
+    onednn = absl::StrCat(name == nullptr ? "" : name, " (fixed M <= ", kFixedRowsMax, ")");
+  } else {
+    const char* name = impl_->pd.impl_info_str();
+    onednn = name == nullptr ? "" : name;
+  }
   if (impl_->small_rows_max == 0) return onednn;
   return absl::StrCat("vocabd:", impl_->amx ? "amx_bf16" : HeadKernelIsaName(impl_->kernel_isa),
                       " (rows <= ", impl_->small_rows_max, "); ", onednn);
@@ -178,16 +227,13 @@ absl::StatusOr<std::unique_ptr<LmHead>> LmHead::Create(const Options& options) {
     impl->engine = dnnl::engine(dnnl::engine::kind::cpu, 0);
     const memory::data_type wt = DnnlType(options.weights_dtype);
     // BF16 weights take bf16 src (oneDNN 2.6 has no f32 x bf16 matmul).
-    const memory::desc src_md({DNNL_RUNTIME_DIM_VAL, k}, wt, memory::format_tag::ab);
     // W is [N, K] row-major; as the [K, N] weights operand element (k, n)
     // sits at k * 1 + n * K: strides {1, K}.
     impl->weights_md = memory::desc({k, n}, wt, memory::dims{1, k});
-    const memory::desc dst_md({DNNL_RUNTIME_DIM_VAL, n}, memory::data_type::f32,
-                              memory::format_tag::ab);
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-    const dnnl::matmul::desc desc(src_md, impl->weights_md, dst_md);
-    impl->pd = dnnl::matmul::primitive_desc(desc, attr, impl->engine);
+    impl->pd = dnnl::matmul::primitive_desc(impl->MatmulDesc(DNNL_RUNTIME_DIM_VAL), attr,
+                                            impl->engine);
     impl->scratchpad_md = impl->pd.scratchpad_desc();
     impl->matmul = dnnl::matmul(impl->pd);
   } catch (const dnnl::error& e) {
@@ -208,7 +254,24 @@ absl::Status LmHead::Compute(const float* hidden, int64_t rows, float* logits) c
   }
   const Impl& impl = *impl_;
   if (rows <= impl.small_rows_max) return ComputeSmall(hidden, rows, logits);
+  // Chunks of at most kFixedRowsMax rows, each through a fixed-M primitive;
+  // a last chunk small enough for vocabd's kernel goes there.
+  const int64_t d = impl.options.hidden_size;
+  const int64_t vocab = impl.options.vocab_size;
+  for (int64_t r0 = 0; r0 < rows; r0 += kFixedRowsMax) {
+    const int64_t m = std::min(kFixedRowsMax, rows - r0);
+    const absl::Status s = m <= impl.small_rows_max
+                               ? ComputeSmall(hidden + r0 * d, m, logits + r0 * vocab)
+                               : ComputeOneDnn(hidden + r0 * d, m, logits + r0 * vocab);
+    if (!s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status LmHead::ComputeOneDnn(const float* hidden, int64_t rows, float* logits) const {
+  const Impl& impl = *impl_;
   const memory::dim m = rows;
+  const std::shared_ptr<const FixedMatmul> fixed = impl.FixedFor(rows);
   try {
     const bool bf16 = impl.options.weights_dtype == DType::kBF16;
     const void* src = hidden;
@@ -232,17 +295,18 @@ absl::Status LmHead::Compute(const float* hidden, int64_t rows, float* logits) c
     memory dst_mem(dst_md, impl.engine, logits);
     std::unordered_map<int, memory> args = {
         {DNNL_ARG_SRC, src_mem}, {DNNL_ARG_WEIGHTS, wei_mem}, {DNNL_ARG_DST, dst_mem}};
-    const size_t scratch_size = impl.scratchpad_md.get_size();
+    const memory::desc& scratch_md = fixed ? fixed->scratchpad_md : impl.scratchpad_md;
+    const size_t scratch_size = scratch_md.get_size();
     if (scratch_size > 0) {
       void* scratch = ThreadScratch().Get(scratch_size);
       if (scratch == nullptr) {
         return absl::ResourceExhaustedError(
             absl::StrCat("LmHead: cannot allocate ", scratch_size, " scratchpad bytes"));
       }
-      args.emplace(DNNL_ARG_SCRATCHPAD, memory(impl.scratchpad_md, impl.engine, scratch));
+      args.emplace(DNNL_ARG_SCRATCHPAD, memory(scratch_md, impl.engine, scratch));
     }
     dnnl::stream stream(impl.engine);
-    impl.matmul.execute(stream, args);
+    (fixed ? fixed->matmul : impl.matmul).execute(stream, args);
     stream.wait();
   } catch (const dnnl::error& e) {
     return DnnlError(absl::StrCat("matmul execution (rows = ", rows, ")").c_str(), e);

@@ -14,10 +14,17 @@
 // dot products (AVX512-BF16 or AMX; see Bf16Supported()); elsewhere Create
 // returns FAILED_PRECONDITION so the caller can fall back to F32.
 //
-// The primitive is built once with M = DNNL_RUNTIME_DIM_VAL and
-// scratchpad_mode::user, so any thread may call Compute concurrently: each
-// call creates its own memory objects for the actual M, its own stream, and
-// uses a per-thread scratchpad buffer.
+// Primitives use scratchpad_mode::user, so any thread may call Compute
+// concurrently: each call creates its own memory objects for the actual M,
+// its own stream, and uses a per-thread scratchpad buffer. oneDNN 2.6 picks
+// its fast brgemm matmul (brg:avx512_core, brg:avx512_core_amx) only for a
+// known M; with M = DNNL_RUNTIME_DIM_VAL it falls back to gemm:jit, which on
+// this weights layout is 1.2-1.6x slower (Llama-3 head, 2 cores: M = 64
+// 484 -> 292 ms, M = 256 1133 -> 907 ms). So each M up to kFixedRowsMax gets
+// its own primitive, built on first use (~0.1 ms; oneDNN shares the JIT
+// kernels) and kept; larger calls run in chunks of kFixedRowsMax rows. The
+// runtime-M primitive, built at Create, serves any M oneDNN cannot build a
+// fixed primitive for.
 //
 // vocabd's own kernels for small M (lib/lm_head_kernel.h). oneDNN 2.6's
 // M = 1 and small-M kernels on this transposed weights layout run far below
@@ -81,10 +88,17 @@ class LmHead {
     // allow it and hidden_size % 32 == 0 (false: the AVX512_BF16 kernel).
     bool allow_amx = true;
   };
-  // The measured crossovers (bench/head_bench --paths; README "Scoring
-  // performance"): above them oneDNN is faster.
-  static constexpr int64_t kDefaultSmallRowsMax = 64;
-  static constexpr int64_t kDefaultAmxRowsMax = 256;
+  // The measured crossovers against oneDNN's fixed-M primitives
+  // (bench/head_bench --paths, Llama-3 head, 2 cores; README "Scoring
+  // performance"): above them oneDNN is faster. F32 kernel vs
+  // brg:avx512_core: 1.15x at 12 rows, 1.02x at 16, 0.88x at 24. AMX kernel
+  // vs brg:avx512_core_amx: 1.11x at 224, 0.88x at 256. The vdpbf16ps kernel
+  // (no AMX) uses the F32 bound (1.11x at 8 rows, 0.77x at 16 against
+  // oneDNN on AMX; measured only on an AMX machine).
+  static constexpr int64_t kDefaultSmallRowsMax = 16;
+  static constexpr int64_t kDefaultAmxRowsMax = 224;
+  // Most rows in one oneDNN call (larger M runs in chunks of this many).
+  static constexpr int64_t kFixedRowsMax = 256;
   // INVALID_ARGUMENT for null weights, non-positive sizes or a weights_dtype
   // other than F32/BF16; FAILED_PRECONDITION for BF16 when !Bf16Supported();
   // INTERNAL when oneDNN cannot create the primitive (its message included).
@@ -112,8 +126,10 @@ class LmHead {
   // Largest M that uses the small-M kernel (0: none, oneDNN for every M).
   int64_t small_rows_max() const;
   // The kernels in use, for logs and diagnostics: oneDNN's implementation
-  // name for the primitive (e.g. "gemm:jit"), preceded by the small-M kernel
-  // when there is one, e.g. "vocabd:avx512 (rows <= 16); gemm:jit".
+  // name for the fixed-M primitives (e.g. "brg:avx512_core (fixed M <=
+  // 256)", or the runtime-M one's, e.g. "gemm:jit", where oneDNN cannot
+  // build fixed-M ones), preceded by the small-M kernel when there is one,
+  // e.g. "vocabd:avx512 (rows <= 16); brg:avx512_core (fixed M <= 256)".
   std::string implementation() const;
 
  private:
@@ -121,6 +137,8 @@ class LmHead {
   explicit LmHead(std::unique_ptr<Impl> impl);
   // The small-M kernel path of Compute (rows <= small_rows_max()).
   absl::Status ComputeSmall(const float* hidden, int64_t rows, float* logits) const;
+  // One oneDNN matmul over rows <= kFixedRowsMax rows (fixed-M primitive).
+  absl::Status ComputeOneDnn(const float* hidden, int64_t rows, float* logits) const;
   std::unique_ptr<Impl> impl_;
 };
 

@@ -176,10 +176,15 @@ TEST_F(LmHeadTest, ZeroRowsIsNoOp) {
   EXPECT_EQ(out, std::vector<float>(4, 123.0f));
 }
 
-TEST_F(LmHeadTest, OneFiveAndSixtyFourRows) {
+// Every path of Compute: the small-M kernel (1, 5, 16 rows where the CPU has
+// it), one fixed-M oneDNN primitive (17, 64, 256), and chunks of
+// kFixedRowsMax rows with a fixed-M (300 = 256 + 44) or kernel (517 = 256 +
+// 256 + 5) last chunk.
+TEST_F(LmHeadTest, RowCountsAcrossEveryPath) {
   auto head = MakeHead();
   ASSERT_NE(head, nullptr);
-  for (int64_t m : {1, 5, 64}) {
+  for (int64_t m : {int64_t{1}, int64_t{5}, int64_t{16}, int64_t{17}, int64_t{64},
+                    LmHead::kFixedRowsMax, int64_t{300}, 2 * LmHead::kFixedRowsMax + 5}) {
     // Row r is golden row r % 5.
     std::vector<float> x(m * hidden_size_);
     std::vector<double> want(m * vocab_);

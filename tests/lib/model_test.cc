@@ -87,7 +87,7 @@ TEST(ModelTest, ScoreAgreesWithLogSoftmax) {
 TEST(ModelTest, RowsScoredInParallelMatchEachRowAloneOnAnyThreadCount) {
   auto model = Load("bin", testing::Stories260KBin());
   ASSERT_NE(model, nullptr);
-  const int rows = 64;
+  const int rows = static_cast<int>(LmHead::kDefaultSmallRowsMax);  // the kernel path
   ASSERT_LE(rows, model->lm_head().small_rows_max() > 0 ? model->lm_head().small_rows_max()
                                                          : int64_t{rows});
   const std::vector<float> h = Hidden(rows);
