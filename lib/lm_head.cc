@@ -118,10 +118,16 @@ struct LmHead::Impl {
   }
 
   // The fixed-M primitive for m rows, or null (use the runtime-M one).
+  // Never throws. Built outside the lock (oneDNN JIT-compiles it), so calls
+  // for other M are not held up; if two threads build the same M, the first
+  // stored wins. A primitive oneDNN refuses is remembered as null; an
+  // allocation failure is not remembered (the next call tries again).
   std::shared_ptr<const FixedMatmul> FixedFor(int64_t m) const {
-    std::lock_guard<std::mutex> lock(fixed_mu);
-    auto it = fixed.find(m);
-    if (it != fixed.end()) return it->second;
+    {
+      std::lock_guard<std::mutex> lock(fixed_mu);
+      auto it = fixed.find(m);
+      if (it != fixed.end()) return it->second;
+    }
     std::shared_ptr<const FixedMatmul> made;
     try {
       dnnl::primitive_attr attr;
@@ -133,9 +139,15 @@ struct LmHead::Impl {
       made = std::move(f);
     } catch (const dnnl::error&) {
       // Served by the runtime-M primitive; remembered so we do not retry.
+    } catch (const std::bad_alloc&) {
+      return nullptr;
     }
-    fixed.emplace(m, made);
-    return made;
+    try {
+      std::lock_guard<std::mutex> lock(fixed_mu);
+      return fixed.emplace(m, std::move(made)).first->second;
+    } catch (const std::bad_alloc&) {
+      return nullptr;
+    }
   }
 };
 
@@ -271,8 +283,8 @@ absl::Status LmHead::Compute(const float* hidden, int64_t rows, float* logits) c
 absl::Status LmHead::ComputeOneDnn(const float* hidden, int64_t rows, float* logits) const {
   const Impl& impl = *impl_;
   const memory::dim m = rows;
-  const std::shared_ptr<const FixedMatmul> fixed = impl.FixedFor(rows);
   try {
+    const std::shared_ptr<const FixedMatmul> fixed = impl.FixedFor(rows);
     const bool bf16 = impl.options.weights_dtype == DType::kBF16;
     const void* src = hidden;
     if (bf16) {

@@ -165,7 +165,8 @@ void KernelF32(const float* x, int64_t rows, const float* w, int64_t d, int64_t 
       const int r_lo = static_cast<int>(i * tile_r / g.count);
       const int r_hi = static_cast<int>((i + 1) * tile_r / g.count);
       (is_hi ? hi : lo)(x + m0 * d, d, wv, out + m0 * ldo + v, ldo,
-                        wv + (tile_r + r_lo) * d, prefetch_next ? r_hi - r_lo : 0);
+                        prefetch_next ? wv + (tile_r + r_lo) * d : nullptr,
+                        prefetch_next ? r_hi - r_lo : 0);
       m0 += is_hi ? g.mb_hi : g.mb_hi - 1;
     }
     v += wide ? tile_r : 1;

@@ -46,8 +46,9 @@ class CallInterceptor final : public grpc::experimental::Interceptor {
   void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
     HappensAfter(this);
     if (methods->QueryInterceptionHookPoint(InterceptionHookPoints::POST_RECV_MESSAGE)) {
-      // The request was just deserialized on this thread; the handler or
-      // OnReadDone that reads it may run on another (HappensAfter(message)).
+      // The request was just deserialized on this thread; a streaming
+      // reactor's OnReadDone may read it on another and says so with
+      // HappensAfter(message) (unary handlers run on this thread).
       if (void* message = methods->GetRecvMessage()) HappensBefore(message);
     }
     if (methods->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_SEND_STATUS)) {
