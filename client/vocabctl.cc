@@ -394,6 +394,22 @@ void PrintModelDetail(const v1::ModelInfo& m) {
                                               Num(m.final_norm().eps()))});
   rows.push_back({"embedding scale:", Num(m.embedding_scale())});
   rows.push_back({"bos/eos:", absl::StrCat(m.bos_token_id(), " / ", m.eos_token_id())});
+  rows.push_back({"requested dtype:", m.requested_dtype() == v1::DTYPE_UNSPECIFIED
+                                          ? std::string("auto")
+                                          : v1::DType_Name(m.requested_dtype())});
+  if (!m.dtype_fallback_reason().empty()) {
+    rows.push_back({"dtype fallback:", m.dtype_fallback_reason()});
+  }
+  if (!m.lm_head_implementation().empty()) {
+    rows.push_back({"lm head kernels:", m.lm_head_implementation()});
+  }
+  rows.push_back({"batching:", m.has_batching()
+                                   ? absl::StrCat("max_batch_rows ", m.batching().max_batch_rows(),
+                                                  ", max_queue_delay_us ",
+                                                  m.batching().max_queue_delay_us(),
+                                                  ", max_queue_rows ",
+                                                  m.batching().max_queue_rows())
+                                   : std::string("off")});
   rows.push_back({"resident:", absl::StrCat(HumanBytes(m.resident_bytes()), " (",
                                             m.resident_bytes(), " bytes)")});
   for (const auto& f : m.source_files()) {

@@ -9,8 +9,9 @@
 #                         VOCABD_SANITIZERS=0 skips the sanitizer suites (quick
 #                         local runs); VOCABD_FUZZ_SECONDS=0 skips fuzzing.
 #   deploy/dev.sh test-asan | test-tsan   one sanitizer suite only
-#   deploy/dev.sh run     build + start vocabd on 127.0.0.1:50051 with the
-#                         bundled stories260K model + show a real call
+#   deploy/dev.sh run     build + start vocabd on 127.0.0.1:50051 (VOCABD_LISTEN
+#                         overrides) with the bundled stories260K model + show
+#                         a real call (vocabctl talks to that address)
 #   deploy/dev.sh stop    stop the server started by `run`
 set -euo pipefail
 
@@ -109,15 +110,17 @@ run_server() {
     echo "vocabd already running (pid $(cat "$pidfile")); deploy/dev.sh stop first"; exit 1
   fi
   cd "$ROOT"
-  "$BUILD_DIR/server/vocabd" --listen 127.0.0.1:50051 \
+  local listen="${VOCABD_LISTEN:-127.0.0.1:50051}"
+  "$BUILD_DIR/server/vocabd" --listen "$listen" \
     --model stories260K=models/stories260K/stories260K.bin \
     --model stories260K-hf=models/stories260K-hf >"$log" 2>&1 &
   echo $! >"$pidfile"
+  export VOCABD_TARGET="$listen"
   for _ in $(seq 1 100); do
     "$BUILD_DIR/client/vocabctl" health >/dev/null 2>&1 && break
     sleep 0.1
   done
-  echo "vocabd running on 127.0.0.1:50051 (pid $(cat "$pidfile"), log $log)"
+  echo "vocabd running on $listen (pid $(cat "$pidfile"), log $log)"
   echo "\$ vocabctl health"; "$BUILD_DIR/client/vocabctl" health
   echo "\$ vocabctl embed --ids 1,403,407"; "$BUILD_DIR/client/vocabctl" embed --ids 1,403,407
   echo "stop it with: deploy/dev.sh stop"
@@ -137,5 +140,5 @@ case "${1:-}" in
   test-tsan) sanitizer_tests tsan ;;
   run) run_server ;;
   stop) stop_server ;;
-  *) sed -n '2,14p' "$0"; exit 2 ;;
+  *) sed -n '2,15p' "$0"; exit 2 ;;
 esac

@@ -102,6 +102,13 @@ TEST_F(VocabdProcessTest, ServesVocabctlAndDrainsOnSigterm) {
   EXPECT_THAT(bad_out, ::testing::HasSubstr("INVALID_ARGUMENT"));
   EXPECT_THAT(bad_out, ::testing::HasSubstr("sequences[0].token_ids[1] = 9999"));
 
+  // One model's detail shows how its head is served.
+  auto [model_code, model_out] = RunCommand(Vocabctl("models stories260K"));
+  ASSERT_EQ(model_code, 0) << model_out;
+  EXPECT_THAT(model_out, ::testing::ContainsRegex("requested dtype: +auto"));
+  EXPECT_THAT(model_out, ::testing::ContainsRegex("lm head kernels: +[^ ]"));
+  EXPECT_THAT(model_out, ::testing::ContainsRegex("batching: +(max_batch_rows [0-9]+|off)"));
+
   EXPECT_EQ(Terminate(), 0);
   const std::string log = ReadFileOrEmpty(log_path_);
   EXPECT_THAT(log, ::testing::HasSubstr("received SIGTERM"));
