@@ -237,7 +237,8 @@ absl::Status Model::EmbedInto(const EmbedInput& input,
         }
         if (positions[i] >= table_rows - learned_offset) {
           return absl::InvalidArgumentError(absl::StrCat(
-              "position ", positions[i], " of token ", t, " + learned_position_offset ",
+              "sequences[", b, "].token_ids[", t - (*sequence_offsets)[b], "]: position ",
+              positions[i], " of token ", t, " + learned_position_offset ",
               learned_offset, " is beyond the learned position table (", table_rows,
               " rows; learned positions cannot be extended)"));
         }
@@ -249,8 +250,14 @@ absl::Status Model::EmbedInto(const EmbedInput& input,
       !input.allow_beyond_trained_length) {
     for (size_t t = 0; t < positions.size(); ++t) {
       if (positions[t] >= cfg.max_position_embeddings) {
+        // The request field of flat token t: sequences[b].token_ids[j].
+        const auto& offsets = *sequence_offsets;
+        const size_t b = static_cast<size_t>(
+            std::upper_bound(offsets.begin(), offsets.end(), static_cast<int64_t>(t)) -
+            offsets.begin() - 1);
         return absl::InvalidArgumentError(absl::StrCat(
-            "position ", positions[t], " of token ", t, " >= max_position_embeddings ",
+            "sequences[", b, "].token_ids[", static_cast<int64_t>(t) - offsets[b],
+            "]: position ", positions[t], " of token ", t, " >= max_position_embeddings ",
             cfg.max_position_embeddings, " (set allow_beyond_trained_length)"));
       }
     }

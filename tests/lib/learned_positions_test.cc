@@ -165,7 +165,8 @@ TEST_F(Gpt2LearnedPositionsTest, LearnedPositionOffsetShiftsTheRowAndTheTableEnd
   EmbedOutput out;
   absl::Status s = model_->Embed(in, &out);
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
-  EXPECT_THAT(s.message(), HasSubstr("position 14 of token 1 + learned_position_offset 2 is beyond "
+  EXPECT_THAT(s.message(), HasSubstr("sequences[0].token_ids[1]: position 14 of token 1 + "
+                                     "learned_position_offset 2 is beyond "
                                      "the learned position table (16 rows"));
 }
 
@@ -291,7 +292,8 @@ TEST(RobertaLearnedPositionsTest, PadsDoNotShiftContentAndPlainNumberingDiffers)
   in.token_ids = {{1, 1, 1, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5}};  // 3 pads + 11 content
   absl::Status s = model->Embed(in, &out);
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
-  EXPECT_THAT(s.message(), HasSubstr("position 10 of token 13 + learned_position_offset 2 is "
+  EXPECT_THAT(s.message(), HasSubstr("sequences[0].token_ids[13]: position 10 of token 13 + "
+                                     "learned_position_offset 2 is "
                                      "beyond the learned position table (12 rows"));
 }
 

@@ -344,7 +344,8 @@ TEST_F(PositionServiceTest, EmbedSinusoidalLengthPolicy) {
     grpc::Status s = stub->Embed(&ctx, req, &resp);
     EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
     EXPECT_THAT(s.error_message(),
-                HasSubstr("position 512 of token 1 >= max_position_embeddings 512 "
+                HasSubstr("sequences[0].token_ids[1]: position 512 of token 1 >= "
+                          "max_position_embeddings 512 "
                           "(set allow_beyond_trained_length)"));
   }
   req.set_allow_beyond_trained_length(true);
