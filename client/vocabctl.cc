@@ -106,6 +106,47 @@ struct ScoreOptions {
   int64_t vocab_limit = 0;
 };
 
+struct ScoreStreamOptions {
+  std::vector<std::string> from_ids;  // one ScoreRequest each
+  std::vector<std::string> targets;   // none, or one per --from-ids
+  std::string input_dtype = "f32";
+  ScoreOptions score;                 // top_k, no_final_norm, temperature, vocab_limit
+};
+
+struct LoadOptions {
+  std::string name;
+};
+
+struct RopeCacheOptions {
+  int64_t positions = 4;
+  int64_t start = 0;
+  std::string pair_layout;
+  double theta = 0;
+  int head_dim = 0;
+  int rotary_dim = 0;
+  bool allow_beyond = false;
+  bool high_precision = false;
+  int show = 8;
+};
+
+struct SinusoidalOptions {
+  int64_t positions = 0;
+  int64_t dim = 0;
+  int64_t start = 0;
+  double base = 0;
+  std::string layout = "interleaved";
+  int show = 8;
+};
+
+struct AlibiOptions {
+  int heads = 0;
+  bool bias = false;
+  int64_t q_len = 0;
+  int64_t k_len = 0;
+  bool bidirectional = false;
+  int show = 8;
+};
+
 struct RopeOptions {
   int batch = 1;
   int heads = 8;
@@ -609,52 +650,59 @@ absl::StatusOr<int> RunLogits(VocabdClient& client, const GlobalOptions& g,
   return kExitOk;
 }
 
-absl::StatusOr<int> RunScore(VocabdClient& client, const GlobalOptions& g, const ScoreOptions& o) {
-  v1::ScoreRequest request;
-  request.set_model(g.model);
-  ASSIGN_OR_RETURN(*request.mutable_hidden(), BuildHidden(client, g, o.source));
-  ASSIGN_OR_RETURN(std::vector<int64_t> targets, ParseIdList(o.targets));
-  request.mutable_target_ids()->Assign(targets.begin(), targets.end());
-  request.set_top_k(o.top_k);
-  if (o.no_final_norm) request.set_apply_final_norm(false);
-  request.set_temperature(o.temperature);
-  request.set_vocab_limit(o.vocab_limit);
-  ASSIGN_OR_RETURN(v1::ScoreResponse response, client.Score(request));
+// ScoreRequest options shared by `score` and `score-stream`.
+void SetScoreOptions(const ScoreOptions& o, const std::vector<int64_t>& targets,
+                     v1::ScoreRequest* request) {
+  request->mutable_target_ids()->Assign(targets.begin(), targets.end());
+  request->set_top_k(o.top_k);
+  if (o.no_final_norm) request->set_apply_final_norm(false);
+  request->set_temperature(o.temperature);
+  request->set_vocab_limit(o.vocab_limit);
+}
+
+double Perplexity(const v1::ScoreResponse& response) {
+  return response.num_targets() > 0
+             ? std::exp(-response.sum_target_logprob() /
+                        static_cast<double>(response.num_targets()))
+             : std::nan("");
+}
+
+// `score --json` document for one response.
+json ScoreResponseJson(const v1::ScoreResponse& response, const std::vector<int64_t>& targets) {
   const bool has_targets = !targets.empty();
-  const double perplexity =
-      response.num_targets() > 0
-          ? std::exp(-response.sum_target_logprob() / static_cast<double>(response.num_targets()))
-          : std::nan("");
-  if (g.json) {
-    json rows = json::array();
-    for (int i = 0; i < response.rows_size(); ++i) {
-      const v1::RowScore& r = response.rows(i);
-      json row = {{"row", i}, {"logsumexp", r.logsumexp()}};
-      if (has_targets) {
-        row["target_id"] = i < static_cast<int>(targets.size()) ? json(targets[i]) : json();
-        row["target_logprob"] = r.target_logprob();
-        row["target_rank"] = r.target_rank();
-      }
-      json top = json::array();
-      for (const auto& t : r.top_k()) top.push_back({{"id", t.token_id()}, {"logprob", t.logprob()}});
-      row["top_k"] = top;
-      rows.push_back(row);
-    }
-    json out = {{"model", response.model()}, {"rows", rows}};
+  json rows = json::array();
+  for (int i = 0; i < response.rows_size(); ++i) {
+    const v1::RowScore& r = response.rows(i);
+    json row = {{"row", i}, {"logsumexp", r.logsumexp()}};
     if (has_targets) {
-      out["sum_target_logprob"] = response.sum_target_logprob();
-      out["num_targets"] = response.num_targets();
-      out["perplexity"] = perplexity;
+      row["target_id"] = i < static_cast<int>(targets.size()) ? json(targets[i]) : json();
+      row["target_logprob"] = r.target_logprob();
+      row["target_rank"] = r.target_rank();
     }
-    PrintJson(out);
-    return kExitOk;
+    json top = json::array();
+    for (const auto& t : r.top_k()) top.push_back({{"id", t.token_id()}, {"logprob", t.logprob()}});
+    row["top_k"] = top;
+    rows.push_back(row);
   }
+  json out = {{"model", response.model()}, {"rows", rows}};
+  if (has_targets) {
+    out["sum_target_logprob"] = response.sum_target_logprob();
+    out["num_targets"] = response.num_targets();
+    out["perplexity"] = Perplexity(response);
+  }
+  return out;
+}
+
+// `score` human-readable output for one response.
+void PrintScoreResponse(const v1::ScoreResponse& response, const std::vector<int64_t>& targets,
+                        int top_k) {
+  const bool has_targets = !targets.empty();
   std::cout << "model: " << response.model() << "\n";
   std::vector<std::vector<std::string>> table;
   std::vector<std::string> header = {"ROW"};
   if (has_targets) header.insert(header.end(), {"TARGET", "LOGPROB", "RANK"});
   header.push_back("LOGSUMEXP");
-  if (o.top_k > 0) header.push_back(absl::StrCat("TOP-", o.top_k, " (id:logprob)"));
+  if (top_k > 0) header.push_back(absl::StrCat("TOP-", top_k, " (id:logprob)"));
   table.push_back(header);
   for (int i = 0; i < response.rows_size(); ++i) {
     const v1::RowScore& r = response.rows(i);
@@ -665,7 +713,7 @@ absl::StatusOr<int> RunScore(VocabdClient& client, const GlobalOptions& g, const
       line.push_back(absl::StrCat(r.target_rank()));
     }
     line.push_back(Num(r.logsumexp()));
-    if (o.top_k > 0) {
+    if (top_k > 0) {
       std::vector<std::string> items;
       for (const auto& t : r.top_k()) items.push_back(absl::StrCat(t.token_id(), ":", Num(t.logprob())));
       line.push_back(absl::StrJoin(items, " "));
@@ -675,7 +723,248 @@ absl::StatusOr<int> RunScore(VocabdClient& client, const GlobalOptions& g, const
   PrintTable(table);
   if (has_targets) {
     std::cout << "sum logprob: " << Num(response.sum_target_logprob()) << " over "
-              << response.num_targets() << " targets, perplexity " << Num(perplexity) << "\n";
+              << response.num_targets() << " targets, perplexity " << Num(Perplexity(response))
+              << "\n";
+  }
+}
+
+absl::StatusOr<int> RunScore(VocabdClient& client, const GlobalOptions& g, const ScoreOptions& o) {
+  v1::ScoreRequest request;
+  request.set_model(g.model);
+  ASSIGN_OR_RETURN(*request.mutable_hidden(), BuildHidden(client, g, o.source));
+  ASSIGN_OR_RETURN(std::vector<int64_t> targets, ParseIdList(o.targets));
+  SetScoreOptions(o, targets, &request);
+  ASSIGN_OR_RETURN(v1::ScoreResponse response, client.Score(request));
+  if (g.json) {
+    PrintJson(ScoreResponseJson(response, targets));
+  } else {
+    PrintScoreResponse(response, targets, o.top_k);
+  }
+  return kExitOk;
+}
+
+// One ScoreRequest per --from-ids group (hidden states built as `score
+// --from-ids` builds them), all sent on one ScoreStream.
+absl::StatusOr<int> RunScoreStream(VocabdClient& client, const GlobalOptions& g,
+                                   const ScoreStreamOptions& o) {
+  std::vector<v1::ScoreRequest> requests;
+  std::vector<std::vector<int64_t>> targets;
+  for (size_t i = 0; i < o.from_ids.size(); ++i) {
+    HiddenSource source;
+    source.from_ids = o.from_ids[i];
+    source.input_dtype = o.input_dtype;
+    v1::ScoreRequest& request = requests.emplace_back();
+    request.set_model(g.model);
+    ASSIGN_OR_RETURN(*request.mutable_hidden(), BuildHidden(client, g, source));
+    ASSIGN_OR_RETURN(targets.emplace_back(),
+                     ParseIdList(o.targets.empty() ? std::string() : o.targets[i]));
+    SetScoreOptions(o.score, targets.back(), &request);
+  }
+  ASSIGN_OR_RETURN(std::vector<v1::ScoreResponse> responses, client.ScoreStream(requests));
+  if (g.json) {
+    json out = json::array();
+    for (size_t i = 0; i < responses.size(); ++i) out.push_back(ScoreResponseJson(responses[i], targets[i]));
+    PrintJson({{"responses", out}});
+    return kExitOk;
+  }
+  for (size_t i = 0; i < responses.size(); ++i) {
+    std::cout << "response " << i << " (--from-ids " << o.from_ids[i] << "):\n";
+    PrintScoreResponse(responses[i], targets[i], o.score.top_k);
+  }
+  return kExitOk;
+}
+
+absl::StatusOr<int> RunLoad(VocabdClient& client, const GlobalOptions& g, const LoadOptions& o) {
+  ASSIGN_OR_RETURN(v1::ModelInfo info, client.LoadModel(o.name));
+  if (g.json) {
+    PrintJson(ProtoJson(info));
+  } else {
+    PrintModelDetail(info);
+  }
+  return kExitOk;
+}
+
+absl::StatusOr<int> RunUnload(VocabdClient& client, const GlobalOptions& g,
+                              const LoadOptions& o) {
+  ASSIGN_OR_RETURN(v1::UnloadModelResponse response, client.UnloadModel(o.name));
+  (void)response;  // empty message
+  if (g.json) {
+    PrintJson({{"name", o.name}, {"state", "UNLOADED"}});
+  } else {
+    std::cout << o.name << ": unloaded\n";
+  }
+  return kExitOk;
+}
+
+// Prints the first `show_rows` x `show_cols` values of a [rows, cols] matrix,
+// one labelled line per row.
+void PrintMatrix(const std::string& title, const std::vector<float>& values, int64_t rows,
+                 int64_t cols, int64_t first_label, int64_t show_rows, int64_t show_cols) {
+  show_rows = std::min(show_rows, rows);
+  show_cols = std::min(show_cols, cols);
+  std::cout << title << ", first " << show_rows << " of " << rows << " rows, " << show_cols
+            << " of " << cols << " values:\n";
+  for (int64_t r = 0; r < show_rows; ++r) {
+    std::string line = absl::StrFormat("  pos %3d:", first_label + r);
+    for (int64_t c = 0; c < show_cols; ++c) line += " " + Cell(values[r * cols + c]);
+    if (show_cols < cols) line += " ...";
+    std::cout << line << "\n";
+  }
+}
+
+// [rows, cols] F32 tensor -> values, checking the shape.
+absl::StatusOr<std::vector<float>> DecodeMatrix(const v1::Tensor& t, const char* name,
+                                                int64_t* rows, int64_t* cols) {
+  ASSIGN_OR_RETURN(std::vector<float> values, DecodeFloatTensor(t, name));
+  if (t.shape_size() != 2 || static_cast<int64_t>(values.size()) != t.shape(0) * t.shape(1)) {
+    return absl::InternalError(absl::StrCat("server returned ", name, " of shape ", ShapeString(t),
+                                            "; expected [positions, n]"));
+  }
+  *rows = t.shape(0);
+  *cols = t.shape(1);
+  return values;
+}
+
+json MatrixJson(const std::vector<float>& values, int64_t rows, int64_t cols) {
+  json out = json::array();
+  for (int64_t r = 0; r < rows; ++r) {
+    out.push_back(std::vector<float>(values.begin() + r * cols, values.begin() + (r + 1) * cols));
+  }
+  return out;
+}
+
+absl::StatusOr<int> RunRopeCache(VocabdClient& client, const GlobalOptions& g,
+                                 const RopeCacheOptions& o) {
+  v1::GetRopeCacheRequest request;
+  request.set_model(g.model);
+  request.set_num_positions(o.positions);
+  request.set_start_position(o.start);
+  if (o.theta > 0) request.mutable_rope()->set_theta(o.theta);
+  if (o.head_dim > 0) request.mutable_rope()->set_head_dim(o.head_dim);
+  if (o.rotary_dim > 0) request.mutable_rope()->set_rotary_dim(o.rotary_dim);
+  if (o.pair_layout == "interleaved") request.mutable_rope()->set_pair_layout(v1::INTERLEAVED);
+  if (o.pair_layout == "half-split") request.mutable_rope()->set_pair_layout(v1::HALF_SPLIT);
+  request.set_allow_beyond_trained_length(o.allow_beyond);
+  request.set_high_precision(o.high_precision);
+  ASSIGN_OR_RETURN(v1::GetRopeCacheResponse response, client.GetRopeCache(request));
+  ASSIGN_OR_RETURN(std::vector<float> inv_freq, DecodeFloatTensor(response.inv_freq(), "inv_freq"));
+  int64_t rows = 0, cols = 0, sin_rows = 0, sin_cols = 0;
+  ASSIGN_OR_RETURN(std::vector<float> cos, DecodeMatrix(response.cos(), "cos", &rows, &cols));
+  ASSIGN_OR_RETURN(std::vector<float> sin, DecodeMatrix(response.sin(), "sin", &sin_rows, &sin_cols));
+  if (sin_rows != rows || sin_cols != cols) {
+    return absl::InternalError(absl::StrCat("server returned cos ", ShapeString(response.cos()),
+                                            " and sin ", ShapeString(response.sin())));
+  }
+  if (g.json) {
+    PrintJsonCompact({{"model", g.model},
+                      {"start_position", o.start},
+                      {"num_positions", o.positions},
+                      {"attention_scaling", response.attention_scaling()},
+                      {"used_long_factor", response.used_long_factor()},
+                      {"rope", ProtoJson(response.rope())},
+                      {"inv_freq", inv_freq},
+                      {"cos", MatrixJson(cos, rows, cols)},
+                      {"sin", MatrixJson(sin, rows, cols)}});
+    return kExitOk;
+  }
+  const v1::RopeConfig& r = response.rope();
+  std::cout << "rope: theta " << Num(r.theta()) << ", rotary_dim " << r.rotary_dim()
+            << ", head_dim " << r.head_dim() << ", pairs " << PairLayoutName(r.pair_layout())
+            << ", scaling " << v1::RopeScalingType_Name(r.scaling().type()) << "\n"
+            << "attention_scaling: " << Num(response.attention_scaling())
+            << (response.used_long_factor() ? "  (long_factor)" : "") << "\n"
+            << "cos/sin: " << ShapeString(response.cos()) << "\n";
+  const int64_t show = std::min<int64_t>(o.show, static_cast<int64_t>(inv_freq.size()));
+  std::string line = absl::StrFormat("inv_freq, first %d of %d:", show, inv_freq.size());
+  for (int64_t i = 0; i < show; ++i) line += " " + Cell(inv_freq[i]);
+  std::cout << line << "\n";
+  PrintMatrix("cos", cos, rows, cols, o.start, o.show, o.show);
+  PrintMatrix("sin", sin, rows, cols, o.start, o.show, o.show);
+  return kExitOk;
+}
+
+absl::StatusOr<int> RunSinusoidal(VocabdClient& client, const GlobalOptions& g,
+                                  const SinusoidalOptions& o) {
+  v1::GetSinusoidalPositionsRequest request;
+  request.set_num_positions(o.positions);
+  request.set_dim(o.dim);
+  request.set_start_position(o.start);
+  request.set_base(o.base);
+  request.set_layout(o.layout == "half-split" ? v1::HALF_SPLIT : v1::INTERLEAVED);
+  ASSIGN_OR_RETURN(v1::GetSinusoidalPositionsResponse response,
+                   client.GetSinusoidalPositions(request));
+  int64_t rows = 0, cols = 0;
+  ASSIGN_OR_RETURN(std::vector<float> table, DecodeMatrix(response.table(), "table", &rows, &cols));
+  if (g.json) {
+    PrintJsonCompact({{"layout", o.layout},
+                      {"start_position", o.start},
+                      {"shape", ShapeJson(response.table())},
+                      {"table", MatrixJson(table, rows, cols)}});
+    return kExitOk;
+  }
+  std::cout << "table: " << ShapeString(response.table()) << " "
+            << v1::DType_Name(response.table().dtype()) << ", layout " << o.layout << "\n";
+  PrintMatrix("table", table, rows, cols, o.start, o.show, o.show);
+  return kExitOk;
+}
+
+absl::StatusOr<int> RunAlibi(VocabdClient& client, const GlobalOptions& g, const AlibiOptions& o) {
+  v1::GetAlibiSlopesRequest request;
+  request.set_model(g.model);
+  request.set_num_heads(o.heads);
+  request.set_include_bias(o.bias);
+  request.set_q_len(o.q_len);
+  request.set_k_len(o.k_len);
+  request.set_bidirectional(o.bidirectional);
+  ASSIGN_OR_RETURN(v1::GetAlibiSlopesResponse response, client.GetAlibiSlopes(request));
+  ASSIGN_OR_RETURN(std::vector<float> slopes, DecodeFloatTensor(response.slopes(), "slopes"));
+  std::vector<float> bias;
+  const int64_t heads = static_cast<int64_t>(slopes.size());
+  if (o.bias) {
+    ASSIGN_OR_RETURN(bias, DecodeFloatTensor(response.bias(), "bias"));
+    if (response.bias().shape_size() != 3 || response.bias().shape(0) != heads ||
+        static_cast<int64_t>(bias.size()) != heads * o.q_len * o.k_len) {
+      return absl::InternalError(absl::StrCat("server returned bias of shape ",
+                                              ShapeString(response.bias()), " for ", heads,
+                                              " heads, q_len ", o.q_len, ", k_len ", o.k_len));
+    }
+  }
+  if (g.json) {
+    json out = {{"num_heads", heads}, {"slopes", slopes}};
+    if (o.bias) {
+      json b = json::array();
+      for (int64_t h = 0; h < heads; ++h) {
+        b.push_back(MatrixJson(std::vector<float>(bias.begin() + h * o.q_len * o.k_len,
+                                                  bias.begin() + (h + 1) * o.q_len * o.k_len),
+                               o.q_len, o.k_len));
+      }
+      out["bias_shape"] = ShapeJson(response.bias());
+      out["bias"] = b;
+    }
+    PrintJsonCompact(out);
+    return kExitOk;
+  }
+  std::cout << "slopes: " << ShapeString(response.slopes()) << "\n";
+  for (int64_t h = 0; h < heads; ++h) {
+    std::cout << absl::StrFormat("  head %3d: %s\n", h, Num(slopes[h]));
+  }
+  if (o.bias) {
+    std::cout << "bias: " << ShapeString(response.bias())
+              << (o.bidirectional ? " (bidirectional)" : " (causal)") << "\n";
+    const int64_t show_heads = std::min<int64_t>(o.show, heads);
+    for (int64_t h = 0; h < show_heads; ++h) {
+      std::cout << "  head " << h << ":\n";
+      for (int64_t i = 0; i < std::min<int64_t>(o.show, o.q_len); ++i) {
+        std::string line = "   ";
+        for (int64_t j = 0; j < std::min<int64_t>(o.show, o.k_len); ++j) {
+          // + 0 prints the diagonal's -0 as 0.
+          line += " " + Cell(bias[(h * o.q_len + i) * o.k_len + j] + 0.0f);
+        }
+        if (o.show < o.k_len) line += " ...";
+        std::cout << line << "\n";
+      }
+      if (o.show < o.q_len) std::cout << "    ...\n";
+    }
   }
   return kExitOk;
 }
@@ -877,6 +1166,108 @@ int Main(int argc, char** argv) {
   score_cmd->add_option("--temperature", score.temperature, "divide logits by T (> 0)");
   score_cmd->add_option("--vocab-limit", score.vocab_limit, "mask ids >= this (0 = none)");
 
+  ScoreStreamOptions score_stream;
+  CLI::App* score_stream_cmd = app.add_subcommand(
+      "score-stream", "ScoreStream: one ScoreRequest per --from-ids, all on one stream");
+  score_stream_cmd
+      ->add_option("--from-ids", score_stream.from_ids,
+                   "embed these ids (comma-separated) as one request's hidden states; repeat "
+                   "for more requests")
+      ->required()
+      ->check(IdListValidator())
+      ->allow_extra_args(false);
+  score_stream_cmd
+      ->add_option("--targets", score_stream.targets,
+                   "one comma-separated target id per row; none, or once per --from-ids")
+      ->check(IdListValidator())
+      ->allow_extra_args(false);
+  score_stream_cmd->add_option("--input-dtype", score_stream.input_dtype,
+                               "dtype the hidden states are sent in")
+      ->check(CLI::IsMember({"f32", "f16", "bf16"}))
+      ->capture_default_str();
+  score_stream_cmd->add_option("--top-k", score_stream.score.top_k, "best tokens per row (0..1024)")
+      ->check(CLI::Range(0, 1024));
+  score_stream_cmd->add_flag("--no-final-norm", score_stream.score.no_final_norm,
+                             "skip the checkpoint's final norm");
+  score_stream_cmd->add_option("--temperature", score_stream.score.temperature,
+                               "divide logits by T (> 0)");
+  score_stream_cmd->add_option("--vocab-limit", score_stream.score.vocab_limit,
+                               "mask ids >= this (0 = none)");
+
+  LoadOptions load;
+  CLI::App* load_cmd = app.add_subcommand(
+      "load", "load a model-repository subfolder by name; waits until READY or failed");
+  load_cmd->add_option("name", load.name, "repository subfolder")->required();
+
+  LoadOptions unload;
+  CLI::App* unload_cmd = app.add_subcommand(
+      "unload", "unload a model by name; waits until its in-flight calls end");
+  unload_cmd->add_option("name", unload.name, "model to unload")->required();
+
+  RopeCacheOptions rope_cache;
+  CLI::App* rope_cache_cmd =
+      app.add_subcommand("rope-cache", "RoPE inv_freq and cos/sin tables for a position range");
+  rope_cache_cmd->add_option("--positions", rope_cache.positions, "number of positions")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 24))
+      ->capture_default_str();
+  rope_cache_cmd->add_option("--start", rope_cache.start, "first position")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  rope_cache_cmd->add_option("--pair-layout", rope_cache.pair_layout,
+                             "override the model's pair layout (with no model: standalone config)")
+      ->check(CLI::IsMember({"interleaved", "half-split"}));
+  rope_cache_cmd->add_option("--theta", rope_cache.theta, "override the model's RoPE base")
+      ->check(CLI::PositiveNumber);
+  rope_cache_cmd->add_option("--head-dim", rope_cache.head_dim, "override the model's head_dim")
+      ->check(CLI::PositiveNumber);
+  rope_cache_cmd->add_option("--rotary-dim", rope_cache.rotary_dim,
+                             "rotated leading coordinates (even)")
+      ->check(CLI::PositiveNumber);
+  rope_cache_cmd->add_flag("--allow-beyond", rope_cache.allow_beyond,
+                           "allow positions >= max_position_embeddings");
+  rope_cache_cmd->add_flag("--high-precision", rope_cache.high_precision, "float64 angles");
+  rope_cache_cmd->add_option("--show", rope_cache.show, "rows and values printed")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+
+  SinusoidalOptions sinusoidal;
+  CLI::App* sinusoidal_cmd =
+      app.add_subcommand("sinusoidal", "the Transformer's sinusoidal position table [P, d]");
+  sinusoidal_cmd->add_option("--positions", sinusoidal.positions, "number of positions P")
+      ->required()
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 26));
+  sinusoidal_cmd->add_option("--dim", sinusoidal.dim, "embedding width d (even)")
+      ->required()
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 26));
+  sinusoidal_cmd->add_option("--start", sinusoidal.start, "first position")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  sinusoidal_cmd->add_option("--base", sinusoidal.base, "frequency base (0 = 10000)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  sinusoidal_cmd->add_option("--layout", sinusoidal.layout,
+                             "interleaved (sin, cos pairs) or half-split (sin | cos)")
+      ->check(CLI::IsMember({"interleaved", "half-split"}))
+      ->capture_default_str();
+  sinusoidal_cmd->add_option("--show", sinusoidal.show, "rows and values printed")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+
+  AlibiOptions alibi;
+  CLI::App* alibi_cmd = app.add_subcommand("alibi", "ALiBi slopes, optionally the bias tensor");
+  alibi_cmd->add_option("--heads", alibi.heads, "heads (0 = the model's num_attention_heads)")
+      ->check(CLI::Range(0, 65536))
+      ->capture_default_str();
+  alibi_cmd->add_flag("--bias", alibi.bias, "also return the bias [heads, q_len, k_len]");
+  alibi_cmd->add_option("--q-len", alibi.q_len, "queries: the last q_len of the k_len keys")
+      ->check(CLI::NonNegativeNumber);
+  alibi_cmd->add_option("--k-len", alibi.k_len, "key positions")->check(CLI::NonNegativeNumber);
+  alibi_cmd->add_flag("--bidirectional", alibi.bidirectional,
+                      "symmetric -slope * |i - j| instead of causal (-inf after the query)");
+  alibi_cmd->add_option("--show", alibi.show, "bias heads, rows and values printed")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+
   RopeOptions rope;
   CLI::App* rope_cmd = app.add_subcommand("rope", "apply RoPE to generated q/k and show q before/after");
   rope_cmd->add_option("--batch", rope.batch, "batch size (THD: number of sequences)")
@@ -925,6 +1316,17 @@ int Main(int argc, char** argv) {
                                                           " times for --batch ", rope.batch,
                                                           "; give it once or once per batch row"));
     }
+    if (score_stream_cmd->parsed() && !score_stream.targets.empty() &&
+        score_stream.targets.size() != score_stream.from_ids.size()) {
+      throw CLI::ValidationError(
+          "--targets", absl::StrCat("given ", score_stream.targets.size(), " times for ",
+                                    score_stream.from_ids.size(),
+                                    " --from-ids; give it once per --from-ids or not at all"));
+    }
+    if (alibi_cmd->parsed() && alibi.bias && (alibi.q_len < 1 || alibi.k_len < alibi.q_len)) {
+      throw CLI::ValidationError("--bias", absl::StrCat("needs 1 <= --q-len <= --k-len (got ",
+                                                        alibi.q_len, " and ", alibi.k_len, ")"));
+    }
   } catch (const CLI::ParseError& e) {
     const int code = app.exit(e);
     return code == 0 ? kExitOk : kExitUsage;
@@ -959,6 +1361,18 @@ int Main(int argc, char** argv) {
       result = RunLogits(c, g, logits);
     } else if (score_cmd->parsed()) {
       result = RunScore(c, g, score);
+    } else if (score_stream_cmd->parsed()) {
+      result = RunScoreStream(c, g, score_stream);
+    } else if (load_cmd->parsed()) {
+      result = RunLoad(c, g, load);
+    } else if (unload_cmd->parsed()) {
+      result = RunUnload(c, g, unload);
+    } else if (rope_cache_cmd->parsed()) {
+      result = RunRopeCache(c, g, rope_cache);
+    } else if (sinusoidal_cmd->parsed()) {
+      result = RunSinusoidal(c, g, sinusoidal);
+    } else if (alibi_cmd->parsed()) {
+      result = RunAlibi(c, g, alibi);
     } else if (rope_cmd->parsed()) {
       result = RunRope(c, g, rope);
     } else if (bench_cmd->parsed()) {

@@ -3,6 +3,7 @@
 #include <fstream>
 #include <functional>
 #include <sstream>
+#include <thread>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -169,6 +170,20 @@ absl::StatusOr<v1::ModelInfo> VocabdClient::GetModel(const std::string& name) {
                [this](grpc::ClientContext* c) { PrepareContext(c); });
 }
 
+absl::StatusOr<v1::ModelInfo> VocabdClient::LoadModel(const std::string& name) {
+  v1::LoadModelRequest request;
+  request.set_name(name);
+  return Unary(models_.get(), &v1::ModelService::Stub::LoadModel, request,
+               [this](grpc::ClientContext* c) { PrepareContext(c); });
+}
+
+absl::StatusOr<v1::UnloadModelResponse> VocabdClient::UnloadModel(const std::string& name) {
+  v1::UnloadModelRequest request;
+  request.set_name(name);
+  return Unary(models_.get(), &v1::ModelService::Stub::UnloadModel, request,
+               [this](grpc::ClientContext* c) { PrepareContext(c); });
+}
+
 absl::StatusOr<v1::EmbedResponse> VocabdClient::Embed(const v1::EmbedRequest& request) {
   return Unary(embedding_.get(), &v1::EmbeddingService::Stub::Embed, request,
                [this](grpc::ClientContext* c) { PrepareContext(c); });
@@ -185,9 +200,53 @@ absl::StatusOr<v1::ScoreResponse> VocabdClient::Score(const v1::ScoreRequest& re
                [this](grpc::ClientContext* c) { PrepareContext(c); });
 }
 
+absl::StatusOr<std::vector<v1::ScoreResponse>> VocabdClient::ScoreStream(
+    const std::vector<v1::ScoreRequest>& requests) {
+  grpc::ClientContext context;
+  PrepareContext(&context);
+  std::unique_ptr<grpc::ClientReaderWriter<v1::ScoreRequest, v1::ScoreResponse>> stream =
+      scoring_->ScoreStream(&context);
+  // A failed write means the stream is broken; Finish() has the reason.
+  std::thread writer([&stream, &requests]() {
+    for (const v1::ScoreRequest& request : requests) {
+      if (!stream->Write(request)) return;
+    }
+    stream->WritesDone();
+  });
+  std::vector<v1::ScoreResponse> responses;
+  v1::ScoreResponse response;
+  while (stream->Read(&response)) responses.push_back(std::move(response));
+  writer.join();
+  grpc::Status status = stream->Finish();
+  if (!status.ok()) return FromGrpcStatus(status);
+  if (responses.size() != requests.size()) {
+    return absl::InternalError(absl::StrCat("ScoreStream answered ", responses.size(),
+                                            " responses to ", requests.size(), " requests"));
+  }
+  return responses;
+}
+
 absl::StatusOr<v1::ApplyRopeResponse> VocabdClient::ApplyRope(
     const v1::ApplyRopeRequest& request) {
   return Unary(position_.get(), &v1::PositionService::Stub::ApplyRope, request,
+               [this](grpc::ClientContext* c) { PrepareContext(c); });
+}
+
+absl::StatusOr<v1::GetRopeCacheResponse> VocabdClient::GetRopeCache(
+    const v1::GetRopeCacheRequest& request) {
+  return Unary(position_.get(), &v1::PositionService::Stub::GetRopeCache, request,
+               [this](grpc::ClientContext* c) { PrepareContext(c); });
+}
+
+absl::StatusOr<v1::GetSinusoidalPositionsResponse> VocabdClient::GetSinusoidalPositions(
+    const v1::GetSinusoidalPositionsRequest& request) {
+  return Unary(position_.get(), &v1::PositionService::Stub::GetSinusoidalPositions, request,
+               [this](grpc::ClientContext* c) { PrepareContext(c); });
+}
+
+absl::StatusOr<v1::GetAlibiSlopesResponse> VocabdClient::GetAlibiSlopes(
+    const v1::GetAlibiSlopesRequest& request) {
+  return Unary(position_.get(), &v1::PositionService::Stub::GetAlibiSlopes, request,
                [this](grpc::ClientContext* c) { PrepareContext(c); });
 }
 

@@ -58,10 +58,25 @@ class VocabdClient {
 
   absl::StatusOr<v1::ListModelsResponse> ListModels();
   absl::StatusOr<v1::ModelInfo> GetModel(const std::string& name);
+  // Returns when the model is READY (or with the reason it failed).
+  absl::StatusOr<v1::ModelInfo> LoadModel(const std::string& name);
+  // Returns when the model's in-flight calls have ended and it is freed.
+  absl::StatusOr<v1::UnloadModelResponse> UnloadModel(const std::string& name);
   absl::StatusOr<v1::EmbedResponse> Embed(const v1::EmbedRequest& request);
   absl::StatusOr<v1::ComputeLogitsResponse> ComputeLogits(const v1::ComputeLogitsRequest& request);
   absl::StatusOr<v1::ScoreResponse> Score(const v1::ScoreRequest& request);
+  // ScoringService/ScoreStream: sends every request on one bidirectional
+  // stream (from a writer thread, so flow control never blocks both sides)
+  // and returns the responses in order, one per request. The stream's status
+  // if it ends with an error (the server prefixes `requests[i]: `).
+  absl::StatusOr<std::vector<v1::ScoreResponse>> ScoreStream(
+      const std::vector<v1::ScoreRequest>& requests);
   absl::StatusOr<v1::ApplyRopeResponse> ApplyRope(const v1::ApplyRopeRequest& request);
+  absl::StatusOr<v1::GetRopeCacheResponse> GetRopeCache(const v1::GetRopeCacheRequest& request);
+  absl::StatusOr<v1::GetSinusoidalPositionsResponse> GetSinusoidalPositions(
+      const v1::GetSinusoidalPositionsRequest& request);
+  absl::StatusOr<v1::GetAlibiSlopesResponse> GetAlibiSlopes(
+      const v1::GetAlibiSlopesRequest& request);
 
   // Server reflection: fully-qualified service names the server lists.
   absl::StatusOr<std::vector<std::string>> ListServices();
