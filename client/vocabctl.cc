@@ -806,7 +806,9 @@ void PrintMatrix(const std::string& title, const std::vector<float>& values, int
             << " of " << cols << " values:\n";
   for (int64_t r = 0; r < show_rows; ++r) {
     std::string line = absl::StrFormat("  pos %3d:", first_label + r);
-    for (int64_t c = 0; c < show_cols; ++c) line += " " + Cell(values[r * cols + c]);
+    for (int64_t c = 0; c < show_cols; ++c) {
+      absl::StrAppend(&line, " ", Cell(values[r * cols + c]));
+    }
     if (show_cols < cols) line += " ...";
     std::cout << line << "\n";
   }
