@@ -66,6 +66,17 @@ double MedianSeconds(int reps, F&& f) {
   return t[t.size() / 2];
 }
 
+// b = a, the bytes split evenly over the OpenMP threads.
+void ParallelCopy(char* b, const char* a, size_t bytes) {
+#pragma omp parallel
+  {
+    const size_t n = omp_get_num_threads(), id = omp_get_thread_num();
+    const size_t chunk = (bytes + n - 1) / n;
+    const size_t begin = std::min(bytes, id * chunk), end = std::min(bytes, begin + chunk);
+    std::memcpy(b + begin, a + begin, end - begin);
+  }
+}
+
 // STREAM-style copy bandwidth (bytes/s, read + write) for `bytes`.
 double CopyBandwidth(size_t bytes, int reps) {
   std::vector<char> a(bytes), b(bytes);
@@ -74,15 +85,7 @@ double CopyBandwidth(size_t bytes, int reps) {
     a[i] = 1;
     b[i] = 2;
   }
-  const double s = MedianSeconds(reps, [&] {
-#pragma omp parallel
-    {
-      const size_t n = omp_get_num_threads(), id = omp_get_thread_num();
-      const size_t chunk = (bytes + n - 1) / n;
-      const size_t begin = std::min(bytes, id * chunk), end = std::min(bytes, begin + chunk);
-      std::memcpy(b.data() + begin, a.data() + begin, end - begin);
-    }
-  });
+  const double s = MedianSeconds(reps, [&] { ParallelCopy(b.data(), a.data(), bytes); });
   return 2.0 * static_cast<double>(bytes) / s;
 }
 
@@ -243,16 +246,7 @@ int main(int argc, char** argv) {
     // so that load from other processes hits both alike; medians over rounds.
     std::vector<char> a(static_cast<size_t>(head32->weight_bytes()), 1);
     std::vector<char> b(a.size(), 2);
-    const size_t bytes = a.size();
-    auto copy = [&] {
-#pragma omp parallel
-      {
-        const size_t nt = omp_get_num_threads(), id = omp_get_thread_num();
-        const size_t chunk = (bytes + nt - 1) / nt;
-        const size_t begin = std::min(bytes, id * chunk), end = std::min(bytes, begin + chunk);
-        std::memcpy(b.data() + begin, a.data() + begin, end - begin);
-      }
-    };
+    auto copy = [&] { ParallelCopy(b.data(), a.data(), a.size()); };
     auto once = [](auto&& f) {
       const auto start = Clock::now();
       f();

@@ -60,6 +60,19 @@ ScratchBuffer& ThreadAmxPacked() {
   return buffer;
 }
 
+// The hidden rows rounded to bf16 (nearest even) in this thread's buffer:
+// both paths feed BF16 weights bf16 rows.
+absl::StatusOr<const uint16_t*> Bf16Rows(const float* hidden, int64_t count) {
+  const size_t n = static_cast<size_t>(count);
+  void* converted = ThreadBf16Src().Get(n * sizeof(uint16_t));
+  if (converted == nullptr) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("LmHead: cannot allocate ", n * 2, " bytes for bf16 rows"));
+  }
+  ConvertFromF32(hidden, n, DType::kBF16, converted);
+  return static_cast<const uint16_t*>(converted);
+}
+
 memory::data_type DnnlType(DType dtype) {
   return dtype == DType::kBF16 ? memory::data_type::bf16 : memory::data_type::f32;
 }
@@ -108,13 +121,18 @@ struct LmHead::Impl {
   mutable std::mutex fixed_mu;
   mutable std::unordered_map<int64_t, std::shared_ptr<const FixedMatmul>> fixed;
 
-  // The weights operand [K, N] with strides {1, K} and dtypes for M rows.
+  // hidden [m, hidden_size] (the weights' dtype) and logits [m, vocab_size]
+  // F32, row-major; m may be DNNL_RUNTIME_DIM_VAL.
+  memory::desc SrcDesc(memory::dim m) const {
+    return memory::desc({m, options.hidden_size}, DnnlType(options.weights_dtype),
+                        memory::format_tag::ab);
+  }
+  memory::desc DstDesc(memory::dim m) const {
+    return memory::desc({m, options.vocab_size}, memory::data_type::f32, memory::format_tag::ab);
+  }
+  // With the weights operand [K, N], strides {1, K}.
   dnnl::matmul::desc MatmulDesc(memory::dim m) const {
-    const memory::desc src_md({m, options.hidden_size}, DnnlType(options.weights_dtype),
-                              memory::format_tag::ab);
-    const memory::desc dst_md({m, options.vocab_size}, memory::data_type::f32,
-                              memory::format_tag::ab);
-    return dnnl::matmul::desc(src_md, weights_md, dst_md);
+    return dnnl::matmul::desc(SrcDesc(m), weights_md, DstDesc(m));
   }
 
   // The fixed-M primitive for m rows, or null (use the runtime-M one).
@@ -288,23 +306,14 @@ absl::Status LmHead::ComputeOneDnn(const float* hidden, int64_t rows, float* log
     const bool bf16 = impl.options.weights_dtype == DType::kBF16;
     const void* src = hidden;
     if (bf16) {
-      const size_t count = static_cast<size_t>(m * impl.options.hidden_size);
-      void* converted = ThreadBf16Src().Get(count * sizeof(uint16_t));
-      if (converted == nullptr) {
-        return absl::ResourceExhaustedError(
-            absl::StrCat("LmHead: cannot allocate ", count * 2, " bytes for bf16 rows"));
-      }
-      ConvertFromF32(hidden, count, DType::kBF16, converted);
-      src = converted;
+      absl::StatusOr<const uint16_t*> converted = Bf16Rows(hidden, m * impl.options.hidden_size);
+      if (!converted.ok()) return converted.status();
+      src = *converted;
     }
-    const memory::desc src_md({m, impl.options.hidden_size},
-                              DnnlType(impl.options.weights_dtype), memory::format_tag::ab);
-    const memory::desc dst_md({m, impl.options.vocab_size}, memory::data_type::f32,
-                              memory::format_tag::ab);
     // oneDNN takes non-const handles; it never writes SRC or WEIGHTS.
-    memory src_mem(src_md, impl.engine, const_cast<void*>(src));
+    memory src_mem(impl.SrcDesc(m), impl.engine, const_cast<void*>(src));
     memory wei_mem(impl.weights_md, impl.engine, const_cast<void*>(impl.options.weights));
-    memory dst_mem(dst_md, impl.engine, logits);
+    memory dst_mem(impl.DstDesc(m), impl.engine, logits);
     std::unordered_map<int, memory> args = {
         {DNNL_ARG_SRC, src_mem}, {DNNL_ARG_WEIGHTS, wei_mem}, {DNNL_ARG_DST, dst_mem}};
     const memory::desc& scratch_md = fixed ? fixed->scratchpad_md : impl.scratchpad_md;
@@ -336,14 +345,9 @@ absl::Status LmHead::ComputeSmall(const float* hidden, int64_t rows, float* logi
   const int64_t chunk = impl.chunk_rows;
   const int64_t tasks = (vocab + chunk - 1) / chunk;
   if (impl.options.weights_dtype == DType::kBF16) {
-    const size_t count = static_cast<size_t>(rows * d);
-    void* converted = ThreadBf16Src().Get(count * sizeof(uint16_t));
-    if (converted == nullptr) {
-      return absl::ResourceExhaustedError(
-          absl::StrCat("LmHead: cannot allocate ", count * 2, " bytes for bf16 rows"));
-    }
-    ConvertFromF32(hidden, count, DType::kBF16, converted);
-    const auto* x = static_cast<const uint16_t*>(converted);
+    absl::StatusOr<const uint16_t*> converted = Bf16Rows(hidden, rows * d);
+    if (!converted.ok()) return converted.status();
+    const uint16_t* x = *converted;
     const auto* w = static_cast<const uint16_t*>(impl.options.weights);
     if (impl.amx) {
       const size_t packed_count = static_cast<size_t>(PackedBf16ForAmxSize(rows, d));
