@@ -27,7 +27,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "lib/model.h"
+#include "lib/serving/model.h"
 
 namespace {
 

@@ -37,8 +37,8 @@
 #include <CLI/CLI.hpp>
 #include <cblas.h>
 
-#include "lib/lm_head.h"
-#include "lib/model.h"
+#include "lib/head/lm_head.h"
+#include "lib/serving/model.h"
 
 namespace {
 

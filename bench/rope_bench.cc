@@ -13,8 +13,8 @@
 #include <thread>
 #include <vector>
 
-#include "lib/rope.h"
-#include "lib/rope_kernel.h"
+#include "lib/positions/rope.h"
+#include "lib/positions/rope_kernel.h"
 
 namespace {
 

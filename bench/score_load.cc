@@ -18,7 +18,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "client/tensor_codec.h"
+#include "proto/tensor_codec.h"
 #include "client/vocabd_client.h"
 
 int main(int argc, char** argv) {

@@ -14,7 +14,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "client/load_generator.h"
-#include "lib/status_macros.h"
+#include "lib/core/status_macros.h"
 
 namespace vocabd {
 namespace {

@@ -8,9 +8,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "client/tensor_codec.h"
-#include "lib/dtype.h"
-#include "lib/status_macros.h"
+#include "proto/tensor_codec.h"
+#include "lib/core/dtype.h"
+#include "lib/core/status_macros.h"
 
 namespace vocabd {
 namespace {

@@ -1,5 +1,5 @@
 // Local references for `vocabctl bench --verify`: recompute a response from
-// the checkpoint file (lib/checkpoint.h LoadCheckpoint) without the server's
+// the checkpoint file (lib/checkpoint/checkpoint.h LoadCheckpoint) without the server's
 // code paths, so a load test also catches wrong answers (mixed-up rows in a
 // batcher, torn buffers, wrong dtype conversion).
 //
@@ -36,7 +36,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "lib/checkpoint.h"
+#include "lib/checkpoint/checkpoint.h"
 #include "vocabd/v1/embedding.pb.h"
 #include "vocabd/v1/position.pb.h"
 #include "vocabd/v1/scoring.pb.h"

@@ -15,9 +15,9 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "client/tensor_codec.h"
-#include "lib/happens_before.h"
-#include "lib/status_macros.h"
+#include "proto/tensor_codec.h"
+#include "lib/core/happens_before.h"
+#include "lib/core/status_macros.h"
 #include "vocabd/v1/embedding.grpc.pb.h"
 #include "vocabd/v1/position.grpc.pb.h"
 #include "vocabd/v1/scoring.grpc.pb.h"

@@ -19,7 +19,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "absl/time/time.h"
-#include "lib/happens_before.h"
+#include "lib/core/happens_before.h"
 
 namespace vocabd {
 namespace {

@@ -35,9 +35,9 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "client/bench_command.h"
-#include "client/tensor_codec.h"
+#include "proto/tensor_codec.h"
 #include "client/vocabd_client.h"
-#include "lib/status_macros.h"
+#include "lib/core/status_macros.h"
 
 namespace vocabd {
 namespace {

@@ -1,10 +1,10 @@
-// libFuzzer target: lib/gguf.cc ParseGguf on arbitrary bytes. Every
+// libFuzzer target: lib/checkpoint/gguf.cc ParseGguf on arbitrary bytes. Every
 // accepted tensor must lie inside the input.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 
-#include "lib/gguf.h"
+#include "lib/checkpoint/gguf.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto file = vocabd::ParseGguf(data, size, "fuzz.gguf");

@@ -1,10 +1,10 @@
-// libFuzzer target: lib/safetensors.cc ParseSafetensorsHeader on arbitrary
+// libFuzzer target: lib/checkpoint/safetensors.cc ParseSafetensorsHeader on arbitrary
 // bytes. Every accepted header must describe tensors inside the input.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 
-#include "lib/safetensors.h"
+#include "lib/checkpoint/safetensors.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto header = vocabd::ParseSafetensorsHeader(data, size, "fuzz.safetensors");

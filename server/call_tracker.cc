@@ -8,7 +8,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "lib/happens_before.h"
+#include "lib/core/happens_before.h"
 #include "server/request_info.h"
 
 namespace vocabd {

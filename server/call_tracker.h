@@ -21,7 +21,7 @@
 #include <grpcpp/support/server_interceptor.h>
 
 #include "absl/status/status.h"
-#include "lib/metrics.h"
+#include "server/metrics.h"
 #include "server/request_info.h"
 
 namespace vocabd {

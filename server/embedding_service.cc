@@ -3,9 +3,9 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "client/tensor_codec.h"
-#include "lib/dtype.h"
-#include "lib/status_macros.h"
+#include "proto/tensor_codec.h"
+#include "lib/core/dtype.h"
+#include "lib/core/status_macros.h"
 #include "server/call_tracker.h"
 #include "server/grpc_status.h"
 #include "server/output_dtype.h"

@@ -3,7 +3,7 @@
 #include <optional>
 #include <utility>
 
-#include "lib/happens_before.h"
+#include "lib/core/happens_before.h"
 
 namespace vocabd {
 

@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "absl/status/statusor.h"
-#include "lib/metrics.h"
+#include "server/metrics.h"
 
 namespace httplib {
 class Server;

@@ -20,9 +20,9 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "lib/compute_pool.h"
-#include "lib/dynamic_batcher.h"
-#include "lib/model.h"
+#include "lib/serving/compute_pool.h"
+#include "lib/serving/dynamic_batcher.h"
+#include "lib/serving/model.h"
 
 namespace vocabd {
 

@@ -6,7 +6,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
-#include "lib/dtype.h"
+#include "lib/core/dtype.h"
 #include "vocabd/v1/tensor.pb.h"
 
 namespace vocabd {

@@ -10,13 +10,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "client/tensor_codec.h"
-#include "lib/alibi.h"
-#include "lib/metrics.h"
-#include "lib/position_ids.h"
-#include "lib/rope.h"
-#include "lib/sinusoidal.h"
-#include "lib/status_macros.h"
+#include "proto/tensor_codec.h"
+#include "lib/positions/alibi.h"
+#include "server/metrics.h"
+#include "lib/positions/position_ids.h"
+#include "lib/positions/rope.h"
+#include "lib/positions/sinusoidal.h"
+#include "lib/core/status_macros.h"
 #include "server/call_tracker.h"
 #include "server/grpc_status.h"
 #include "server/proto_convert.h"
@@ -204,7 +204,7 @@ absl::Status PositionServiceImpl::DoApplyRope(const v1::ApplyRopeRequest& reques
   options.high_precision = request.high_precision();
   options.params_name = kRopeField;
   // Inline on a reactor: never start threads. On the pool: threads for
-  // q + k >= 4 MiB (lib/rope.h).
+  // q + k >= 4 MiB (lib/positions/rope.h).
   options.num_threads = on_pool ? 0 : 1;
   RETURN_IF_ERROR(::vocabd::ApplyRope(params, options, positions, q.view, k.view));
   int64_t max_position = -1;

@@ -16,7 +16,7 @@
 //   GetRopeCache            num_positions x rotary_dim (cos + sin)
 //   GetSinusoidalPositions  num_positions x dim
 //   GetAlibiSlopes          heads x q_len x k_len with the bias, else heads
-// On the pool, ApplyRope splits q + k >= 4 MiB over threads (lib/rope.h);
+// On the pool, ApplyRope splits q + k >= 4 MiB over threads (lib/positions/rope.h);
 // inline it never starts a thread. Without a pool (services built without
 // a server) everything runs inline.
 #ifndef VOCABD_SERVER_POSITION_SERVICE_H_
@@ -28,7 +28,7 @@
 #include <google/protobuf/message.h>
 
 #include "absl/status/status.h"
-#include "lib/model_config.h"
+#include "lib/checkpoint/model_config.h"
 #include "server/service_context.h"
 #include "vocabd/v1/position.grpc.pb.h"
 

@@ -1,7 +1,7 @@
 #include "server/proto_convert.h"
 
 #include "absl/strings/str_cat.h"
-#include "client/tensor_codec.h"
+#include "proto/tensor_codec.h"
 
 namespace vocabd {
 namespace {

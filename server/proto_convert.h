@@ -4,9 +4,9 @@
 #define VOCABD_SERVER_PROTO_CONVERT_H_
 
 #include "absl/status/statusor.h"
-#include "lib/model.h"
-#include "lib/model_config.h"
-#include "lib/rope.h"
+#include "lib/serving/model.h"
+#include "lib/checkpoint/model_config.h"
+#include "lib/positions/rope.h"
 #include "vocabd/v1/embedding.pb.h"
 #include "vocabd/v1/model.pb.h"
 #include "vocabd/v1/position.pb.h"

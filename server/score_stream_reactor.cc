@@ -4,7 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "lib/happens_before.h"
+#include "lib/core/happens_before.h"
 #include "server/call_tracker.h"
 #include "server/grpc_status.h"
 #include "server/response_size.h"

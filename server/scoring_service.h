@@ -10,7 +10,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "lib/model.h"
+#include "lib/serving/model.h"
 #include "server/service_context.h"
 #include "vocabd/v1/scoring.grpc.pb.h"
 

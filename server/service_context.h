@@ -4,10 +4,10 @@
 
 #include <cstdint>
 
-#include "lib/compute_pool.h"
-#include "lib/metrics.h"
-#include "lib/model_registry.h"
-#include "lib/model_repository.h"
+#include "lib/serving/compute_pool.h"
+#include "server/metrics.h"
+#include "lib/serving/model_registry.h"
+#include "lib/serving/model_repository.h"
 
 namespace vocabd {
 
@@ -21,7 +21,7 @@ struct ServiceContext {
   // Runs LM-head work and large position computations (PositionService,
   // see server/position_service.h) off the reactor threads.
   ComputePool* compute_pool = nullptr;
-  // Prometheus metrics (lib/metrics.h): the batcher reports batch sizes with
+  // Prometheus metrics (server/metrics.h): the batcher reports batch sizes with
   // metrics->ObserveBatchSize(rows), dropped work with RecordSkippedWork().
   // Null in tests that build a service without a server.
   Metrics* metrics = nullptr;

@@ -8,7 +8,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
-#include "lib/happens_before.h"
+#include "lib/core/happens_before.h"
 
 namespace vocabd {
 namespace {

@@ -6,7 +6,7 @@
 
 #include <grpcpp/grpcpp.h>
 
-#include "lib/happens_before.h"
+#include "lib/core/happens_before.h"
 
 namespace vocabd {
 

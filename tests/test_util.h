@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "lib/happens_before.h"
+#include "lib/core/happens_before.h"
 
 namespace vocabd::testing {
 
@@ -22,7 +22,7 @@ namespace vocabd::testing {
 // about 15 minutes. Tests that only need "a call that keeps the compute
 // thread busy for a while" use TsanScaled(rows) rows; everything they check
 // stays the same.
-#ifdef VOCABD_TSAN  // lib/happens_before.h
+#ifdef VOCABD_TSAN  // lib/core/happens_before.h
 inline constexpr bool kThreadSanitizer = true;
 #else
 inline constexpr bool kThreadSanitizer = false;

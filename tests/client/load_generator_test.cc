@@ -12,7 +12,7 @@
 #include "client/bench_command.h"
 #include "client/bench_verify.h"
 #include "client/bench_workloads.h"
-#include "client/tensor_codec.h"
+#include "proto/tensor_codec.h"
 #include "tests/server/server_fixture.h"
 #include "tests/test_util.h"
 

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Hostile and broken checkpoint files, one model folder per case, for
-tests/lib/hostile_files_test.cc and tests/server/model_repository_test.cc.
+tests/lib/checkpoint/hostile_files_test.cc and tests/server/model_repository_test.cc.
 
 Run with Debian's NumPy: /usr/bin/python3 tests/data/make_hostile.py
 Writes tests/data/hostile/<case>/ (a model repository: each folder is a
@@ -194,7 +194,7 @@ gguf_case("gguf_tensors_overlap", "INVALID_ARGUMENT", ["overlaps tensor \"token_
                        tinfo("output_norm.weight", [H], 0, 480)]))
 gguf_case("gguf_truncated", "INVALID_ARGUMENT", ["metadata_kv_count 6 is larger than the 16 bytes left"],
           gguf()[:40])
-# RoPE keys go through RopeParamsFromGguf (lib/rope_gguf.h); errors name
+# RoPE keys go through RopeParamsFromGguf (lib/positions/rope_gguf.h); errors name
 # the file and the key or parameter.
 gguf_case("gguf_rope_freq_base_string", "INVALID_ARGUMENT",
           ["key \"llama.rope.freq_base\" must be a number, got string \"big\""],

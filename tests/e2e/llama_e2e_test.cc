@@ -17,11 +17,11 @@
 #include <gtest/gtest.h>
 
 #include "absl/strings/str_cat.h"
-#include "client/tensor_codec.h"
+#include "proto/tensor_codec.h"
 #include "client/vocabd_client.h"
-#include "lib/checkpoint.h"
-#include "lib/embedding.h"
-#include "lib/rope.h"
+#include "lib/checkpoint/checkpoint.h"
+#include "lib/embedding/embedding.h"
+#include "lib/positions/rope.h"
 #include "tests/e2e/tiny_llama.h"
 #include "tests/e2e/tokenizer.h"
 #include "tests/server/server_fixture.h"
@@ -49,7 +49,7 @@ std::string ExpectedTextPath() { return SharedModelsDir() + "/stories260K/greedy
 
 // ----- LOCAL backend: lib/ only ------------------------------------------
 
-// Embedding via lib/embedding.h, RoPE via lib/rope.h with `rope`, final
+// Embedding via lib/embedding/embedding.h, RoPE via lib/positions/rope.h with `rope`, final
 // RMSNorm (model.norm.weight, config eps) + tied-head argmax in plain loops.
 LlamaSteps LocalSteps(const Checkpoint& ckpt, const RopeParams& rope) {
   const ModelConfig& c = ckpt.config();

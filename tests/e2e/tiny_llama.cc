@@ -6,7 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "lib/status_macros.h"
+#include "lib/core/status_macros.h"
 
 namespace vocabd::testing {
 namespace {

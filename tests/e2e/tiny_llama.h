@@ -30,7 +30,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "lib/checkpoint.h"
+#include "lib/checkpoint/checkpoint.h"
 #include "tests/e2e/tokenizer.h"
 
 namespace vocabd::testing {
@@ -49,7 +49,7 @@ struct LlamaSteps {
 
 class TinyLlama {
  public:
-  // Copies the per-layer weights (canonical names, see lib/checkpoint.h)
+  // Copies the per-layer weights (canonical names, see lib/checkpoint/checkpoint.h)
   // out of `checkpoint` as F32. The KV cache holds config.max_position_embeddings
   // positions. FAILED_PRECONDITION naming the tensor when one is missing or
   // has the wrong shape; INVALID_ARGUMENT for a non-F32 tensor or steps

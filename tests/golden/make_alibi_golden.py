@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Golden ALiBi slopes and bias (lib/alibi.cc) and sinusoidal tables (lib/sinusoidal.cc).
+"""Golden ALiBi slopes and bias (lib/positions/alibi.cc) and sinusoidal tables (lib/positions/sinusoidal.cc).
 
 Run: /usr/bin/python3 tests/golden/make_alibi_golden.py  (NumPy; PyTorch optional)
 Writes tests/golden/alibi_golden.json.

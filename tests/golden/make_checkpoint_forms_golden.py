@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Tiny checkpoints of every config.json family and GGUF dtype, plus golden
-values, for tests/lib/checkpoint_forms_test.cc.
+values, for tests/lib/checkpoint/checkpoint_forms_test.cc.
 
 Run with Debian's NumPy: /usr/bin/python3 tests/golden/make_checkpoint_forms_golden.py
 Writes tests/data/forms/<case>/... and tests/golden/checkpoint_forms_golden.json.
@@ -277,7 +277,7 @@ gguf_case("gguf_f32", 0, 0)
 
 
 # GGUF RoPE scaling keys and factor tensors, read by RopeParamsFromGguf
-# (tests/lib/checkpoint_forms_test.cc compares them with the equivalent
+# (tests/lib/checkpoint/checkpoint_forms_test.cc compares them with the equivalent
 # config.json rope_scaling). Written after the cases above so their bytes
 # do not change.
 def rope_gguf(name, arch, kvs, extra_tensors=()):

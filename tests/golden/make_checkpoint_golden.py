@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Writes tests/golden/checkpoint_golden.json for tests/lib/checkpoint_test.cc.
+"""Writes tests/golden/checkpoint_golden.json for tests/lib/checkpoint/checkpoint_test.cc.
 
 Reads the two bundled forms of stories260K with NumPy only (no vocabd code):
   models/stories260K/stories260K.bin        llama2.c legacy layout

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Golden values for every RoPE scaling type (lib/rope_freq.cc, lib/rope.cc).
+"""Golden values for every RoPE scaling type (lib/positions/rope_freq.cc, lib/positions/rope.cc).
 
 Run with Debian's NumPy (+ python3-torch for the cross-check):
     /usr/bin/python3 tests/golden/make_rope_scaling_golden.py
@@ -16,7 +16,7 @@ Two implementations live here:
     only as a cross-check when torch is importable;
   * `np_*`: the same steps in NumPy float32 with correctly rounded pow
     (float64 pow of the float32 operands, rounded once), which is what the
-    golden stores and what lib/rope_freq.cc implements.
+    golden stores and what lib/positions/rope_freq.cc implements.
 The script asserts both agree on inv_freq within 1 ULP and prints how many
 entries differ at all (PyTorch's vectorized pow is not correctly rounded).
 

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Golden values for tests/server/tensor_codec_test.cc.
+"""Golden values for tests/proto/tensor_codec_test.cc.
 
 F16 uses NumPy's IEEE binary16 (astype, round-to-nearest-even). NumPy has no
 bfloat16, so BF16 decode is the definition (bits << 16 as binary32) and BF16

@@ -7,7 +7,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "client/tensor_codec.h"
+#include "proto/tensor_codec.h"
 #include "tests/server/server_fixture.h"
 
 namespace vocabd::testing {

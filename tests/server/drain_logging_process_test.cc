@@ -25,10 +25,10 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
-#include "client/tensor_codec.h"
+#include "proto/tensor_codec.h"
 #include "client/vocabd_client.h"
 #include "grpc/health/v1/health.grpc.pb.h"
-#include "lib/happens_before.h"
+#include "lib/core/happens_before.h"
 #include "tests/test_util.h"
 
 namespace vocabd::testing {

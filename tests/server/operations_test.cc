@@ -11,10 +11,10 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
-#include "client/tensor_codec.h"
+#include "proto/tensor_codec.h"
 #include "client/vocabd_client.h"
-#include "lib/checkpoint.h"
-#include "lib/metrics.h"
+#include "lib/checkpoint/checkpoint.h"
+#include "server/metrics.h"
 #include "server/build_info.h"
 #include "server/server.h"
 #include "tests/server/server_fixture.h"

@@ -22,9 +22,9 @@
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
-#include "client/tensor_codec.h"
-#include "lib/compute_pool.h"
-#include "lib/metrics.h"
+#include "proto/tensor_codec.h"
+#include "lib/serving/compute_pool.h"
+#include "server/metrics.h"
 #include "server/position_service.h"
 #include "tests/test_util.h"
 #include "vocabd/v1/position.grpc.pb.h"
@@ -92,7 +92,7 @@ v1::ApplyRopeRequest TiledRequest(const Golden& g, int tiles) {
   return request;
 }
 
-// Every tile within the golden tolerance of tests/lib/rope_test.cc
+// Every tile within the golden tolerance of tests/lib/positions/rope_test.cc
 // (|got - want| <= 1e-6 * max(1, |a| + |b|) for a pair (a, b)), and every
 // tile bit-identical to the first (threads never change bits).
 void ExpectTilesMatchGolden(const std::string& what, const v1::Tensor& tensor,
@@ -185,7 +185,7 @@ class PositionPoolTest : public ::testing::Test {
 
 constexpr char kCase[] = "interleaved_theta5e5_d64_b2";
 // 1024 tiles: q [2048, 2, 3, 64] + k [2048, 1, 3, 64] = 1,179,648 F32 values
-// (4.5 MiB): above kPositionInlineMaxValues and above lib/rope.h's 4 MiB
+// (4.5 MiB): above kPositionInlineMaxValues and above lib/positions/rope.h's 4 MiB
 // threading threshold.
 constexpr int kLargeTiles = 1024;
 

@@ -15,7 +15,7 @@
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
-#include "client/tensor_codec.h"
+#include "proto/tensor_codec.h"
 #include "tests/server/server_fixture.h"
 #include "tests/test_util.h"
 #include "vocabd/v1/embedding.grpc.pb.h"

@@ -13,7 +13,7 @@
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
-#include "client/tensor_codec.h"
+#include "proto/tensor_codec.h"
 #include "client/vocabd_client.h"
 #include "server/response_size.h"
 #include "server/server.h"

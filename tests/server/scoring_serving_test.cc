@@ -14,9 +14,9 @@
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
-#include "client/tensor_codec.h"
+#include "proto/tensor_codec.h"
 #include "client/vocabd_client.h"
-#include "lib/lm_head.h"
+#include "lib/head/lm_head.h"
 #include "server/model_serving_options.h"
 #include "server/server.h"
 #include "tests/test_util.h"

@@ -7,9 +7,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "client/tensor_codec.h"
-#include "lib/checkpoint.h"
-#include "lib/dtype.h"
+#include "proto/tensor_codec.h"
+#include "lib/checkpoint/checkpoint.h"
+#include "lib/core/dtype.h"
 #include "tests/server/server_fixture.h"
 #include "tests/test_util.h"
 

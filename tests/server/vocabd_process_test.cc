@@ -18,7 +18,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "lib/checkpoint.h"
+#include "lib/checkpoint/checkpoint.h"
 #include "tests/test_util.h"
 
 namespace vocabd::testing {

@@ -1,0 +1,365 @@
+#include "lib/checkpoint/gguf_checkpoint.h"
+
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <optional>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "lib/core/dtype.h"
+#include "lib/positions/rope_gguf.h"
+#include "lib/core/status_macros.h"
+
+namespace vocabd {
+namespace {
+
+class Meta {
+ public:
+  Meta(const GgufFile& file, std::string path, std::string arch)
+      : file_(file), path_(std::move(path)), arch_(std::move(arch)) {}
+
+  absl::Status Error(const std::string& key, const std::string& rule) const {
+    return absl::InvalidArgumentError(absl::StrCat(path_, ": GGUF key \"", key, "\" ", rule));
+  }
+  std::string Key(const std::string& suffix) const { return absl::StrCat(arch_, ".", suffix); }
+
+  absl::StatusOr<std::optional<int64_t>> Int(const std::string& key) const {
+    const GgufValue* v = file_.Find(key);
+    if (v == nullptr) return std::optional<int64_t>();
+    if (!v->is_integer()) return Error(key, "must be an integer");
+    if (v->type == GgufValueType::kU64 && v->u > static_cast<uint64_t>(INT64_MAX)) {
+      return Error(key, absl::StrCat("= ", v->u, " does not fit in int64"));
+    }
+    return std::optional<int64_t>(v->i);
+  }
+  absl::StatusOr<int64_t> PositiveInt(const std::string& key, std::optional<int64_t> fallback,
+                                      int64_t max = INT32_MAX) const {
+    std::optional<int64_t> v;
+    ASSIGN_OR_RETURN(v, Int(key));
+    if (!v.has_value()) {
+      if (!fallback.has_value()) return Error(key, "is required but missing");
+      v = fallback;
+    }
+    if (*v <= 0 || *v > max) return Error(key, absl::StrCat("= ", *v, " must be in [1, ", max, "]"));
+    return *v;
+  }
+  absl::StatusOr<std::optional<double>> Float(const std::string& key) const {
+    const GgufValue* v = file_.Find(key);
+    if (v == nullptr) return std::optional<double>();
+    if (v->is_float()) return std::optional<double>(v->f);
+    if (v->is_integer()) return std::optional<double>(static_cast<double>(v->i));
+    return Error(key, "must be a number");
+  }
+  absl::StatusOr<std::optional<std::string>> String(const std::string& key) const {
+    const GgufValue* v = file_.Find(key);
+    if (v == nullptr) return std::optional<std::string>();
+    if (v->type != GgufValueType::kString) return Error(key, "must be a string");
+    return std::optional<std::string>(v->s);
+  }
+
+ private:
+  const GgufFile& file_;
+  std::string path_;
+  std::string arch_;
+};
+
+struct ArchInfo {
+  RopePairLayout layout = RopePairLayout::kInterleaved;
+  PositionScheme positions = PositionScheme::kRope;
+  bool sqrt_hidden_scale = false;
+};
+
+std::optional<ArchInfo> ArchFor(const std::string& arch) {
+  ArchInfo a;
+  if (arch == "llama") return a;
+  if (arch == "qwen2" || arch == "gptneox" || arch == "phi2" || arch == "phi3") {
+    a.layout = RopePairLayout::kHalfSplit;
+    return a;
+  }
+  if (arch == "gemma") {
+    a.layout = RopePairLayout::kHalfSplit;
+    a.sqrt_hidden_scale = true;
+    return a;
+  }
+  if (arch == "gpt2") {
+    a.positions = PositionScheme::kLearned;
+    return a;
+  }
+  return std::nullopt;
+}
+
+// GGUF llama per-layer names -> HF names (checkpoint.h).
+std::optional<std::string> LlamaLayerName(const std::string& name) {
+  static const std::map<std::string, std::string>* const kNames =
+      new std::map<std::string, std::string>{
+          {"attn_norm", "input_layernorm"},      {"attn_q", "self_attn.q_proj"},
+          {"attn_k", "self_attn.k_proj"},        {"attn_v", "self_attn.v_proj"},
+          {"attn_output", "self_attn.o_proj"},   {"ffn_norm", "post_attention_layernorm"},
+          {"ffn_gate", "mlp.gate_proj"},         {"ffn_up", "mlp.up_proj"},
+          {"ffn_down", "mlp.down_proj"}};
+  if (name.rfind("blk.", 0) != 0) return std::nullopt;
+  const size_t dot = name.find('.', 4);
+  if (dot == std::string::npos) return std::nullopt;
+  const std::string layer = name.substr(4, dot - 4);
+  const std::string rest = name.substr(dot + 1);
+  const std::string suffix = ".weight";
+  if (rest.size() <= suffix.size() || rest.substr(rest.size() - suffix.size()) != suffix) {
+    return std::nullopt;
+  }
+  auto it = kNames->find(rest.substr(0, rest.size() - suffix.size()));
+  if (it == kNames->end()) return std::nullopt;
+  return absl::StrCat("model.layers.", layer, ".", it->second, ".weight");
+}
+
+std::optional<std::string> CanonicalName(const std::string& name) {
+  if (name == "token_embd.weight") return std::string(kEmbedTokens);
+  if (name == "output.weight") return std::string(kLmHead);
+  if (name == "output.bias") return std::string(kLmHeadBias);
+  if (name == "output_norm.weight") return std::string(kFinalNorm);
+  if (name == "output_norm.bias") return std::string(kFinalNormBias);
+  if (name == "position_embd.weight") return std::string(kPositionEmbeddings);
+  return std::nullopt;
+}
+
+std::optional<DType> PlainDType(uint32_t type) {
+  switch (type) {
+    case kGgmlF32: return DType::kF32;
+    case kGgmlF16: return DType::kF16;
+    case kGgmlBF16: return DType::kBF16;
+    case 26: return DType::kI32;
+    case 27: return DType::kI64;
+    default: return std::nullopt;
+  }
+}
+
+// F32/F16/BF16 1-D tensor -> doubles (GGUF rope factor tensors).
+absl::StatusOr<std::vector<double>> FactorTensor(const GgufTensorInfo& t, const uint8_t* base,
+                                                 const std::string& path) {
+  const std::optional<DType> dtype = PlainDType(t.type);
+  if (t.ne.size() != 1 || !dtype.has_value() ||
+      (*dtype != DType::kF32 && *dtype != DType::kF16 && *dtype != DType::kBF16)) {
+    const GgmlTypeInfo* type = GgmlType(t.type);
+    return absl::InvalidArgumentError(absl::StrCat(
+        path, ": tensor \"", t.name, "\" must be a 1-D F32/F16/BF16 tensor, got ", t.ne.size(),
+        " dims of ggml type ", type != nullptr ? type->name : "?"));
+  }
+  const size_t n = static_cast<size_t>(t.num_elements());
+  std::vector<float> values(n);
+  ConvertToF32(*dtype, base + t.offset, n, values.data());
+  return std::vector<double>(values.begin(), values.end());
+}
+
+// The RoPE metadata (<arch>.context_length, <arch>.rope.*) and factor
+// tensors of `gguf` for RopeParamsFromGguf.
+absl::StatusOr<GgufRopeInput> RopeInputFromGguf(const GgufFile& gguf, const MappedFile& file,
+                                                const std::string& arch, int head_dim,
+                                                RopePairLayout layout, const std::string& path) {
+  GgufRopeInput in;
+  in.arch = arch;
+  in.head_dim = head_dim;
+  in.pair_layout = layout;
+  const std::string context_key = absl::StrCat(arch, ".context_length");
+  const std::string rope_prefix = absl::StrCat(arch, ".rope.");
+  for (const auto& [key, value] : gguf.metadata) {
+    if (key != context_key && key.rfind(rope_prefix, 0) != 0) continue;
+    if (value.is_integer()) {
+      if (value.type == GgufValueType::kU64 && value.u > static_cast<uint64_t>(INT64_MAX)) {
+        return absl::InvalidArgumentError(absl::StrCat(path, ": GGUF key \"", key, "\" = ",
+                                                       value.u, " does not fit in int64"));
+      }
+      in.metadata[key] = GgufRopeValue::Int(value.i);
+    } else if (value.is_float()) {
+      in.metadata[key] = GgufRopeValue::Float(value.f);
+    } else if (value.type == GgufValueType::kString) {
+      in.metadata[key] = GgufRopeValue::String(value.s);
+    } else {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ": GGUF key \"", key, "\" must be a number or string, got an array"));
+    }
+  }
+  const std::pair<const char*, std::vector<double>*> tensors[] = {
+      {"rope_factors_long.weight", &in.rope_factors_long},
+      {"rope_factors_short.weight", &in.rope_factors_short},
+      {"rope_freqs.weight", &in.rope_freqs}};
+  for (const auto& [name, out] : tensors) {
+    if (const GgufTensorInfo* t = gguf.FindTensor(name); t != nullptr) {
+      ASSIGN_OR_RETURN(*out, FactorTensor(*t, file.data(), path));
+    }
+  }
+  return in;
+}
+
+}  // namespace
+
+void DequantizeQ8_0(const uint8_t* src, size_t n, float* dst) {
+  constexpr size_t kBlock = 32;
+  for (size_t b = 0; b < n / kBlock; ++b) {
+    const uint8_t* block = src + b * 34;
+    uint16_t d_bits;
+    std::memcpy(&d_bits, block, 2);
+    const float d = HalfToFloat(d_bits);
+    const int8_t* q = reinterpret_cast<const int8_t*>(block + 2);
+    for (size_t j = 0; j < kBlock; ++j) dst[b * kBlock + j] = static_cast<float>(q[j]) * d;
+  }
+}
+
+absl::StatusOr<std::unique_ptr<Checkpoint>> LoadGguf(const std::string& path) {
+  ASSIGN_OR_RETURN(std::unique_ptr<MappedFile> file, MappedFile::Open(path));
+  ASSIGN_OR_RETURN(GgufFile gguf, ParseGguf(file->data(), file->size(), path));
+  auto invalid = [&path](const std::string& rule) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": ", rule));
+  };
+  Meta top(gguf, path, "");
+  std::optional<std::string> arch;
+  ASSIGN_OR_RETURN(arch, top.String("general.architecture"));
+  if (!arch.has_value()) return top.Error("general.architecture", "is required but missing");
+  const std::optional<ArchInfo> arch_info = ArchFor(*arch);
+  if (!arch_info.has_value()) {
+    return top.Error("general.architecture",
+                     absl::StrCat("= \"", *arch,
+                                  "\" is not supported (llama, qwen2, gemma, gptneox, phi2, phi3, gpt2)"));
+  }
+  const Meta m(gguf, path, *arch);
+
+  auto ckpt = std::make_unique<Checkpoint>();
+  ModelConfig& c = ckpt->mutable_config();
+  c.architecture = *arch;
+  ASSIGN_OR_RETURN(c.hidden_size, m.PositiveInt(m.Key("embedding_length"), std::nullopt));
+  ASSIGN_OR_RETURN(c.max_position_embeddings,
+                   m.PositiveInt(m.Key("context_length"), std::nullopt, INT64_MAX));
+  int64_t v = 0;
+  std::optional<int64_t> ov;
+  ASSIGN_OR_RETURN(ov, m.Int(m.Key("block_count")));
+  if (!ov.has_value()) return m.Error(m.Key("block_count"), "is required but missing");
+  if (*ov < 0 || *ov > INT32_MAX) return m.Error(m.Key("block_count"), absl::StrCat("= ", *ov, " is out of range"));
+  c.num_hidden_layers = static_cast<int>(*ov);
+  ASSIGN_OR_RETURN(v, m.PositiveInt(m.Key("attention.head_count"), std::nullopt));
+  c.num_attention_heads = static_cast<int>(v);
+  ASSIGN_OR_RETURN(v, m.PositiveInt(m.Key("attention.head_count_kv"), c.num_attention_heads));
+  c.num_key_value_heads = static_cast<int>(v);
+  ASSIGN_OR_RETURN(v, m.PositiveInt(m.Key("attention.key_length"),
+                                    std::max<int64_t>(1, c.hidden_size / c.num_attention_heads)));
+  c.head_dim = static_cast<int>(v);
+  ASSIGN_OR_RETURN(ov, m.Int(m.Key("feed_forward_length")));
+  c.intermediate_size = ov.value_or(0);
+
+  std::optional<double> eps;
+  ASSIGN_OR_RETURN(eps, m.Float(m.Key("attention.layer_norm_rms_epsilon")));
+  if (eps.has_value()) {
+    c.final_norm_kind = NormKind::kRmsNorm;
+    c.norm_eps = *eps;
+  } else {
+    ASSIGN_OR_RETURN(eps, m.Float(m.Key("attention.layer_norm_epsilon")));
+    if (eps.has_value()) {
+      c.final_norm_kind = NormKind::kLayerNorm;
+      c.norm_eps = *eps;
+    } else {
+      return m.Error(m.Key("attention.layer_norm_rms_epsilon"),
+                     absl::StrCat("(or ", m.Key("attention.layer_norm_epsilon"),
+                                  ") is required but missing"));
+    }
+  }
+  c.position_scheme = arch_info->positions;
+  c.embedding_scale = arch_info->sqrt_hidden_scale ? std::sqrt(static_cast<double>(c.hidden_size)) : 1.0;
+
+  if (c.position_scheme == PositionScheme::kRope) {
+    // Every <arch>.rope.* key and rope factor tensor is read by
+    // RopeParamsFromGguf (lib/positions/rope_gguf.h), the one GGUF -> RoPE mapping.
+    ASSIGN_OR_RETURN(GgufRopeInput rope_input,
+                     RopeInputFromGguf(gguf, *file, *arch, c.head_dim, arch_info->layout, path));
+    absl::StatusOr<RopeParams> rope = RopeParamsFromGguf(rope_input);
+    if (!rope.ok()) return invalid(std::string(rope.status().message()));
+    c.rope = *std::move(rope);
+  } else {
+    // No rotary (gpt2: learned positions); rope.* keys are not read.
+    c.rope.head_dim = c.head_dim;
+    c.rope.rotary_dim = c.head_dim;
+    c.rope.pair_layout = arch_info->layout;
+    c.rope.max_position_embeddings = c.max_position_embeddings;
+  }
+  ASSIGN_OR_RETURN(ov, m.Int("tokenizer.ggml.bos_token_id"));
+  c.bos_token_id = ov.value_or(-1);
+  ASSIGN_OR_RETURN(ov, m.Int("tokenizer.ggml.eos_token_id"));
+  c.eos_token_id = ov.value_or(-1);
+
+  const GgufTensorInfo* embd = gguf.FindTensor("token_embd.weight");
+  if (embd == nullptr) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(path, ": required tensor \"token_embd.weight\" is missing"));
+  }
+  if (embd->ne.size() != 2) {
+    return invalid(absl::StrCat("tensor \"token_embd.weight\" has ", embd->ne.size(),
+                                " dims, expected 2 ([hidden, vocab] in ggml order)"));
+  }
+  c.vocab_size = static_cast<int64_t>(embd->ne[1]);
+  ASSIGN_OR_RETURN(ov, m.Int(m.Key("vocab_size")));
+  if (ov.has_value() && *ov != c.vocab_size) {
+    return m.Error(m.Key("vocab_size"), absl::StrCat("= ", *ov, " but token_embd.weight has ",
+                                                     c.vocab_size, " rows"));
+  }
+  // Token ids may be u32 -1 ("none") in some files.
+  if (c.bos_token_id >= c.vocab_size || c.bos_token_id == UINT32_MAX) c.bos_token_id = -1;
+  if (c.eos_token_id >= c.vocab_size || c.eos_token_id == UINT32_MAX) c.eos_token_id = -1;
+  c.tie_word_embeddings = gguf.FindTensor("output.weight") == nullptr;
+
+  bool any_mapped = false;
+  for (const GgufTensorInfo& t : gguf.tensors) {
+    std::optional<std::string> name = CanonicalName(t.name);
+    const bool canonical = name.has_value();
+    if (!canonical && *arch == "llama") name = LlamaLayerName(t.name);
+    if (!name.has_value()) name = t.name;
+    const uint8_t* src = file->data() + t.offset;
+    const size_t n = static_cast<size_t>(t.num_elements());
+    WeightTensor w;
+    w.shape = t.shape();
+    const std::optional<DType> plain = PlainDType(t.type);
+    // Q8_0 has no serving dtype of its own: it is dequantized to F32.
+    w.stored_dtype = plain.value_or(DType::kF32);
+    if (canonical && (t.type == kGgmlQ8_0 || (plain.has_value() && *plain != DType::kF32 &&
+                                              *plain != DType::kI32 && *plain != DType::kI64))) {
+      std::vector<uint8_t> buffer(n * sizeof(float));
+      float* dst = reinterpret_cast<float*>(buffer.data());
+      if (t.type == kGgmlQ8_0) {
+        DequantizeQ8_0(src, n, dst);
+      } else {
+        ConvertToF32(*plain, src, n, dst);
+      }
+      ckpt->AdoptBuffer(std::move(buffer));
+      w.dtype = DType::kF32;
+      w.data = ckpt->last_buffer().data();
+      w.nbytes = n * sizeof(float);
+    } else if (canonical && !plain.has_value()) {
+      const GgmlTypeInfo* type = GgmlType(t.type);
+      return invalid(absl::StrCat("tensor \"", t.name, "\" has ggml type ", type->name,
+                                  "; served tensors must be F32, F16, BF16 or Q8_0"));
+    } else if (plain.has_value()) {
+      // In place (data offsets are aligned to general.alignment >= 1; copy
+      // when the element type needs more).
+      if (reinterpret_cast<uintptr_t>(src) % DTypeSize(*plain) != 0) {
+        ckpt->AdoptBuffer(std::vector<uint8_t>(src, src + t.nbytes));
+        w.data = ckpt->last_buffer().data();
+      } else {
+        w.data = src;
+        any_mapped = true;
+      }
+      w.dtype = *plain;
+      w.nbytes = static_cast<size_t>(t.nbytes);
+    } else {
+      continue;  // quantized non-canonical tensor: not exposed
+    }
+    ckpt->AddTensor(*name, std::move(w));
+  }
+  SourceFileInfo info;
+  info.path = file->path();
+  info.format = "gguf";
+  info.size_bytes = static_cast<int64_t>(file->size());
+  // sha256: Checkpoint::HashFiles (LoadCheckpoint), possibly in the background.
+  info.memory_mapped = any_mapped;
+  ckpt->AddFile(std::move(file), std::move(info));
+  RETURN_IF_ERROR(ckpt->Finalize());
+  return ckpt;
+}
+
+}  // namespace vocabd

@@ -1,0 +1,380 @@
+#include "lib/head/lm_head.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <string>
+#include <unordered_map>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "lib/head/lm_head_kernel.h"
+#include "lib/core/parallel.h"
+#include "oneapi/dnnl/dnnl.hpp"
+
+namespace vocabd {
+namespace {
+
+using dnnl::memory;
+
+// A per-thread, growable, 64-byte-aligned scratchpad buffer. oneDNN's user
+// scratchpad must not be shared by concurrent executions; one buffer per
+// thread satisfies that because Compute is synchronous.
+class ScratchBuffer {
+ public:
+  ~ScratchBuffer() { std::free(data_); }
+  // nullptr on allocation failure.
+  void* Get(size_t size) {
+    if (size <= capacity_) return data_;
+    const size_t rounded = (size + kAlign - 1) / kAlign * kAlign;
+    void* fresh = std::aligned_alloc(kAlign, rounded);
+    if (fresh == nullptr) return nullptr;
+    std::free(data_);
+    data_ = fresh;
+    capacity_ = rounded;
+    return data_;
+  }
+
+ private:
+  static constexpr size_t kAlign = 64;
+  void* data_ = nullptr;
+  size_t capacity_ = 0;
+};
+
+ScratchBuffer& ThreadScratch() {
+  thread_local ScratchBuffer buffer;
+  return buffer;
+}
+
+// Per-thread buffer for the bf16 copy of the hidden rows.
+ScratchBuffer& ThreadBf16Src() {
+  thread_local ScratchBuffer buffer;
+  return buffer;
+}
+
+// Per-thread buffer for the hidden rows packed as AMX B tiles.
+ScratchBuffer& ThreadAmxPacked() {
+  thread_local ScratchBuffer buffer;
+  return buffer;
+}
+
+// The hidden rows rounded to bf16 (nearest even) in this thread's buffer:
+// both paths feed BF16 weights bf16 rows.
+absl::StatusOr<const uint16_t*> Bf16Rows(const float* hidden, int64_t count) {
+  const size_t n = static_cast<size_t>(count);
+  void* converted = ThreadBf16Src().Get(n * sizeof(uint16_t));
+  if (converted == nullptr) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("LmHead: cannot allocate ", n * 2, " bytes for bf16 rows"));
+  }
+  ConvertFromF32(hidden, n, DType::kBF16, converted);
+  return static_cast<const uint16_t*>(converted);
+}
+
+memory::data_type DnnlType(DType dtype) {
+  return dtype == DType::kBF16 ? memory::data_type::bf16 : memory::data_type::f32;
+}
+
+absl::Status DnnlError(const char* what, const dnnl::error& e) {
+  return absl::InternalError(
+      absl::StrCat("oneDNN ", what, " failed: ", e.what(), " (dnnl_status ",
+                   static_cast<int>(e.status), ")"));
+}
+
+// Vocabulary rows per ParallelFor task of the small-M kernel: about 2 MiB of
+// weights, so each task is one long sequential stream and a 2.1 GB head
+// still has ~1000 tasks for the dynamic schedule to balance.
+int64_t KernelChunkRows(int64_t hidden_size, DType dtype) {
+  // A multiple of 32 rows, so that only the last task can end in a partial
+  // AMX block.
+  constexpr int64_t kChunkBytes = int64_t{2} << 20;
+  const int64_t row_bytes = hidden_size * static_cast<int64_t>(DTypeSize(dtype));
+  const int64_t rows = kChunkBytes / std::max<int64_t>(row_bytes, 1);
+  return std::max<int64_t>(32, rows / 32 * 32);
+}
+
+}  // namespace
+
+// One oneDNN matmul primitive built for a fixed M (see lm_head.h).
+struct FixedMatmul {
+  dnnl::matmul::primitive_desc pd;
+  dnnl::matmul matmul;
+  memory::desc scratchpad_md;
+};
+
+struct LmHead::Impl {
+  Options options;
+  int64_t small_rows_max = 0;  // effective: 0 when the CPU lacks the kernel
+  HeadKernelIsa kernel_isa = HeadKernelIsa::kNone;
+  bool amx = false;  // BF16 kernel on AMX tiles
+  int64_t chunk_rows = 0;
+  dnnl::engine engine;
+  memory::desc weights_md;
+  memory::desc scratchpad_md;
+  dnnl::matmul::primitive_desc pd;
+  dnnl::matmul matmul;
+  // Fixed-M primitives by M (<= kFixedRowsMax), built on first use. A null
+  // entry: oneDNN could not build one for that M; the runtime-M primitive
+  // serves it.
+  mutable std::mutex fixed_mu;
+  mutable std::unordered_map<int64_t, std::shared_ptr<const FixedMatmul>> fixed;
+
+  // hidden [m, hidden_size] (the weights' dtype) and logits [m, vocab_size]
+  // F32, row-major; m may be DNNL_RUNTIME_DIM_VAL.
+  memory::desc SrcDesc(memory::dim m) const {
+    return memory::desc({m, options.hidden_size}, DnnlType(options.weights_dtype),
+                        memory::format_tag::ab);
+  }
+  memory::desc DstDesc(memory::dim m) const {
+    return memory::desc({m, options.vocab_size}, memory::data_type::f32, memory::format_tag::ab);
+  }
+  // With the weights operand [K, N], strides {1, K}.
+  dnnl::matmul::desc MatmulDesc(memory::dim m) const {
+    return dnnl::matmul::desc(SrcDesc(m), weights_md, DstDesc(m));
+  }
+
+  // The fixed-M primitive for m rows, or null (use the runtime-M one).
+  // Never throws. Built outside the lock (oneDNN JIT-compiles it), so calls
+  // for other M are not held up; if two threads build the same M, the first
+  // stored wins. A primitive oneDNN refuses is remembered as null; an
+  // allocation failure is not remembered (the next call tries again).
+  std::shared_ptr<const FixedMatmul> FixedFor(int64_t m) const {
+    {
+      std::lock_guard<std::mutex> lock(fixed_mu);
+      auto it = fixed.find(m);
+      if (it != fixed.end()) return it->second;
+    }
+    std::shared_ptr<const FixedMatmul> made;
+    try {
+      dnnl::primitive_attr attr;
+      attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+      auto f = std::make_shared<FixedMatmul>();
+      f->pd = dnnl::matmul::primitive_desc(MatmulDesc(m), attr, engine);
+      f->scratchpad_md = f->pd.scratchpad_desc();
+      f->matmul = dnnl::matmul(f->pd);
+      made = std::move(f);
+    } catch (const dnnl::error&) {
+      // Served by the runtime-M primitive; remembered so we do not retry.
+    } catch (const std::bad_alloc&) {
+      return nullptr;
+    }
+    try {
+      std::lock_guard<std::mutex> lock(fixed_mu);
+      return fixed.emplace(m, std::move(made)).first->second;
+    } catch (const std::bad_alloc&) {
+      return nullptr;
+    }
+  }
+};
+
+LmHead::LmHead(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+LmHead::~LmHead() = default;
+
+bool LmHead::Bf16Supported() {
+  const dnnl::cpu_isa isa = dnnl::get_effective_cpu_isa();
+  return isa == dnnl::cpu_isa::avx512_core_bf16 || isa == dnnl::cpu_isa::avx512_core_amx;
+}
+
+DType LmHead::weights_dtype() const { return impl_->options.weights_dtype; }
+int64_t LmHead::weight_bytes() const {
+  return impl_->options.vocab_size * impl_->options.hidden_size *
+         static_cast<int64_t>(DTypeSize(impl_->options.weights_dtype));
+}
+int64_t LmHead::vocab_size() const { return impl_->options.vocab_size; }
+int64_t LmHead::hidden_size() const { return impl_->options.hidden_size; }
+int64_t LmHead::small_rows_max() const { return impl_->small_rows_max; }
+std::string LmHead::implementation() const {
+  std::string onednn;
+  if (auto fixed = impl_->FixedFor(kFixedRowsMax)) {
+    const char* name = fixed->pd.impl_info_str();
+    onednn = absl::StrCat(name == nullptr ? "" : name, " (fixed M <= ", kFixedRowsMax, ")");
+  } else {
+    const char* name = impl_->pd.impl_info_str();
+    onednn = name == nullptr ? "" : name;
+  }
+  if (impl_->small_rows_max == 0) return onednn;
+  return absl::StrCat("vocabd:", impl_->amx ? "amx_bf16" : HeadKernelIsaName(impl_->kernel_isa),
+                      " (rows <= ", impl_->small_rows_max, "); ", onednn);
+}
+
+absl::StatusOr<std::unique_ptr<LmHead>> LmHead::Create(const Options& options) {
+  if (options.weights == nullptr) {
+    return absl::InvalidArgumentError("LmHead: weights is null");
+  }
+  if (options.vocab_size <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("LmHead: vocab_size = ", options.vocab_size, " must be > 0"));
+  }
+  if (options.hidden_size <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("LmHead: hidden_size = ", options.hidden_size, " must be > 0"));
+  }
+  if (options.weights_dtype != DType::kF32 && options.weights_dtype != DType::kBF16) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("LmHead: weights_dtype = ", std::string(DTypeName(options.weights_dtype)),
+                     " is not supported (F32 or BF16)"));
+  }
+  if (options.weights_dtype == DType::kBF16 && !Bf16Supported()) {
+    return absl::FailedPreconditionError(
+        "LmHead: BF16 weights need a CPU with AVX512-BF16 or AMX (oneDNN effective ISA has "
+        "neither)");
+  }
+  const memory::dim k = options.hidden_size;
+  const memory::dim n = options.vocab_size;
+  if (options.small_rows_max < -1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "LmHead: small_rows_max = ", options.small_rows_max, " must be >= -1"));
+  }
+  // Operators' override, read at every Create (like oneDNN's
+  // DNNL_MAX_CPU_ISA): auto | onednn (never vocabd's kernels) | no-amx.
+  const char* env = std::getenv("VOCABD_LM_HEAD_KERNEL");
+  const std::string kernel_env = env == nullptr ? "auto" : env;
+  if (kernel_env != "auto" && kernel_env != "onednn" && kernel_env != "no-amx") {
+    return absl::InvalidArgumentError(absl::StrCat("VOCABD_LM_HEAD_KERNEL = '", kernel_env,
+                                                   "' (want auto, onednn or no-amx)"));
+  }
+  auto impl = std::make_unique<Impl>();
+  impl->options = options;
+  {
+    const HeadKernelIsa isa =
+        kernel_env == "onednn" ? HeadKernelIsa::kNone : DetectHeadKernelIsa();
+    const bool bf16 = options.weights_dtype == DType::kBF16;
+    const bool usable = bf16 ? isa == HeadKernelIsa::kAvx512Bf16 : isa != HeadKernelIsa::kNone;
+    impl->amx = usable && bf16 && options.allow_amx && kernel_env != "no-amx" &&
+                options.hidden_size % 32 == 0 && HeadKernelAmxAvailable();
+    const int64_t dflt = impl->amx ? kDefaultAmxRowsMax : kDefaultSmallRowsMax;
+    const int64_t want = options.small_rows_max < 0 ? dflt : options.small_rows_max;
+    impl->small_rows_max = usable ? want : 0;
+    if (impl->small_rows_max == 0) impl->amx = false;
+    // The kernel this head runs (the F32 one needs only AVX512F).
+    const HeadKernelIsa used = bf16 ? HeadKernelIsa::kAvx512Bf16 : HeadKernelIsa::kAvx512;
+    impl->kernel_isa = impl->small_rows_max > 0 ? used : HeadKernelIsa::kNone;
+    impl->chunk_rows = KernelChunkRows(options.hidden_size, options.weights_dtype);
+  }
+  try {
+    impl->engine = dnnl::engine(dnnl::engine::kind::cpu, 0);
+    const memory::data_type wt = DnnlType(options.weights_dtype);
+    // BF16 weights take bf16 src (oneDNN 2.6 has no f32 x bf16 matmul).
+    // W is [N, K] row-major; as the [K, N] weights operand element (k, n)
+    // sits at k * 1 + n * K: strides {1, K}.
+    impl->weights_md = memory::desc({k, n}, wt, memory::dims{1, k});
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    impl->pd = dnnl::matmul::primitive_desc(impl->MatmulDesc(DNNL_RUNTIME_DIM_VAL), attr,
+                                            impl->engine);
+    impl->scratchpad_md = impl->pd.scratchpad_desc();
+    impl->matmul = dnnl::matmul(impl->pd);
+  } catch (const dnnl::error& e) {
+    return DnnlError("matmul primitive creation", e);
+  }
+  return std::unique_ptr<LmHead>(new LmHead(std::move(impl)));
+}
+
+absl::Status LmHead::Compute(const float* hidden, int64_t rows, float* logits) const {
+  if (rows < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("LmHead: rows = ", rows, " must be >= 0"));
+  }
+  if (rows == 0) return absl::OkStatus();
+  if (hidden == nullptr || logits == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("LmHead: ", hidden == nullptr ? "hidden" : "logits",
+                     " is null with rows = ", rows));
+  }
+  const Impl& impl = *impl_;
+  if (rows <= impl.small_rows_max) return ComputeSmall(hidden, rows, logits);
+  // Chunks of at most kFixedRowsMax rows, each through a fixed-M primitive;
+  // a last chunk small enough for vocabd's kernel goes there.
+  const int64_t d = impl.options.hidden_size;
+  const int64_t vocab = impl.options.vocab_size;
+  for (int64_t r0 = 0; r0 < rows; r0 += kFixedRowsMax) {
+    const int64_t m = std::min(kFixedRowsMax, rows - r0);
+    const absl::Status s = m <= impl.small_rows_max
+                               ? ComputeSmall(hidden + r0 * d, m, logits + r0 * vocab)
+                               : ComputeOneDnn(hidden + r0 * d, m, logits + r0 * vocab);
+    if (!s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status LmHead::ComputeOneDnn(const float* hidden, int64_t rows, float* logits) const {
+  const Impl& impl = *impl_;
+  const memory::dim m = rows;
+  try {
+    const std::shared_ptr<const FixedMatmul> fixed = impl.FixedFor(rows);
+    const bool bf16 = impl.options.weights_dtype == DType::kBF16;
+    const void* src = hidden;
+    if (bf16) {
+      absl::StatusOr<const uint16_t*> converted = Bf16Rows(hidden, m * impl.options.hidden_size);
+      if (!converted.ok()) return converted.status();
+      src = *converted;
+    }
+    // oneDNN takes non-const handles; it never writes SRC or WEIGHTS.
+    memory src_mem(impl.SrcDesc(m), impl.engine, const_cast<void*>(src));
+    memory wei_mem(impl.weights_md, impl.engine, const_cast<void*>(impl.options.weights));
+    memory dst_mem(impl.DstDesc(m), impl.engine, logits);
+    std::unordered_map<int, memory> args = {
+        {DNNL_ARG_SRC, src_mem}, {DNNL_ARG_WEIGHTS, wei_mem}, {DNNL_ARG_DST, dst_mem}};
+    const memory::desc& scratch_md = fixed ? fixed->scratchpad_md : impl.scratchpad_md;
+    const size_t scratch_size = scratch_md.get_size();
+    if (scratch_size > 0) {
+      void* scratch = ThreadScratch().Get(scratch_size);
+      if (scratch == nullptr) {
+        return absl::ResourceExhaustedError(
+            absl::StrCat("LmHead: cannot allocate ", scratch_size, " scratchpad bytes"));
+      }
+      args.emplace(DNNL_ARG_SCRATCHPAD, memory(scratch_md, impl.engine, scratch));
+    }
+    dnnl::stream stream(impl.engine);
+    (fixed ? fixed->matmul : impl.matmul).execute(stream, args);
+    stream.wait();
+  } catch (const dnnl::error& e) {
+    return DnnlError(absl::StrCat("matmul execution (rows = ", rows, ")").c_str(), e);
+  } catch (const std::bad_alloc&) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("LmHead: out of memory (rows = ", rows, ")"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status LmHead::ComputeSmall(const float* hidden, int64_t rows, float* logits) const {
+  const Impl& impl = *impl_;
+  const int64_t vocab = impl.options.vocab_size;
+  const int64_t d = impl.options.hidden_size;
+  const int64_t chunk = impl.chunk_rows;
+  const int64_t tasks = (vocab + chunk - 1) / chunk;
+  if (impl.options.weights_dtype == DType::kBF16) {
+    absl::StatusOr<const uint16_t*> converted = Bf16Rows(hidden, rows * d);
+    if (!converted.ok()) return converted.status();
+    const uint16_t* x = *converted;
+    const auto* w = static_cast<const uint16_t*>(impl.options.weights);
+    if (impl.amx) {
+      const size_t packed_count = static_cast<size_t>(PackedBf16ForAmxSize(rows, d));
+      auto* packed =
+          static_cast<uint16_t*>(ThreadAmxPacked().Get(packed_count * sizeof(uint16_t)));
+      if (packed == nullptr) {
+        return absl::ResourceExhaustedError(absl::StrCat(
+            "LmHead: cannot allocate ", packed_count * 2, " bytes for packed bf16 rows"));
+      }
+      PackBf16ForAmx(x, rows, d, packed);
+      ParallelFor(tasks, [&](int64_t t) {
+        HeadKernelBf16Amx(packed, x, rows, w, d, t * chunk, std::min(vocab, (t + 1) * chunk),
+                          logits, vocab);
+      });
+      return absl::OkStatus();
+    }
+    ParallelFor(tasks, [&](int64_t t) {
+      HeadKernelBf16(x, rows, w, d, t * chunk, std::min(vocab, (t + 1) * chunk), logits, vocab);
+    });
+  } else {
+    const auto* w = static_cast<const float*>(impl.options.weights);
+    ParallelFor(tasks, [&](int64_t t) {
+      HeadKernelF32(hidden, rows, w, d, t * chunk, std::min(vocab, (t + 1) * chunk), logits,
+                    vocab);
+    });
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace vocabd

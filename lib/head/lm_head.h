@@ -1,0 +1,147 @@
+// The LM head GEMM: logits = hidden x W^T with oneDNN matmul.
+//
+//   hidden  [M, hidden_size]          F32, row-major (M = rows, runtime)
+//   W       [vocab_size, hidden_size] F32 or BF16, row-major (embedding layout;
+//           viewed by oneDNN as weights [K=hidden_size, N=vocab_size] with
+//           strides {1, hidden_size}, i.e. format "ba", no copy)
+//   logits  [M, vocab_size]           F32, row-major
+//
+// BF16 weights: oneDNN matmul with bf16 src and weights, f32 accumulation
+// and f32 dst. The F32 hidden rows are rounded to bf16 (nearest even) per
+// call, so each product carries both roundings; the measured error bound vs
+// float64 is documented in README.md ("Scoring performance") and asserted by
+// tests/lib/lm_head_bf16_test.cc. Only offered where the CPU has native bf16
+// dot products (AVX512-BF16 or AMX; see Bf16Supported()); elsewhere Create
+// returns FAILED_PRECONDITION so the caller can fall back to F32.
+//
+// Primitives use scratchpad_mode::user, so any thread may call Compute
+// concurrently: each call creates its own memory objects for the actual M,
+// its own stream, and uses a per-thread scratchpad buffer. oneDNN 2.6 picks
+// its fast brgemm matmul (brg:avx512_core, brg:avx512_core_amx) only for a
+// known M; with M = DNNL_RUNTIME_DIM_VAL it falls back to gemm:jit, which on
+// this weights layout is 1.2-1.6x slower (Llama-3 head, 2 cores: M = 64
+// 484 -> 292 ms, M = 256 1133 -> 907 ms). So each M up to kFixedRowsMax gets
+// its own primitive, built on first use (~0.1 ms; oneDNN shares the JIT
+// kernels) and kept; larger calls run in chunks of kFixedRowsMax rows. The
+// runtime-M primitive, built at Create, serves any M oneDNN cannot build a
+// fixed primitive for.
+//
+// vocabd's own kernels for small M (lib/head/lm_head_kernel.h). oneDNN 2.6's
+// M = 1 and small-M kernels on this transposed weights layout run far below
+// memory bandwidth (README "Scoring performance"), so Compute with rows <=
+// small_rows_max() runs vocabd's kernels instead: one pass over the weights,
+// the vocabulary split in chunks over the OpenMP threads (lib/core/parallel.h).
+//   F32:  AVX-512 FMA register tiles (AVX512F), up to kDefaultSmallRowsMax.
+//   BF16: AMX tiles (AMX-BF16, hidden_size % 32 == 0, tile state granted by
+//         Linux) up to kDefaultAmxRowsMax; else vdpbf16ps register tiles
+//         (AVX512_BF16) up to kDefaultSmallRowsMax. Hidden rows are rounded
+//         to bf16 (nearest even) exactly as for oneDNN.
+// Chosen at Create from the CPU's features: without AVX-512 (AVX512_BF16 for
+// BF16 weights) every M uses oneDNN, as does every M above the crossover.
+// The environment variable VOCABD_LM_HEAD_KERNEL overrides the choice for
+// heads created while it is set: "onednn" (oneDNN for every M), "no-amx"
+// (vdpbf16ps instead of AMX), "auto" (the default); any other value makes
+// Create fail (INVALID_ARGUMENT). Both paths meet the same numerical
+// contract; they sum in different orders, so a row's logits may differ
+// between them by float rounding (<= 2e-6 of the row's largest |logit| in
+// tests/lib/head/lm_head_kernel_test.cc), and on one path a row's logits do not
+// depend on M.
+//
+// Threading: Debian's libdnnl is built on OpenMP (libgomp). Each Compute call
+// runs an OpenMP parallel region of omp_get_max_threads() threads (all cores
+// unless OMP_NUM_THREADS says otherwise; 2 on the 2-core CI box). Concurrent
+// Compute calls each start their own OpenMP team, which oversubscribes the
+// cores; that is why the server funnels LM-head work through the dynamic
+// batcher / ComputePool (few large GEMMs instead of many small concurrent
+// ones). Results do not depend on which thread runs a call.
+#ifndef VOCABD_LIB_HEAD_LM_HEAD_H_
+#define VOCABD_LIB_HEAD_LM_HEAD_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "lib/core/dtype.h"
+
+namespace vocabd {
+
+class LmHead {
+ public:
+  struct Options {
+    // [vocab_size, hidden_size] row-major, of weights_dtype (float or
+    // uint16_t bf16 bits); not owned, never written, must outlive the LmHead
+    // (for a tied head this is the embedding table itself, so the model
+    // holds one copy). Read on every Compute, so changes to the table are
+    // seen by later calls.
+    const void* weights = nullptr;
+    int64_t vocab_size = 0;
+    int64_t hidden_size = 0;
+    // kF32 or kBF16 (last, so {weights, vocab, hidden} still means F32).
+    DType weights_dtype = DType::kF32;
+    // Rows up to which Compute uses vocabd's own kernel (when the CPU has
+    // it): -1 = the default (kDefaultSmallRowsMax, or kDefaultAmxRowsMax
+    // for the AMX kernel), 0 = never (oneDNN for every M).
+    int64_t small_rows_max = -1;
+    // BF16 weights: run vocabd's kernel on AMX tiles where the CPU and OS
+    // allow it and hidden_size % 32 == 0 (false: the AVX512_BF16 kernel).
+    bool allow_amx = true;
+  };
+  // The measured crossovers against oneDNN's fixed-M primitives
+  // (bench/head_bench --paths, Llama-3 head, 2 cores; README "Scoring
+  // performance"): above them oneDNN is faster. F32 kernel vs
+  // brg:avx512_core: 1.15x at 12 rows, 1.02x at 16, 0.88x at 24. AMX kernel
+  // vs brg:avx512_core_amx: 1.11x at 224, 0.88x at 256. The vdpbf16ps kernel
+  // (no AMX) uses the F32 bound (1.11x at 8 rows, 0.77x at 16 against
+  // oneDNN on AMX; measured only on an AMX machine).
+  static constexpr int64_t kDefaultSmallRowsMax = 16;
+  static constexpr int64_t kDefaultAmxRowsMax = 224;
+  // Most rows in one oneDNN call (larger M runs in chunks of this many).
+  static constexpr int64_t kFixedRowsMax = 256;
+  // INVALID_ARGUMENT for null weights, non-positive sizes or a weights_dtype
+  // other than F32/BF16; FAILED_PRECONDITION for BF16 when !Bf16Supported();
+  // INTERNAL when oneDNN cannot create the primitive (its message included).
+  static absl::StatusOr<std::unique_ptr<LmHead>> Create(const Options& options);
+  ~LmHead();
+  LmHead(const LmHead&) = delete;
+  LmHead& operator=(const LmHead&) = delete;
+
+  // logits[M, vocab_size] = hidden[M, hidden_size] x W^T, M = rows.
+  // Thread-safe. INVALID_ARGUMENT for rows < 0 or null pointers with
+  // rows > 0; rows == 0 is a no-op. oneDNN errors are returned as INTERNAL,
+  // allocation failure as RESOURCE_EXHAUSTED; nothing is thrown.
+  absl::Status Compute(const float* hidden, int64_t rows, float* logits) const;
+
+  // True when oneDNN's effective ISA has native bf16 dot products
+  // (avx512_core_bf16 or avx512_core_amx). Honours ONEDNN_MAX_CPU_ISA /
+  // DNNL_MAX_CPU_ISA, so `DNNL_MAX_CPU_ISA=AVX512_CORE` shows the fallback.
+  static bool Bf16Supported();
+
+  DType weights_dtype() const;
+  // Bytes of the weight matrix (vocab_size * hidden_size * element size).
+  int64_t weight_bytes() const;
+  int64_t vocab_size() const;
+  int64_t hidden_size() const;
+  // Largest M that uses the small-M kernel (0: none, oneDNN for every M).
+  int64_t small_rows_max() const;
+  // The kernels in use, for logs and diagnostics: oneDNN's implementation
+  // name for the fixed-M primitives (e.g. "brg:avx512_core (fixed M <=
+  // 256)", or the runtime-M one's, e.g. "gemm:jit", where oneDNN cannot
+  // build fixed-M ones), preceded by the small-M kernel when there is one,
+  // e.g. "vocabd:avx512 (rows <= 16); brg:avx512_core (fixed M <= 256)".
+  std::string implementation() const;
+
+ private:
+  struct Impl;
+  explicit LmHead(std::unique_ptr<Impl> impl);
+  // The small-M kernel path of Compute (rows <= small_rows_max()).
+  absl::Status ComputeSmall(const float* hidden, int64_t rows, float* logits) const;
+  // One oneDNN matmul over rows <= kFixedRowsMax rows (fixed-M primitive).
+  absl::Status ComputeOneDnn(const float* hidden, int64_t rows, float* logits) const;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace vocabd
+
+#endif  // VOCABD_LIB_HEAD_LM_HEAD_H_

@@ -1,0 +1,64 @@
+// Scores computed from one row of logits (after temperature and masking).
+//
+//   logsumexp = m + log(sum_j exp(l_j - m)),  m = max_j l_j   (float64 sum)
+//   logprob_j = l_j - logsumexp
+//   rank(t)   = 1 + #{j : l_j > l_t} + #{j < t : l_j == l_t}
+//   top_k     = k best (logprob desc, token id asc on ties)
+//
+// All rows are F32 logits of length `vocab`. Masked ids carry -inf (see
+// PrepareLogits); they have logprob -inf and never appear in top_k. NaN
+// logits (only from NaN inputs) rank below every number, including -inf,
+// never appear in top_k, and make logsumexp NaN.
+//
+// A row is processed in chunks of kScoreChunk ids (max, rank counts and
+// float64 sums of exponentials per chunk, merged exactly / added in chunk
+// order); top-k is one buffered selection over the whole row. Scoring one
+// row runs on the calling thread: it is cheap (a 128,256-wide row with a
+// target and top-5: ~0.2 ms; top-1024: ~0.5 ms, AVX-512 exp and max where
+// the CPU has them), and splitting it over threads measured slower (per-chunk
+// top-k candidates, plus a parallel region's start/end, which stalls for
+// milliseconds when another process holds the other core). Parallelism is
+// one level up: Model scores a call's rows, and the dynamic batcher a batch's
+// calls, in one OpenMP region each (lib/core/parallel.h).
+#ifndef VOCABD_LIB_HEAD_SCORING_H_
+#define VOCABD_LIB_HEAD_SCORING_H_
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+namespace vocabd {
+
+// Ids per chunk (see above).
+inline constexpr int64_t kScoreChunk = 16384;
+
+struct RowScoreResult {
+  float logsumexp = 0;
+  float target_logprob = 0;  // valid when a target was given
+  int64_t target_rank = 0;   // valid when a target was given (1-based; 0 = none)
+  // (token id, logprob), best first. Size min(top_k, #ids with logit > -inf).
+  std::vector<std::pair<int64_t, float>> top_k;
+};
+
+// Adds bias[j] (when bias is not null: an lm_head.bias), then divides
+// logits[0, vocab) by temperature (if != 1 and > 0), and sets ids >=
+// vocab_limit (if 0 < vocab_limit < vocab) to -inf, in place. Division (not
+// multiplication by 1/T) matches `logits / T` in PyTorch/NumPy.
+void PrepareLogits(float* logits, int64_t vocab, float temperature, int64_t vocab_limit,
+                   const float* bias = nullptr);
+
+// logsumexp of logits[0, vocab), accumulated in float64. -inf when every
+// logit is -inf (or vocab <= 0), +inf if any logit is +inf, NaN if any is NaN.
+double LogSumExp(const float* logits, int64_t vocab);
+
+// In place: logits[j] = float(double(logits[j]) - logsumexp).
+void LogSoftmaxInPlace(float* logits, int64_t vocab);
+
+// Scores one prepared row in O(vocab + vocab * log(k)) time. target < 0 (or
+// >= vocab) means no target: target_logprob and target_rank stay 0. top_k is
+// clamped to [0, vocab].
+RowScoreResult ScoreRow(const float* logits, int64_t vocab, int64_t target, int top_k);
+
+}  // namespace vocabd
+
+#endif  // VOCABD_LIB_HEAD_SCORING_H_

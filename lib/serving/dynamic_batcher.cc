@@ -1,0 +1,225 @@
+#include "lib/serving/dynamic_batcher.h"
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <exception>
+#include <deque>
+#include <mutex>
+#include <new>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "lib/core/parallel.h"
+
+namespace vocabd {
+
+using Clock = std::chrono::steady_clock;
+
+struct DynamicBatcher::State {
+  Options options;
+  std::shared_ptr<const LmHead> head;
+  ComputePool* pool = nullptr;
+
+  struct Entry {
+    Item item;
+    Clock::time_point enqueued;
+  };
+  mutable std::mutex mu;
+  std::condition_variable cv;
+  std::deque<Entry> queue;
+  int64_t queued_rows = 0;
+  bool scheduled = false;  // a batch loop is queued on or running in the pool
+  bool stopping = false;
+};
+
+namespace {
+
+void FinishAll(std::vector<DynamicBatcher::Item*>& items, const absl::Status& status) {
+  for (DynamicBatcher::Item* item : items) item->finish(status, nullptr);
+  items.clear();
+}
+
+// Computes one batch outside the lock. Every item's finish is called once.
+void RunBatch(DynamicBatcher::State& s, std::vector<DynamicBatcher::Item>& batch) {
+  std::vector<DynamicBatcher::Item*> live;
+  live.reserve(batch.size());
+  for (DynamicBatcher::Item& item : batch) {
+    if (item.check) {
+      absl::Status st = item.check();
+      if (!st.ok()) {
+        item.finish(std::move(st), nullptr);  // dropped: never computed
+        continue;
+      }
+    }
+    live.push_back(&item);
+  }
+  if (live.empty()) return;
+  const int64_t hidden = s.head->hidden_size();
+  const int64_t vocab = s.head->vocab_size();
+  int64_t total = 0;
+  for (DynamicBatcher::Item* item : live) total += item->rows;
+  std::vector<float> input;
+  std::vector<float> logits;
+  try {
+    input.resize(static_cast<size_t>(total * hidden));
+  } catch (const std::bad_alloc&) {
+    FinishAll(live, absl::ResourceExhaustedError(
+                        absl::StrCat("dynamic batcher: out of memory for ", total, " rows")));
+    return;
+  }
+  // Prepare each item's rows; an item whose prepare fails is finished now and
+  // its slot closed up.
+  std::vector<DynamicBatcher::Item*> ready;
+  int64_t offset = 0;
+  for (DynamicBatcher::Item* item : live) {
+    absl::Status st = item->prepare(input.data() + offset * hidden);
+    if (!st.ok()) {
+      item->finish(std::move(st), nullptr);
+      continue;
+    }
+    offset += item->rows;
+    ready.push_back(item);
+  }
+  if (ready.empty()) return;
+  try {
+    logits.resize(static_cast<size_t>(offset * vocab));
+  } catch (const std::bad_alloc&) {
+    FinishAll(ready, absl::ResourceExhaustedError(absl::StrCat(
+                         "dynamic batcher: out of memory for ", offset, " rows of logits")));
+    return;
+  }
+  if (s.options.on_batch) s.options.on_batch(offset);
+  absl::Status st = s.head->Compute(input.data(), offset, logits.data());
+  if (!st.ok()) {
+    FinishAll(ready, st);
+    return;
+  }
+  std::vector<int64_t> first_row(ready.size());
+  int64_t row = 0;
+  for (size_t i = 0; i < ready.size(); ++i) {
+    first_row[i] = row;
+    row += ready[i]->rows;
+  }
+  // Post-processing (scores, top-k, output encoding) is per item: items run
+  // in parallel over the OpenMP threads, one parallel region for the whole
+  // batch (a lone item parallelises inside, over its rows or vocab chunks).
+  ParallelFor(static_cast<int64_t>(ready.size()), [&](int64_t i) {
+    try {
+      ready[i]->finish(absl::OkStatus(), logits.data() + first_row[i] * vocab);
+    } catch (const std::exception& e) {
+      // finish must not throw; never let it escape a parallel region.
+      std::fprintf(stderr, "vocabd DynamicBatcher: finish threw: %s\n", e.what());
+    }
+  });
+}
+
+// The batch loop: runs on a pool worker. Holds `s` so it may outlive the
+// DynamicBatcher.
+void BatchLoop(std::shared_ptr<DynamicBatcher::State> s) {
+  std::unique_lock<std::mutex> lock(s->mu);
+  while (true) {
+    if (s->queue.empty()) {
+      s->scheduled = false;
+      return;
+    }
+    const Clock::time_point deadline =
+        s->queue.front().enqueued + std::chrono::microseconds(s->options.max_queue_delay_us);
+    while (!s->stopping && s->queued_rows < s->options.max_batch_rows &&
+           Clock::now() < deadline) {
+      s->cv.wait_until(lock, deadline);
+    }
+    std::vector<DynamicBatcher::Item> batch;
+    int64_t rows = 0;
+    while (!s->queue.empty()) {
+      DynamicBatcher::State::Entry& e = s->queue.front();
+      if (!batch.empty() && rows + e.item.rows > s->options.max_batch_rows) break;
+      rows += e.item.rows;
+      s->queued_rows -= e.item.rows;
+      batch.push_back(std::move(e.item));
+      s->queue.pop_front();
+    }
+    lock.unlock();
+    RunBatch(*s, batch);
+    batch.clear();  // release the items' captures outside the lock
+    lock.lock();
+    if (!s->queue.empty() && !s->stopping) {
+      // Yield the worker so other models' batch loops get a turn; loop
+      // inline if the pool cannot take the task.
+      absl::Status resubmitted = s->pool->Submit([s] { BatchLoop(s); });
+      if (resubmitted.ok()) return;  // still scheduled
+    }
+  }
+}
+
+}  // namespace
+
+DynamicBatcher::DynamicBatcher(std::shared_ptr<State> state) : state_(std::move(state)) {}
+
+DynamicBatcher::~DynamicBatcher() {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  state_->stopping = true;
+  state_->cv.notify_all();
+}
+
+absl::StatusOr<std::unique_ptr<DynamicBatcher>> DynamicBatcher::Create(
+    const Options& options, std::shared_ptr<const LmHead> head, ComputePool* pool) {
+  if (options.max_batch_rows < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("max_batch_rows = ", options.max_batch_rows, " must be >= 1"));
+  }
+  if (options.max_queue_delay_us < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("max_queue_delay_us = ", options.max_queue_delay_us, " must be >= 0"));
+  }
+  if (options.max_queue_rows < options.max_batch_rows) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("max_queue_rows = ", options.max_queue_rows,
+                     " must be >= max_batch_rows = ", options.max_batch_rows));
+  }
+  if (head == nullptr) return absl::InvalidArgumentError("dynamic batcher: head is null");
+  if (pool == nullptr) return absl::InvalidArgumentError("dynamic batcher: pool is null");
+  auto state = std::make_shared<State>();
+  state->options = options;
+  state->head = std::move(head);
+  state->pool = pool;
+  return std::unique_ptr<DynamicBatcher>(new DynamicBatcher(std::move(state)));
+}
+
+absl::Status DynamicBatcher::Submit(Item item) {
+  if (item.rows < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("dynamic batcher: item rows = ", item.rows, " must be >= 1"));
+  }
+  if (!item.prepare || !item.finish) {
+    return absl::InvalidArgumentError("dynamic batcher: item needs prepare and finish");
+  }
+  State& s = *state_;
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (s.stopping) return absl::UnavailableError("dynamic batcher is shutting down");
+  if (s.queued_rows + item.rows > s.options.max_queue_rows) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("LM-head queue is full: ", s.queued_rows, " rows queued + ", item.rows,
+                     " requested > max_queue_rows = ", s.options.max_queue_rows));
+  }
+  if (!s.scheduled) {
+    std::shared_ptr<State> shared = state_;
+    absl::Status submitted = s.pool->Submit([shared] { BatchLoop(shared); });
+    if (!submitted.ok()) return submitted;
+    s.scheduled = true;
+  }
+  s.queued_rows += item.rows;
+  s.queue.push_back({std::move(item), Clock::now()});
+  if (s.queued_rows >= s.options.max_batch_rows) s.cv.notify_all();
+  return absl::OkStatus();
+}
+
+int64_t DynamicBatcher::queued_rows() const {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  return state_->queued_rows;
+}
+
+const DynamicBatcher::Options& DynamicBatcher::options() const { return state_->options; }
+
+}  // namespace vocabd

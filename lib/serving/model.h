@@ -1,0 +1,201 @@
+// A served model: a loaded checkpoint plus its LM head, with the operations
+// the RPCs call. All methods are const and thread-safe.
+#ifndef VOCABD_LIB_SERVING_MODEL_H_
+#define VOCABD_LIB_SERVING_MODEL_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/functional/function_ref.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "lib/checkpoint/checkpoint.h"
+#include "lib/serving/compute_pool.h"
+#include "lib/serving/dynamic_batcher.h"
+#include "lib/head/lm_head.h"
+#include "lib/head/scoring.h"
+
+namespace vocabd {
+
+// Dtype the embedding table and LM head are served in.
+//   kAuto: the checkpoint's own: BF16-stored tables are served in BF16, F32
+//          and F16 ones in F32 (F16 -> F32 is exact; F16 -> BF16 would drop
+//          3 mantissa bits, so it is only done when asked for).
+//   kF32 / kBF16: as asked. BF16 falls back to F32 (with fallback_reason())
+//          where LmHead::Bf16Supported() is false.
+enum class WeightsDType { kAuto, kF32, kBF16 };
+
+enum class AbsolutePositionsMode { kModelDefault, kNone, kSinusoidal, kLearned };
+enum class EmbeddingScaleMode { kModelDefault, kNone, kSqrtHidden };
+
+struct EmbedInput {
+  // One entry per sequence.
+  std::vector<std::vector<int64_t>> token_ids;
+  // Per sequence: start position (used when position_ids[b] is empty).
+  // Learned positions of a RoBERTa-style model
+  // (ModelConfig::learned_position_padding_idx >= 0): HF's
+  // past_key_values_length; pads are not counted (see Embed).
+  std::vector<int64_t> position_offsets;
+  // Per sequence: explicit positions (empty or one per token).
+  std::vector<std::vector<int64_t>> position_ids;
+  AbsolutePositionsMode absolute_positions = AbsolutePositionsMode::kModelDefault;
+  EmbeddingScaleMode embedding_scale = EmbeddingScaleMode::kModelDefault;
+  // Learned positions read table row position + this (RoBERTa:
+  // padding_idx + 1); unset = ModelConfig::learned_position_offset.
+  std::optional<int64_t> learned_position_offset;
+  // Sinusoidal positions >= max_position_embeddings are refused unless set.
+  bool allow_beyond_trained_length = false;
+};
+
+struct EmbedOutput {
+  std::vector<float> embeddings;           // [total_tokens, hidden_size]
+  std::vector<int64_t> sequence_offsets;   // [num_sequences + 1]
+};
+
+struct HeadInput {
+  const float* hidden = nullptr;  // [rows, hidden_size] F32
+  int64_t rows = 0;
+  int64_t width = 0;              // must equal hidden_size
+  bool apply_final_norm = true;
+  float temperature = 1.0f;       // > 0
+  int64_t vocab_limit = 0;        // 0 = none
+};
+
+struct ScoreInput {
+  HeadInput head;
+  std::vector<int64_t> target_ids;  // empty or [rows]
+  int top_k = 0;                    // 0..kMaxTopK
+};
+
+// Largest top_k a Score request may ask for.
+inline constexpr int kMaxTopK = 1024;
+
+struct ScoreOutput {
+  std::vector<RowScoreResult> rows;
+  double sum_target_logprob = 0;
+  int64_t num_targets = 0;
+};
+
+class Model {
+ public:
+  struct Options {
+    Options() = default;
+    Options(std::string name_in, std::string path_in)
+        : name(std::move(name_in)), path(std::move(path_in)) {}
+    std::string name;
+    // Checkpoint path (see LoadCheckpoint).
+    std::string path;
+    // Hash the checkpoint files on a background thread (LoadOptions): the
+    // model serves as soon as it is mapped.
+    bool sha256_in_background = false;
+    WeightsDType weights_dtype = WeightsDType::kAuto;
+    // Runs the async head calls (not owned; must outlive the model's
+    // in-flight calls). Null: the async calls run inline on the caller.
+    ComputePool* compute_pool = nullptr;
+    // Set: ComputeLogitsAsync/ScoreAsync go through a DynamicBatcher with
+    // these options (needs compute_pool). Unset: one pool task per call.
+    std::optional<DynamicBatcher::Options> batching;
+  };
+  // Loads the checkpoint, re-encodes the embedding/head in the serving dtype
+  // (one copy: a tied head stays the embedding table; a converted source
+  // buffer is freed) and builds the LM head primitive.
+  static absl::StatusOr<std::unique_ptr<Model>> Create(const Options& options);
+
+  // F32 or BF16: the dtype the embedding table and LM head are served in.
+  DType serving_dtype() const { return lm_head_->weights_dtype(); }
+  // What Options::weights_dtype asked for.
+  WeightsDType requested_weights_dtype() const { return requested_dtype_; }
+  // Why BF16 was asked for but F32 is served (empty when no fallback).
+  const std::string& fallback_reason() const { return fallback_reason_; }
+  // oneDNN implementation of the head matmul (e.g. "brg:avx512_core_bf16").
+  std::string lm_head_implementation() const { return lm_head_->implementation(); }
+  // The head itself (kernel choice, crossover, sizes).
+  const LmHead& lm_head() const { return *lm_head_; }
+  // Null when dynamic batching is off.
+  const DynamicBatcher* batcher() const { return batcher_.get(); }
+
+  const std::string& name() const { return name_; }
+  const ModelConfig& config() const { return checkpoint_->config(); }
+  const Checkpoint& checkpoint() const { return *checkpoint_; }
+
+  // Ragged lookup: out[t] = table[id] * scale (+ absolute position). Learned
+  // positions add row `position + learned_position_offset` of the table;
+  // on a RoBERTa-style model (config().learned_position_padding_idx = P >= 0)
+  // a sequence without explicit position_ids is numbered as HF's
+  // create_position_ids_from_input_ids: tokens with id P add row P, the
+  // others row learned_position_offset + position_offset + (non-pad tokens
+  // before them) -- with the default offset P + 1 exactly HF's
+  // (cumsum(mask) + past) * mask + P. Explicit position_ids are used as
+  // given (row = position + offset, pads included).
+  // INVALID_ARGUMENT names `sequences[b].token_ids[i]` or
+  // `sequences[b].position_ids` with the bad value, or the position beyond
+  // a learned table; FAILED_PRECONDITION for learned positions on a model
+  // without a table.
+  absl::Status Embed(const EmbedInput& input, EmbedOutput* output) const;
+
+  // Embed writing the rows straight into caller memory (the server passes
+  // the response tensor's bytes, saving a [total_tokens, hidden_size] copy).
+  // `allocate(num_floats)` is called once, after validation succeeds, and
+  // returns storage for num_floats = total_tokens * hidden_size F32 values;
+  // on error it is not called and nothing is written.
+  absl::Status EmbedInto(const EmbedInput& input,
+                         absl::FunctionRef<float*(int64_t num_floats)> allocate,
+                         std::vector<int64_t>* sequence_offsets) const;
+
+  // logits [rows, vocab_size] (tempered, masked; log-softmax if asked).
+  // INVALID_ARGUMENT names `hidden.shape` / `temperature` / `vocab_limit`;
+  // FAILED_PRECONDITION naming the model and the reason when its LM head is
+  // not served (config().lm_head_unsupported_reason, e.g. RoBERTa).
+  absl::Status ComputeLogits(const HeadInput& input, bool log_softmax,
+                             std::vector<float>* logits) const;
+
+  // Per-row scores. INVALID_ARGUMENT names `target_ids[i]` / `top_k`;
+  // FAILED_PRECONDITION as ComputeLogits.
+  absl::Status Score(const ScoreInput& input, ScoreOutput* output) const;
+
+  // Asynchronous forms for servers: validate now, run the GEMM on the
+  // compute pool (through the dynamic batcher when enabled), then call
+  // `done` exactly once: on a compute thread, or inline before returning
+  // when the input is invalid, the queue is full (RESOURCE_EXHAUSTED) or
+  // rows == 0. `check` (optional) runs just before compute; a non-OK status
+  // drops the call without computing it and is passed to `done`.
+  // input.hidden must stay valid until `done` runs. Results are identical
+  // to ComputeLogits/Score (batching never changes a value).
+  using LogitsDone = std::function<void(absl::Status, std::vector<float> logits)>;
+  using ScoreDone = std::function<void(absl::Status, ScoreOutput output)>;
+  void ComputeLogitsAsync(const HeadInput& input, bool log_softmax,
+                          std::function<absl::Status()> check, LogitsDone done) const;
+  void ScoreAsync(const ScoreInput& input, std::function<absl::Status()> check,
+                  ScoreDone done) const;
+
+ private:
+  Model() = default;
+  absl::Status ValidateHead(const HeadInput& input) const;
+  absl::Status ValidateScore(const ScoreInput& input) const;
+  // Writes the GEMM input rows (final norm applied if asked) to dst.
+  absl::Status PrepareRows(const HeadInput& input, float* dst) const;
+  // Temperature, vocab mask, log-softmax on logits [rows, vocab], in place.
+  void FinishLogits(const HeadInput& input, bool log_softmax, float* logits) const;
+  // Scores from prepared-and-finished logits [rows, vocab].
+  void FinishScore(const ScoreInput& input, const float* logits, ScoreOutput* output) const;
+  // Runs `item` through the batcher, or as one pool task, or inline.
+  void RunHead(DynamicBatcher::Item item) const;
+  absl::Status ServeInDType(DType dtype);
+
+  std::string name_;
+  std::unique_ptr<Checkpoint> checkpoint_;
+  std::shared_ptr<const LmHead> lm_head_;
+  WeightsDType requested_dtype_ = WeightsDType::kAuto;
+  std::string fallback_reason_;
+  ComputePool* pool_ = nullptr;
+  std::unique_ptr<DynamicBatcher> batcher_;
+};
+
+}  // namespace vocabd
+
+#endif  // VOCABD_LIB_SERVING_MODEL_H_

@@ -1,0 +1,94 @@
+// A model repository: a root directory whose subfolders are models, loaded
+// and unloaded by name on background threads (never on the caller's
+// thread), with their state kept in a ModelRegistry.
+//
+//   <root>/<name>/   any form LoadCheckpoint accepts for a directory:
+//                    config.json + model.safetensors[.index.json], or
+//                    <name>.bin (llama2.c), or <name>.gguf.
+#ifndef VOCABD_LIB_SERVING_MODEL_REPOSITORY_H_
+#define VOCABD_LIB_SERVING_MODEL_REPOSITORY_H_
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "lib/serving/model.h"
+#include "lib/serving/model_registry.h"
+
+namespace vocabd {
+
+class ModelRepository {
+ public:
+  using ModelFactory =
+      std::function<absl::StatusOr<std::unique_ptr<Model>>(const std::string& name,
+                                                           const std::string& path)>;
+  struct Options {
+    // Repository root; empty = no repository (Load* answer
+    // FAILED_PRECONDITION; Unload* still work for models added otherwise).
+    std::string root;
+    ModelRegistry* registry = nullptr;  // not owned; required
+    // Builds a model from a resolved path (default: Model::Create with
+    // {name, path}). Runs on a background thread.
+    ModelFactory factory;
+    // How often an unload re-checks that in-flight calls released the model.
+    std::chrono::milliseconds unload_poll{2};
+    // INVALID_ARGUMENT for a null registry, a root that is not a directory.
+    absl::Status Validate() const;
+  };
+  static absl::StatusOr<std::unique_ptr<ModelRepository>> Create(const Options& options);
+  // Stops waiting unloads and joins every background thread.
+  ~ModelRepository();
+
+  const std::string& root() const { return root_; }
+
+  // The directory of model `name`. Names only: INVALID_ARGUMENT for "",
+  // ".", "..", names with '/' or '\0', or a subfolder whose real path
+  // (symlinks resolved) is outside the root; NOT_FOUND when no such
+  // subfolder exists (message lists the available names);
+  // FAILED_PRECONDITION without a repository.
+  absl::StatusOr<std::string> Resolve(const std::string& name) const;
+  // Subfolder names, sorted.
+  std::vector<std::string> Available() const;
+
+  using LoadDone = std::function<void(absl::StatusOr<std::shared_ptr<const Model>>)>;
+  using UnloadDone = std::function<void(absl::Status)>;
+  // Loads (or reloads) `name` on a background thread; `done` runs exactly
+  // once, on that thread, or inline for errors found before starting (bad
+  // name, load/unload already running). On failure the registry keeps its
+  // previous state for `name` (FAILED with the reason if nothing served).
+  void LoadAsync(const std::string& name, LoadDone done);
+  // Blocking form (startup).
+  absl::StatusOr<std::shared_ptr<const Model>> Load(const std::string& name);
+  // Removes `name` from serving at once, then (on a background thread)
+  // waits until every in-flight call has released it and frees it; `done`
+  // runs then (or inline for NOT_FOUND / FAILED_PRECONDITION).
+  void UnloadAsync(const std::string& name, UnloadDone done);
+
+ private:
+  explicit ModelRepository(Options options, std::string root)
+      : options_(std::move(options)), root_(std::move(root)) {}
+  absl::StatusOr<std::shared_ptr<const Model>> DoLoad(const std::string& name,
+                                                      const std::string& path);
+  void Spawn(std::function<void()> work);
+
+  Options options_;
+  std::string root_;  // realpath of options_.root ("" = none)
+  std::atomic<bool> stopping_{false};
+  std::mutex threads_mu_;
+  struct Worker {
+    std::thread thread;
+    std::shared_ptr<std::atomic<bool>> finished;
+  };
+  std::vector<Worker> workers_;
+};
+
+}  // namespace vocabd
+
+#endif  // VOCABD_LIB_SERVING_MODEL_REPOSITORY_H_

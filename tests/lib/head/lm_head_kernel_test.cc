@@ -1,0 +1,406 @@
+// The small-M LM-head kernels (lib/head/lm_head_kernel.h) through LmHead and
+// directly: against a float64 reference and against the oneDNN path for
+// M = 1..16 (and larger forced M), hidden sizes with tails (not multiples of
+// 16 or 32), vocab sizes that are not multiples of the register tile or of
+// the per-thread chunk, bit-identity of a row across M, and the vocab-range
+// contract of the kernel functions.
+#include "lib/head/lm_head_kernel.h"
+
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "lib/core/dtype.h"
+#include "lib/head/lm_head.h"
+
+namespace vocabd {
+namespace {
+
+bool HasF32Kernel() { return DetectHeadKernelIsa() != HeadKernelIsa::kNone; }
+bool HasBf16Kernel() {
+  return DetectHeadKernelIsa() == HeadKernelIsa::kAvx512Bf16 && LmHead::Bf16Supported();
+}
+
+std::vector<float> RandomFloats(size_t n, uint32_t seed, float scale) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-scale, scale);
+  std::vector<float> v(n);
+  for (float& e : v) e = dist(rng);
+  return v;
+}
+
+std::vector<uint16_t> ToBf16(const std::vector<float>& f) {
+  std::vector<uint16_t> b(f.size());
+  ConvertFromF32(f.data(), f.size(), DType::kBF16, b.data());
+  return b;
+}
+std::vector<float> FromBf16(const std::vector<uint16_t>& b) {
+  std::vector<float> f(b.size());
+  for (size_t i = 0; i < b.size(); ++i) {
+    const uint32_t bits = static_cast<uint32_t>(b[i]) << 16;
+    std::memcpy(&f[i], &bits, 4);
+  }
+  return f;
+}
+
+// float64 logits of float inputs.
+std::vector<double> Reference(const std::vector<float>& x, int64_t rows, const std::vector<float>& w,
+                              int64_t vocab, int64_t d) {
+  std::vector<double> out(static_cast<size_t>(rows * vocab));
+  for (int64_t m = 0; m < rows; ++m) {
+    for (int64_t v = 0; v < vocab; ++v) {
+      double s = 0;
+      for (int64_t k = 0; k < d; ++k) {
+        s += static_cast<double>(x[m * d + k]) * static_cast<double>(w[v * d + k]);
+      }
+      out[m * vocab + v] = s;
+    }
+  }
+  return out;
+}
+
+// max_v |got - want| / max_v |want| for row m (the contract's normwise error).
+double RowRelError(const float* got, const double* want, int64_t vocab) {
+  double scale = 0, err = 0;
+  for (int64_t v = 0; v < vocab; ++v) {
+    scale = std::max(scale, std::abs(want[v]));
+    err = std::max(err, std::abs(static_cast<double>(got[v]) - want[v]));
+  }
+  return scale == 0 ? err : err / scale;
+}
+
+std::unique_ptr<LmHead> MakeHead(const void* w, int64_t vocab, int64_t d, DType dtype,
+                                 int64_t small_rows_max) {
+  LmHead::Options o;
+  o.weights = w;
+  o.vocab_size = vocab;
+  o.hidden_size = d;
+  o.weights_dtype = dtype;
+  o.small_rows_max = small_rows_max;
+  auto head = LmHead::Create(o);
+  EXPECT_TRUE(head.ok()) << head.status();
+  return head.ok() ? std::move(head).value() : nullptr;
+}
+
+struct Shape {
+  int64_t vocab;
+  int64_t d;
+};
+// Tails everywhere: d not a multiple of 16 (F32 step) or 32 (BF16 step),
+// including d < one step; vocab not a multiple of any tile width (8, 6, 5, 4,
+// 3) where possible; the last shape has several per-thread chunks.
+const Shape kShapes[] = {{1, 1}, {7, 5}, {13, 16}, {37, 17}, {59, 31}, {101, 33},
+                         {211, 100}, {257, 255}, {1009, 1000}, {2053, 2049}};
+
+TEST(LmHeadKernelTest, ReportsTheSmallPathAndValidatesOptions) {
+  std::vector<float> w(64 * 8, 0.5f);
+  auto dflt = MakeHead(w.data(), 64, 8, DType::kF32, -1);
+  ASSERT_NE(dflt, nullptr);
+  auto off = MakeHead(w.data(), 64, 8, DType::kF32, 0);
+  ASSERT_NE(off, nullptr);
+  EXPECT_EQ(off->small_rows_max(), 0);
+  EXPECT_EQ(off->implementation().find("vocabd:"), std::string::npos) << off->implementation();
+  if (HasF32Kernel()) {
+    EXPECT_EQ(dflt->small_rows_max(), LmHead::kDefaultSmallRowsMax);
+    EXPECT_NE(dflt->implementation().find("vocabd:avx512"), std::string::npos)
+        << dflt->implementation();
+  } else {
+    EXPECT_EQ(dflt->small_rows_max(), 0);  // falls back to oneDNN for every M
+  }
+  LmHead::Options bad;
+  bad.weights = w.data();
+  bad.vocab_size = 64;
+  bad.hidden_size = 8;
+  bad.small_rows_max = -2;
+  EXPECT_EQ(LmHead::Create(bad).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(LmHeadKernelTest, DetectsTheCpuFeatures) {
+  __builtin_cpu_init();
+  const HeadKernelIsa isa = DetectHeadKernelIsa();
+  EXPECT_EQ(isa != HeadKernelIsa::kNone, __builtin_cpu_supports("avx512f") != 0);
+  if (isa == HeadKernelIsa::kAvx512Bf16) {
+    EXPECT_TRUE(__builtin_cpu_supports("avx512bf16"));
+    EXPECT_TRUE(__builtin_cpu_supports("avx512bw"));
+  }
+  std::printf("head kernel ISA: %s\n", HeadKernelIsaName(isa));
+}
+
+// F32: every M from 1 to 16 on every shape, against float64 (the 1e-5
+// contract, measured ~1e-7) and against oneDNN (same problem, other summation
+// order).
+TEST(LmHeadKernelTest, F32MatchesFloat64AndOneDnnForM1To16) {
+  if (!HasF32Kernel()) GTEST_SKIP() << "CPU without AVX512F";
+  for (const Shape& s : kShapes) {
+    const std::vector<float> w = RandomFloats(static_cast<size_t>(s.vocab * s.d), 11, 0.1f);
+    const std::vector<float> x = RandomFloats(static_cast<size_t>(16 * s.d), 12, 2.0f);
+    const std::vector<double> ref = Reference(x, 16, w, s.vocab, s.d);
+    auto small = MakeHead(w.data(), s.vocab, s.d, DType::kF32, 16);
+    auto onednn = MakeHead(w.data(), s.vocab, s.d, DType::kF32, 0);
+    ASSERT_NE(small, nullptr);
+    ASSERT_NE(onednn, nullptr);
+    for (int64_t m = 1; m <= 16; ++m) {
+      SCOPED_TRACE("vocab " + std::to_string(s.vocab) + " d " + std::to_string(s.d) + " M " +
+                   std::to_string(m));
+      std::vector<float> a(static_cast<size_t>(m * s.vocab)), b(a.size());
+      ASSERT_TRUE(small->Compute(x.data(), m, a.data()).ok());
+      ASSERT_TRUE(onednn->Compute(x.data(), m, b.data()).ok());
+      for (int64_t r = 0; r < m; ++r) {
+        const double* want = ref.data() + r * s.vocab;
+        ASSERT_LE(RowRelError(a.data() + r * s.vocab, want, s.vocab), 1e-5) << "row " << r;
+        std::vector<double> bd(b.begin() + r * s.vocab, b.begin() + (r + 1) * s.vocab);
+        ASSERT_LE(RowRelError(a.data() + r * s.vocab, bd.data(), s.vocab), 2e-6) << "row " << r;
+      }
+    }
+  }
+}
+
+// BF16: the kernel's products are exact (bf16 x bf16 fits F32) and sums are
+// F32, so against a float64 reference of the bf16-rounded inputs it is as
+// good as F32; against oneDNN's bf16 matmul it differs only in order.
+TEST(LmHeadKernelTest, Bf16MatchesFloat64OfRoundedInputsAndOneDnnForM1To16) {
+  if (!HasBf16Kernel()) GTEST_SKIP() << "CPU without AVX512_BF16";
+  for (const Shape& s : kShapes) {
+    const std::vector<uint16_t> w =
+        ToBf16(RandomFloats(static_cast<size_t>(s.vocab * s.d), 21, 0.1f));
+    const std::vector<float> x = RandomFloats(static_cast<size_t>(16 * s.d), 22, 2.0f);
+    const std::vector<double> ref = Reference(FromBf16(ToBf16(x)), 16, FromBf16(w), s.vocab, s.d);
+    auto small = MakeHead(w.data(), s.vocab, s.d, DType::kBF16, 16);
+    auto onednn = MakeHead(w.data(), s.vocab, s.d, DType::kBF16, 0);
+    ASSERT_NE(small, nullptr);
+    ASSERT_NE(onednn, nullptr);
+    for (int64_t m = 1; m <= 16; ++m) {
+      SCOPED_TRACE("vocab " + std::to_string(s.vocab) + " d " + std::to_string(s.d) + " M " +
+                   std::to_string(m));
+      std::vector<float> a(static_cast<size_t>(m * s.vocab)), b(a.size());
+      ASSERT_TRUE(small->Compute(x.data(), m, a.data()).ok());
+      ASSERT_TRUE(onednn->Compute(x.data(), m, b.data()).ok());
+      for (int64_t r = 0; r < m; ++r) {
+        const double* want = ref.data() + r * s.vocab;
+        ASSERT_LE(RowRelError(a.data() + r * s.vocab, want, s.vocab), 1e-5) << "row " << r;
+        std::vector<double> bd(b.begin() + r * s.vocab, b.begin() + (r + 1) * s.vocab);
+        ASSERT_LE(RowRelError(a.data() + r * s.vocab, bd.data(), s.vocab), 1e-5) << "row " << r;
+      }
+    }
+  }
+}
+
+// Larger M forced through the kernel (row groups of unequal size: 17 = 6+6+5,
+// 23 = 6+6+6+5, 40 = 6+6+6+6+6+5+5) still matches float64.
+TEST(LmHeadKernelTest, ForcedLargerMUsesRowGroupsCorrectly) {
+  if (!HasF32Kernel()) GTEST_SKIP() << "CPU without AVX512F";
+  const int64_t vocab = 523, d = 129;
+  const std::vector<float> w = RandomFloats(static_cast<size_t>(vocab * d), 31, 0.1f);
+  const std::vector<float> x = RandomFloats(static_cast<size_t>(40 * d), 32, 2.0f);
+  const std::vector<double> ref = Reference(x, 40, w, vocab, d);
+  auto head = MakeHead(w.data(), vocab, d, DType::kF32, 64);
+  ASSERT_NE(head, nullptr);
+  for (int64_t m : {17, 23, 40}) {
+    std::vector<float> a(static_cast<size_t>(m * vocab));
+    ASSERT_TRUE(head->Compute(x.data(), m, a.data()).ok());
+    for (int64_t r = 0; r < m; ++r) {
+      ASSERT_LE(RowRelError(a.data() + r * vocab, ref.data() + r * vocab, vocab), 1e-5)
+          << "M " << m << " row " << r;
+    }
+  }
+}
+
+// A row's logits are the same bits alone and at any position of any batch
+// up to the crossover (so dynamic batching changes nothing in this range).
+TEST(LmHeadKernelTest, RowIsBitIdenticalForEveryM) {
+  for (const DType dtype : {DType::kF32, DType::kBF16}) {
+    if (dtype == DType::kF32 ? !HasF32Kernel() : !HasBf16Kernel()) continue;
+    const int64_t vocab = 2053, d = 1001;
+    const std::vector<float> wf = RandomFloats(static_cast<size_t>(vocab * d), 41, 0.1f);
+    const std::vector<uint16_t> wb = ToBf16(wf);
+    const void* w = dtype == DType::kF32 ? static_cast<const void*>(wf.data()) : wb.data();
+    const std::vector<float> x = RandomFloats(static_cast<size_t>(16 * d), 42, 2.0f);
+    auto head = MakeHead(w, vocab, d, dtype, 16);
+    ASSERT_NE(head, nullptr);
+    std::vector<float> batch(static_cast<size_t>(16 * vocab));
+    ASSERT_TRUE(head->Compute(x.data(), 16, batch.data()).ok());
+    for (int64_t m = 1; m <= 16; ++m) {
+      for (int64_t start : {int64_t{0}, 16 - m}) {
+        std::vector<float> part(static_cast<size_t>(m * vocab));
+        ASSERT_TRUE(head->Compute(x.data() + start * d, m, part.data()).ok());
+        ASSERT_EQ(0, std::memcmp(part.data(), batch.data() + start * vocab,
+                                 part.size() * sizeof(float)))
+            << DTypeName(dtype) << " M " << m << " start " << start;
+      }
+    }
+  }
+}
+
+// The kernel functions write exactly out[m * ldo + v] for v in [v0, v1).
+TEST(LmHeadKernelTest, KernelsWriteOnlyTheirVocabRange) {
+  const int64_t vocab = 50, d = 37, rows = 5, ldo = 61, v0 = 3, v1 = 47;
+  const std::vector<float> w = RandomFloats(static_cast<size_t>(vocab * d), 51, 0.1f);
+  const std::vector<float> x = RandomFloats(static_cast<size_t>(rows * d), 52, 2.0f);
+  const float sentinel = -12345.0f;
+  for (const DType dtype : {DType::kF32, DType::kBF16}) {
+    if (dtype == DType::kF32 ? !HasF32Kernel() : !HasBf16Kernel()) continue;
+    std::vector<float> out(static_cast<size_t>(rows * ldo), sentinel);
+    std::vector<double> ref;
+    if (dtype == DType::kF32) {
+      HeadKernelF32(x.data(), rows, w.data(), d, v0, v1, out.data(), ldo);
+      ref = Reference(x, rows, w, vocab, d);
+    } else {
+      const std::vector<uint16_t> wb = ToBf16(w), xb = ToBf16(x);
+      HeadKernelBf16(xb.data(), rows, wb.data(), d, v0, v1, out.data(), ldo);
+      ref = Reference(FromBf16(xb), rows, FromBf16(wb), vocab, d);
+    }
+    for (int64_t m = 0; m < rows; ++m) {
+      for (int64_t v = 0; v < ldo; ++v) {
+        const float got = out[m * ldo + v];
+        if (v < v0 || v >= v1) {
+          ASSERT_EQ(got, sentinel) << DTypeName(dtype) << " m " << m << " v " << v;
+        } else {
+          ASSERT_NEAR(got, ref[m * vocab + v], 1e-5) << DTypeName(dtype) << " m " << m << " v " << v;
+        }
+      }
+    }
+    // Empty ranges and zero rows write nothing.
+    std::vector<float> untouched(static_cast<size_t>(rows * ldo), sentinel);
+    if (dtype == DType::kF32) {
+      HeadKernelF32(x.data(), rows, w.data(), d, 10, 10, untouched.data(), ldo);
+      HeadKernelF32(x.data(), 0, w.data(), d, 0, vocab, untouched.data(), ldo);
+    }
+    for (float v : untouched) ASSERT_EQ(v, sentinel);
+  }
+}
+
+// Non-finite inputs propagate as in any dot product (the masked tail loads
+// zeros for both operands, so padding never makes 0 * inf).
+TEST(LmHeadKernelTest, NonFiniteInputsPropagate) {
+  if (!HasF32Kernel()) GTEST_SKIP() << "CPU without AVX512F";
+  const int64_t vocab = 9, d = 19;
+  std::vector<float> w(static_cast<size_t>(vocab * d), 1.0f);
+  std::vector<float> x(static_cast<size_t>(2 * d), 0.5f);
+  x[d - 1] = std::numeric_limits<float>::infinity();   // row 0, in the tail
+  x[d + 3] = std::numeric_limits<float>::quiet_NaN();  // row 1
+  auto head = MakeHead(w.data(), vocab, d, DType::kF32, 16);
+  ASSERT_NE(head, nullptr);
+  std::vector<float> out(static_cast<size_t>(2 * vocab));
+  ASSERT_TRUE(head->Compute(x.data(), 2, out.data()).ok());
+  for (int64_t v = 0; v < vocab; ++v) {
+    EXPECT_EQ(out[v], std::numeric_limits<float>::infinity()) << v;
+    EXPECT_TRUE(std::isnan(out[vocab + v])) << v;
+  }
+}
+
+// AMX (BF16, hidden_size % 32 == 0): blocks of 32 and 16 vocabulary rows on
+// tiles, the last < 16 rows through the AVX512_BF16 kernel; 16-row input
+// groups in pairs. Against float64 of the rounded inputs, the AVX512_BF16
+// kernel and oneDNN, for M = 1..16 and larger (odd groups, padded groups).
+TEST(LmHeadKernelTest, AmxMatchesFloat64AndTheOtherPaths) {
+  if (!HasBf16Kernel() || !HeadKernelAmxAvailable()) GTEST_SKIP() << "no AMX";
+  const Shape shapes[] = {{15, 32}, {16, 64}, {47, 32}, {1000, 96}, {2053, 2048}};
+  std::vector<int64_t> ms;
+  for (int64_t m = 1; m <= 16; ++m) ms.push_back(m);
+  for (int64_t m : {17, 31, 32, 33, 48, 64, 75}) ms.push_back(m);
+  for (const Shape& s : shapes) {
+    const std::vector<uint16_t> w =
+        ToBf16(RandomFloats(static_cast<size_t>(s.vocab * s.d), 61, 0.1f));
+    const std::vector<float> x = RandomFloats(static_cast<size_t>(75 * s.d), 62, 2.0f);
+    const std::vector<double> ref = Reference(FromBf16(ToBf16(x)), 75, FromBf16(w), s.vocab, s.d);
+    auto amx = MakeHead(w.data(), s.vocab, s.d, DType::kBF16, 128);
+    LmHead::Options o;
+    o.weights = w.data();
+    o.vocab_size = s.vocab;
+    o.hidden_size = s.d;
+    o.weights_dtype = DType::kBF16;
+    o.small_rows_max = 128;
+    o.allow_amx = false;
+    auto avx = LmHead::Create(o);
+    ASSERT_TRUE(avx.ok()) << avx.status();
+    auto onednn = MakeHead(w.data(), s.vocab, s.d, DType::kBF16, 0);
+    ASSERT_NE(amx, nullptr);
+    ASSERT_NE(onednn, nullptr);
+    EXPECT_NE(amx->implementation().find("amx_bf16"), std::string::npos) << amx->implementation();
+    // vocabd's kernel is the vdpbf16ps one (oneDNN's own part may use AMX).
+    EXPECT_NE((*avx)->implementation().find("vocabd:avx512_bf16"), std::string::npos)
+        << (*avx)->implementation();
+    std::vector<float> full(static_cast<size_t>(75 * s.vocab));
+    ASSERT_TRUE(amx->Compute(x.data(), 75, full.data()).ok());
+    for (int64_t m : ms) {
+      SCOPED_TRACE("vocab " + std::to_string(s.vocab) + " d " + std::to_string(s.d) + " M " +
+                   std::to_string(m));
+      std::vector<float> a(static_cast<size_t>(m * s.vocab)), b(a.size()), c(a.size());
+      ASSERT_TRUE(amx->Compute(x.data(), m, a.data()).ok());
+      ASSERT_TRUE((*avx)->Compute(x.data(), m, b.data()).ok());
+      ASSERT_TRUE(onednn->Compute(x.data(), m, c.data()).ok());
+      // A row's logits do not depend on M on the AMX path either.
+      ASSERT_EQ(0, std::memcmp(a.data(), full.data(), a.size() * sizeof(float)));
+      for (int64_t r = 0; r < m; ++r) {
+        const float* got = a.data() + r * s.vocab;
+        ASSERT_LE(RowRelError(got, ref.data() + r * s.vocab, s.vocab), 1e-5) << "row " << r;
+        std::vector<double> bd(b.begin() + r * s.vocab, b.begin() + (r + 1) * s.vocab);
+        std::vector<double> cd(c.begin() + r * s.vocab, c.begin() + (r + 1) * s.vocab);
+        ASSERT_LE(RowRelError(got, bd.data(), s.vocab), 1e-5) << "row " << r;
+        ASSERT_LE(RowRelError(got, cd.data(), s.vocab), 1e-5) << "row " << r;
+      }
+    }
+  }
+}
+
+TEST(LmHeadKernelTest, AmxPackingLayout) {
+  // packed[g][kb][kk][n][2] = x[16 g + n][32 kb + 2 kk + (0|1)], zero padded.
+  const int64_t rows = 17, d = 64;
+  std::vector<uint16_t> x(static_cast<size_t>(rows * d));
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<uint16_t>(i + 1);
+  std::vector<uint16_t> packed(static_cast<size_t>(PackedBf16ForAmxSize(rows, d)), 0xFFFF);
+  ASSERT_EQ(packed.size(), static_cast<size_t>(32 * d));
+  PackBf16ForAmx(x.data(), rows, d, packed.data());
+  for (int64_t g = 0; g < 2; ++g) {
+    for (int64_t kb = 0; kb < 2; ++kb) {
+      for (int64_t kk = 0; kk < 16; ++kk) {
+        for (int64_t n = 0; n < 16; ++n) {
+          for (int64_t i = 0; i < 2; ++i) {
+            const int64_t m = 16 * g + n;
+            const uint16_t want = m < rows ? x[m * d + 32 * kb + 2 * kk + i] : 0;
+            ASSERT_EQ(packed[((g * 2 + kb) * 16 + kk) * 32 + 2 * n + i], want)
+                << g << " " << kb << " " << kk << " " << n << " " << i;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(LmHeadKernelTest, EnvironmentOverride) {
+  std::vector<uint16_t> w(64 * 32, 0x3f80);
+  LmHead::Options o;
+  o.weights = w.data();
+  o.vocab_size = 64;
+  o.hidden_size = 32;
+  o.weights_dtype = DType::kBF16;
+  ASSERT_EQ(setenv("VOCABD_LM_HEAD_KERNEL", "onednn", 1), 0);
+  auto onednn = LmHead::Create(o);
+  ASSERT_EQ(setenv("VOCABD_LM_HEAD_KERNEL", "no-amx", 1), 0);
+  auto no_amx = LmHead::Create(o);
+  ASSERT_EQ(setenv("VOCABD_LM_HEAD_KERNEL", "fast", 1), 0);
+  auto bad = LmHead::Create(o);
+  ASSERT_EQ(unsetenv("VOCABD_LM_HEAD_KERNEL"), 0);
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("VOCABD_LM_HEAD_KERNEL = 'fast'"), std::string::npos)
+      << bad.status();
+  if (!LmHead::Bf16Supported()) GTEST_SKIP() << "no BF16 head on this CPU";
+  ASSERT_TRUE(onednn.ok()) << onednn.status();
+  EXPECT_EQ((*onednn)->small_rows_max(), 0);
+  EXPECT_EQ((*onednn)->implementation().find("vocabd"), std::string::npos);
+  ASSERT_TRUE(no_amx.ok()) << no_amx.status();
+  EXPECT_EQ((*no_amx)->implementation().find("vocabd:amx"), std::string::npos)
+      << (*no_amx)->implementation();
+  EXPECT_NE((*no_amx)->implementation().find("vocabd:avx512_bf16"), std::string::npos)
+      << (*no_amx)->implementation();
+}
+
+}  // namespace
+}  // namespace vocabd

@@ -1,0 +1,253 @@
+// DynamicBatcher: batched results are deterministic and equal to unbatched
+// ones (up to oneDNN's M-dependent f32 summation order), the
+// queue bound answers RESOURCE_EXHAUSTED, cancelled items are never computed
+// (counted through the on_batch hook), options are validated. Deterministic:
+// the single pool worker is held by a gate task while items are queued, so
+// batch composition never depends on timing.
+#include "lib/serving/dynamic_batcher.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace vocabd {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+constexpr int64_t kVocab = 97;
+constexpr int64_t kHidden = 24;
+
+class DynamicBatcherTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::mt19937 rng(7);
+    std::normal_distribution<float> dist(0.0f, 1.0f);
+    weights_.resize(kVocab * kHidden);
+    for (float& w : weights_) w = dist(rng);
+    LmHead::Options o;
+    o.weights = weights_.data();
+    o.vocab_size = kVocab;
+    o.hidden_size = kHidden;
+    auto head = LmHead::Create(o);
+    ASSERT_TRUE(head.ok()) << head.status();
+    head_ = std::shared_ptr<const LmHead>(std::move(*head));
+    auto pool = ComputePool::Create({1, 64});
+    ASSERT_TRUE(pool.ok());
+    pool_ = std::move(*pool);
+  }
+
+  // Occupies the only pool worker until Open() is called.
+  void CloseGate() {
+    ASSERT_TRUE(pool_->Submit([f = gate_.get_future().share()] { f.wait(); }).ok());
+  }
+  void OpenGate() { gate_.set_value(); }
+
+  std::vector<float> Rows(int64_t rows, int seed) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
+    std::vector<float> v(rows * kHidden);
+    for (float& x : v) x = dist(rng);
+    return v;
+  }
+
+  std::unique_ptr<DynamicBatcher> MakeBatcher(DynamicBatcher::Options o) {
+    o.on_batch = [this](int64_t rows) {
+      std::lock_guard<std::mutex> lock(mu_);
+      batches_.push_back(rows);
+    };
+    auto b = DynamicBatcher::Create(o, head_, pool_.get());
+    EXPECT_TRUE(b.ok()) << b.status();
+    return b.ok() ? std::move(*b) : nullptr;
+  }
+
+  std::vector<int64_t> Batches() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return batches_;
+  }
+
+  std::vector<float> weights_;
+  std::shared_ptr<const LmHead> head_;
+  std::unique_ptr<ComputePool> pool_;
+  std::promise<void> gate_;
+  std::mutex mu_;
+  std::vector<int64_t> batches_;
+};
+
+struct Result {
+  std::promise<absl::Status> status;
+  std::vector<float> logits;
+  std::atomic<int> prepared{0};
+};
+
+DynamicBatcher::Item MakeItem(const std::vector<float>* hidden, int64_t rows, Result* result,
+                              absl::Status check_status = absl::OkStatus()) {
+  DynamicBatcher::Item item;
+  item.rows = rows;
+  item.check = [check_status] { return check_status; };
+  item.prepare = [hidden, rows, result](float* dst) {
+    result->prepared++;
+    std::copy(hidden->begin(), hidden->begin() + rows * kHidden, dst);
+    return absl::OkStatus();
+  };
+  item.finish = [rows, result](absl::Status st, float* logits) {
+    if (st.ok()) result->logits.assign(logits, logits + rows * kVocab);
+    result->status.set_value(st);
+  };
+  return item;
+}
+
+TEST_F(DynamicBatcherTest, ConcatenatesRowsDeterministicallyAndMatchesUnbatched) {
+  auto batcher = MakeBatcher({/*max_batch_rows=*/8, /*max_queue_delay_us=*/0,
+                              /*max_queue_rows=*/64, nullptr});
+  ASSERT_NE(batcher, nullptr);
+  const std::vector<int64_t> sizes = {1, 3, 2, 2, 5};
+  std::vector<std::vector<float>> hidden;
+  for (size_t i = 0; i < sizes.size(); ++i) hidden.push_back(Rows(sizes[i], 100 + i));
+  std::vector<Result> results(sizes.size());
+  CloseGate();
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    ASSERT_TRUE(batcher->Submit(MakeItem(&hidden[i], sizes[i], &results[i])).ok());
+  }
+  EXPECT_EQ(batcher->queued_rows(), 13);
+  OpenGate();
+  std::vector<float> first_batch;  // what one 8-row GEMM of the same rows gives
+  for (size_t i = 0; i < 4; ++i) {
+    first_batch.insert(first_batch.end(), hidden[i].begin(), hidden[i].end());
+  }
+  std::vector<float> direct(8 * kVocab);
+  ASSERT_TRUE(head_->Compute(first_batch.data(), 8, direct.data()).ok());
+  int64_t row = 0;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    ASSERT_TRUE(results[i].status.get_future().get().ok());
+    // Deterministic: bit-identical to the same GEMM run directly.
+    if (i < 4) {
+      EXPECT_TRUE(std::equal(results[i].logits.begin(), results[i].logits.end(),
+                             direct.begin() + row * kVocab))
+          << "item " << i;
+      row += sizes[i];
+    }
+    // Equal to the unbatched GEMM up to oneDNN's M-dependent summation order
+    // (its f32 kernels differ for M = 1, 2..15, >= 16): normwise <= 1e-6.
+    std::vector<float> alone(sizes[i] * kVocab);
+    ASSERT_TRUE(head_->Compute(hidden[i].data(), sizes[i], alone.data()).ok());
+    ASSERT_EQ(results[i].logits.size(), alone.size());
+    for (int64_t r = 0; r < sizes[i]; ++r) {
+      double err = 0, scale = 0;
+      for (int64_t j = 0; j < kVocab; ++j) {
+        err = std::max<double>(err, std::abs(results[i].logits[r * kVocab + j] -
+                                             alone[r * kVocab + j]));
+        scale = std::max<double>(scale, std::abs(alone[r * kVocab + j]));
+      }
+      EXPECT_LE(err, 1e-6 * scale) << "item " << i << " row " << r;
+    }
+  }
+  // FIFO, at most 8 rows per GEMM: {1,3,2,2} then {5}.
+  EXPECT_THAT(Batches(), ElementsAre(8, 5));
+}
+
+TEST_F(DynamicBatcherTest, ItemLargerThanMaxBatchRowsRunsAloneUnsplit) {
+  auto batcher = MakeBatcher({4, 0, 64, nullptr});
+  const std::vector<float> small = Rows(2, 1), big = Rows(9, 2);
+  Result a, b;
+  CloseGate();
+  ASSERT_TRUE(batcher->Submit(MakeItem(&small, 2, &a)).ok());
+  ASSERT_TRUE(batcher->Submit(MakeItem(&big, 9, &b)).ok());
+  OpenGate();
+  EXPECT_TRUE(a.status.get_future().get().ok());
+  EXPECT_TRUE(b.status.get_future().get().ok());
+  EXPECT_THAT(Batches(), ElementsAre(2, 9));
+}
+
+TEST_F(DynamicBatcherTest, FullQueueIsResourceExhaustedAndOthersStillServed) {
+  auto batcher = MakeBatcher({4, 0, /*max_queue_rows=*/6, nullptr});
+  const std::vector<float> h = Rows(4, 3);
+  Result a, b, c;
+  CloseGate();
+  ASSERT_TRUE(batcher->Submit(MakeItem(&h, 4, &a)).ok());
+  ASSERT_TRUE(batcher->Submit(MakeItem(&h, 2, &b)).ok());
+  absl::Status full = batcher->Submit(MakeItem(&h, 1, &c));
+  EXPECT_EQ(full.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(full.message(), HasSubstr("max_queue_rows = 6"));
+  EXPECT_THAT(full.message(), HasSubstr("6 rows queued"));
+  EXPECT_EQ(c.prepared, 0);
+  OpenGate();
+  EXPECT_TRUE(a.status.get_future().get().ok());
+  EXPECT_TRUE(b.status.get_future().get().ok());
+  // Room again once the queue drained.
+  Result d;
+  ASSERT_TRUE(batcher->Submit(MakeItem(&h, 3, &d)).ok());
+  EXPECT_TRUE(d.status.get_future().get().ok());
+  EXPECT_THAT(Batches(), ElementsAre(4, 2, 3));
+}
+
+TEST_F(DynamicBatcherTest, CancelledItemsAreDroppedBeforeCompute) {
+  auto batcher = MakeBatcher({16, 0, 64, nullptr});
+  const std::vector<float> h = Rows(3, 4);
+  Result a, cancelled, expired, d;
+  CloseGate();
+  ASSERT_TRUE(batcher->Submit(MakeItem(&h, 2, &a)).ok());
+  ASSERT_TRUE(
+      batcher->Submit(MakeItem(&h, 3, &cancelled, absl::CancelledError("call cancelled"))).ok());
+  ASSERT_TRUE(
+      batcher->Submit(MakeItem(&h, 1, &expired, absl::DeadlineExceededError("expired"))).ok());
+  ASSERT_TRUE(batcher->Submit(MakeItem(&h, 3, &d)).ok());
+  OpenGate();
+  EXPECT_TRUE(a.status.get_future().get().ok());
+  EXPECT_EQ(cancelled.status.get_future().get().code(), absl::StatusCode::kCancelled);
+  EXPECT_EQ(expired.status.get_future().get().code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_TRUE(d.status.get_future().get().ok());
+  EXPECT_EQ(cancelled.prepared, 0);
+  EXPECT_EQ(expired.prepared, 0);
+  // Only the 2 + 3 live rows reached the GEMM.
+  EXPECT_THAT(Batches(), ElementsAre(5));
+  std::vector<float> alone(3 * kVocab);
+  ASSERT_TRUE(head_->Compute(h.data(), 3, alone.data()).ok());
+  EXPECT_EQ(d.logits, alone);
+}
+
+TEST_F(DynamicBatcherTest, QueueDelayWaitsForMoreRows) {
+  // A long delay: the first item waits until max_batch_rows rows are queued.
+  auto batcher = MakeBatcher({3, /*max_queue_delay_us=*/60'000'000, 64, nullptr});
+  const std::vector<float> h = Rows(2, 5);
+  Result a, b;
+  ASSERT_TRUE(batcher->Submit(MakeItem(&h, 1, &a)).ok());
+  auto fa = a.status.get_future();
+  EXPECT_EQ(fa.wait_for(std::chrono::milliseconds(50)), std::future_status::timeout);
+  ASSERT_TRUE(batcher->Submit(MakeItem(&h, 2, &b)).ok());
+  EXPECT_TRUE(fa.get().ok());
+  EXPECT_TRUE(b.status.get_future().get().ok());
+  EXPECT_THAT(Batches(), ElementsAre(3));
+}
+
+TEST_F(DynamicBatcherTest, RejectsBadOptionsAndItems) {
+  auto bad = [this](DynamicBatcher::Options o) {
+    return DynamicBatcher::Create(o, head_, pool_.get()).status();
+  };
+  EXPECT_THAT(bad({0, 0, 8, nullptr}).message(), HasSubstr("max_batch_rows = 0"));
+  EXPECT_THAT(bad({8, -1, 8, nullptr}).message(), HasSubstr("max_queue_delay_us = -1"));
+  EXPECT_THAT(bad({8, 0, 4, nullptr}).message(),
+              HasSubstr("max_queue_rows = 4 must be >= max_batch_rows = 8"));
+  EXPECT_EQ(bad({0, 0, 8, nullptr}).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(DynamicBatcher::Create({}, nullptr, pool_.get()).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  auto batcher = MakeBatcher({});
+  const std::vector<float> h = Rows(1, 6);
+  Result r;
+  EXPECT_THAT(batcher->Submit(MakeItem(&h, 0, &r)).message(), HasSubstr("rows = 0"));
+  DynamicBatcher::Item no_finish = MakeItem(&h, 1, &r);
+  no_finish.finish = nullptr;
+  EXPECT_EQ(batcher->Submit(std::move(no_finish)).code(), absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace vocabd

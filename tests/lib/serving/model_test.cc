@@ -1,0 +1,188 @@
+// lib/model: the operations the RPCs call, on the real stories260K files.
+#include "lib/serving/model.h"
+
+#include <cmath>
+
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "tests/test_util.h"
+
+namespace vocabd {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::unique_ptr<Model> Load(const std::string& name, const std::string& path) {
+  auto model = Model::Create({name, path});
+  EXPECT_TRUE(model.ok()) << model.status();
+  return model.ok() ? std::move(*model) : nullptr;
+}
+
+std::vector<float> Hidden(int rows) {
+  std::vector<float> h(rows * 64);
+  for (size_t i = 0; i < h.size(); ++i) h[i] = static_cast<float>(std::cos(0.7 * i));
+  return h;
+}
+
+TEST(ModelTest, MissingPathIsNotFound) {
+  auto model = Model::Create({"x", "/nonexistent/model.bin"});
+  EXPECT_EQ(model.status().code(), absl::StatusCode::kNotFound) << model.status();
+}
+
+TEST(ModelTest, TiedHeadIsTheEmbeddingMemory) {
+  auto model = Load("bin", testing::Stories260KBin());
+  ASSERT_NE(model, nullptr);
+  EXPECT_EQ(model->checkpoint().lm_head().data, model->checkpoint().embedding().data);
+}
+
+TEST(ModelTest, BothFilesGiveIdenticalLogits) {
+  auto bin = Load("bin", testing::Stories260KBin());
+  auto hf = Load("hf", testing::Stories260KHfDir());
+  ASSERT_NE(bin, nullptr);
+  ASSERT_NE(hf, nullptr);
+  const std::vector<float> h = Hidden(3);
+  HeadInput input{h.data(), 3, 64};
+  std::vector<float> a, b;
+  ASSERT_TRUE(bin->ComputeLogits(input, false, &a).ok());
+  ASSERT_TRUE(hf->ComputeLogits(input, false, &b).ok());
+  ASSERT_EQ(a.size(), 3u * 512u);
+  EXPECT_EQ(a, b);
+}
+
+TEST(ModelTest, ScoreAgreesWithLogSoftmax) {
+  auto model = Load("bin", testing::Stories260KBin());
+  ASSERT_NE(model, nullptr);
+  const std::vector<float> h = Hidden(2);
+  ScoreInput input;
+  input.head = HeadInput{h.data(), 2, 64};
+  input.target_ids = {10, 300};
+  input.top_k = 3;
+  ScoreOutput out;
+  ASSERT_TRUE(model->Score(input, &out).ok());
+  std::vector<float> logprobs;
+  ASSERT_TRUE(model->ComputeLogits(input.head, true, &logprobs).ok());
+  ASSERT_EQ(out.rows.size(), 2u);
+  EXPECT_NEAR(out.rows[0].target_logprob, logprobs[10], 1e-5);
+  EXPECT_NEAR(out.rows[1].target_logprob, logprobs[512 + 300], 1e-5);
+  EXPECT_NEAR(out.sum_target_logprob, logprobs[10] + logprobs[512 + 300], 1e-5);
+  EXPECT_EQ(out.num_targets, 2);
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_EQ(out.rows[r].top_k.size(), 3u);
+    const float* row = logprobs.data() + r * 512;
+    const int64_t best = std::max_element(row, row + 512) - row;
+    EXPECT_EQ(out.rows[r].top_k[0].first, best);
+    EXPECT_NEAR(out.rows[r].top_k[0].second, row[best], 1e-5);
+  }
+}
+
+// A call's rows are scored in parallel (one OpenMP region over rows; the
+// LM head up to its crossover is vocabd's kernel, whose logits for a row do
+// not depend on the batch): 64 rows at once give the same bits as each row
+// alone, with one thread or all of them, for Score and log-softmax logits.
+TEST(ModelTest, RowsScoredInParallelMatchEachRowAloneOnAnyThreadCount) {
+  auto model = Load("bin", testing::Stories260KBin());
+  ASSERT_NE(model, nullptr);
+  const int rows = static_cast<int>(LmHead::kDefaultSmallRowsMax);  // the kernel path
+  ASSERT_LE(rows, model->lm_head().small_rows_max() > 0 ? model->lm_head().small_rows_max()
+                                                         : int64_t{rows});
+  const std::vector<float> h = Hidden(rows);
+  ScoreInput input;
+  input.head = HeadInput{h.data(), rows, 64};
+  input.head.temperature = 0.9f;
+  input.head.vocab_limit = 500;
+  for (int r = 0; r < rows; ++r) input.target_ids.push_back((37 * r) % 500);
+  input.top_k = 20;
+  auto run = [&](ScoreOutput* out, std::vector<float>* logprobs) {
+    ASSERT_TRUE(model->Score(input, out).ok());
+    ASSERT_TRUE(model->ComputeLogits(input.head, true, logprobs).ok());
+  };
+  ScoreOutput all;
+  std::vector<float> all_lp;
+  run(&all, &all_lp);
+#if defined(_OPENMP)
+  const int threads = omp_get_max_threads();
+  omp_set_num_threads(1);
+  ScoreOutput one;
+  std::vector<float> one_lp;
+  run(&one, &one_lp);
+  omp_set_num_threads(threads);
+  EXPECT_EQ(one_lp, all_lp);
+  EXPECT_EQ(one.sum_target_logprob, all.sum_target_logprob);
+  for (int r = 0; r < rows; ++r) {
+    EXPECT_EQ(one.rows[r].logsumexp, all.rows[r].logsumexp) << r;
+    EXPECT_EQ(one.rows[r].target_rank, all.rows[r].target_rank) << r;
+    EXPECT_EQ(one.rows[r].top_k, all.rows[r].top_k) << r;
+  }
+#endif
+  const bool kernel = model->lm_head().small_rows_max() >= rows;
+  for (int r = 0; r < rows; r += 9) {
+    ScoreInput single = input;
+    single.head.hidden = h.data() + r * 64;
+    single.head.rows = 1;
+    single.target_ids = {input.target_ids[r]};
+    ScoreOutput alone;
+    ASSERT_TRUE(model->Score(single, &alone).ok());
+    if (kernel) {
+      EXPECT_EQ(alone.rows[0].logsumexp, all.rows[r].logsumexp) << r;
+      EXPECT_EQ(alone.rows[0].target_logprob, all.rows[r].target_logprob) << r;
+      EXPECT_EQ(alone.rows[0].top_k, all.rows[r].top_k) << r;
+    } else {
+      EXPECT_NEAR(alone.rows[0].logsumexp, all.rows[r].logsumexp, 1e-5) << r;
+    }
+    EXPECT_EQ(alone.rows[0].target_rank, all.rows[r].target_rank) << r;
+  }
+}
+
+TEST(ModelTest, EmbedSinusoidalAddsTheVaswaniTable) {
+  auto model = Load("bin", testing::Stories260KBin());
+  ASSERT_NE(model, nullptr);
+  EmbedInput input;
+  input.token_ids = {{5, 6}};
+  input.position_offsets = {100};
+  input.position_ids = {{}};
+  input.absolute_positions = AbsolutePositionsMode::kSinusoidal;
+  EmbedOutput out;
+  ASSERT_TRUE(model->Embed(input, &out).ok());
+  const float* table = model->checkpoint().embedding().f32();
+  for (int t = 0; t < 2; ++t) {
+    const double pos = 100 + t;
+    for (int j = 0; j < 64; ++j) {
+      const int i = j / 2;
+      const double angle = pos / std::pow(10000.0, 2.0 * i / 64);
+      const double pe = j % 2 == 0 ? std::sin(angle) : std::cos(angle);
+      EXPECT_NEAR(out.embeddings[t * 64 + j], table[(5 + t) * 64 + j] + pe, 1e-6) << t << "," << j;
+    }
+  }
+}
+
+TEST(ModelTest, EmbedLearnedPositionsNeedATable) {
+  auto model = Load("bin", testing::Stories260KBin());
+  ASSERT_NE(model, nullptr);
+  EmbedInput input;
+  input.token_ids = {{5}};
+  input.absolute_positions = AbsolutePositionsMode::kLearned;
+  EmbedOutput out;
+  absl::Status status = model->Embed(input, &out);
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(status.message()), HasSubstr("no learned position table"));
+}
+
+TEST(ModelTest, EmbedRejectsNegativeOffset) {
+  auto model = Load("bin", testing::Stories260KBin());
+  ASSERT_NE(model, nullptr);
+  EmbedInput input;
+  input.token_ids = {{5}, {6}};
+  input.position_offsets = {0, -4};
+  EmbedOutput out;
+  absl::Status status = model->Embed(input, &out);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(status.message()), HasSubstr("sequences[1].position_offset = -4"));
+}
+
+}  // namespace
+}  // namespace vocabd
