@@ -1,4 +1,4 @@
-// client/tensor_codec: wire Tensor <-> host arrays. Golden bit patterns come
+// proto/tensor_codec: wire Tensor <-> host arrays. Golden bit patterns come
 // from tests/golden/tensor_codec_golden.py (NumPy float16; bfloat16 by
 // definition / nearest-even rounding in float64).
 #include "proto/tensor_codec.h"
