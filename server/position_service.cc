@@ -15,6 +15,7 @@
 #include "server/metrics.h"
 #include "lib/positions/position_ids.h"
 #include "lib/positions/rope.h"
+#include "lib/positions/rope_overrides.h"
 #include "lib/positions/sinusoidal.h"
 #include "lib/core/status_macros.h"
 #include "server/call_tracker.h"
@@ -118,7 +119,8 @@ absl::StatusOr<RopeParams> ResolveRopeParams(const ServiceContext& context,
     }
     model_params = &model->config().rope;
   }
-  return MergeRopeParams(model_params, rope, head_dim);
+  ASSIGN_OR_RETURN(RopeOverrides overrides, RopeOverridesFromProto(rope));
+  return MergeRopeParams(model_params, overrides, head_dim, kRopeField);
 }
 
 // Work measures (see position_service.h); negative inputs count as 0 (the
