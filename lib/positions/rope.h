@@ -126,9 +126,13 @@ struct ApplyRopeResult {
 // `q.shape[1] (num_heads) = 6 is not a multiple of k.shape[1] (num_heads) = 4`,
 // `positions[5] = -1 is negative`,
 // `positions[2]: position 600 >= max_position_embeddings 512 (set
-// allow_beyond_trained_length)`. Nothing is written on error.
-absl::StatusOr<ApplyRopeResult> ApplyRope(const RopeParams& params, const ApplyRopeOptions& options,
-                       const std::vector<int64_t>& positions, QkTensor q, QkTensor k);
+// allow_beyond_trained_length)`. Nothing is written on error. On success,
+// the attention scaling it applied (ApplyRopeResult; callers need not
+// compute the frequencies again to report it).
+absl::StatusOr<ApplyRopeResult> ApplyRope(const RopeParams& params,
+                                          const ApplyRopeOptions& options,
+                                          const std::vector<int64_t>& positions, QkTensor q,
+                                          QkTensor k);
 
 // Builds positions [batch * seq_len] from per-row offsets (empty = 0):
 // positions[b * S + s] = offsets[b] + s. INVALID_ARGUMENT if offsets has

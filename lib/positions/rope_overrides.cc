@@ -35,7 +35,8 @@ absl::StatusOr<RopeParams> MergeRopeParams(const RopeParams* model_defaults,
     params.pair_layout = *request.pair_layout;
   } else if (model_defaults == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat(
-        std::string(name), ".pair_layout is unset and no model gives one (set INTERLEAVED or HALF_SPLIT)"));
+        std::string(name),
+        ".pair_layout is unset and no model gives one (set INTERLEAVED or HALF_SPLIT)"));
   }
   if (request.scaling.has_value()) params.scaling = *request.scaling;
   if (request.max_position_embeddings.has_value()) {

@@ -17,7 +17,7 @@
 namespace vocabd {
 namespace {
 
-// A Llama-3.1-like model config.
+// A Llama-3.1-like model config, here with half of head_dim rotating.
 RopeParams Model() {
   RopeParams p;
   p.theta = 500000.0;
@@ -41,8 +41,7 @@ void ExpectSameParams(const RopeParams& a, const RopeParams& b) {
   EXPECT_EQ(a.max_position_embeddings, b.max_position_embeddings);
   EXPECT_EQ(a.scaling.type, b.scaling.type);
   EXPECT_EQ(a.scaling.factor, b.scaling.factor);
-  EXPECT_EQ(a.scaling.original_max_position_embeddings,
-            b.scaling.original_max_position_embeddings);
+  EXPECT_EQ(a.scaling.original_max_position_embeddings, b.scaling.original_max_position_embeddings);
   EXPECT_EQ(a.scaling.low_freq_factor, b.scaling.low_freq_factor);
   EXPECT_EQ(a.scaling.high_freq_factor, b.scaling.high_freq_factor);
   EXPECT_EQ(a.scaling.beta_fast, b.scaling.beta_fast);
@@ -149,12 +148,13 @@ TEST(MergeRopeParamsTest, PartialRotaryFactorTruncatesLikePythonInt) {
     int rotary_dim;  // int(head_dim * factor) in Python
   };
   const Case cases[] = {
-      {64, 0.5, 32},    {80, 0.4, 32},     // 32.0
+      {64, 0.5, 32},    // 32.0
+      {80, 0.4, 32},    // 32.0
       {100, 0.29, 28},  // 28.999999999999996
       {96, 0.7, 67},    // 67.19999999999999
       {10, 0.25, 2},    // 2.5
-      {8, 0.375, 3},    // odd: Validate refuses it (below)
-      {8, 1e-9, 0},
+      {8, 0.375, 3},    // odd: RopeParams::Validate refuses it
+      {8, 1e-9, 0},     // 8e-09
   };
   for (const Case& c : cases) {
     EXPECT_EQ(RotaryDimFromPartialFactor(c.head_dim, c.factor), c.rotary_dim)
