@@ -15,6 +15,7 @@
 #include "server/metrics.h"
 #include "lib/positions/position_ids.h"
 #include "lib/positions/rope.h"
+#include "lib/positions/rope_overrides.h"
 #include "lib/positions/sinusoidal.h"
 #include "lib/core/status_macros.h"
 #include "server/call_tracker.h"
@@ -118,7 +119,8 @@ absl::StatusOr<RopeParams> ResolveRopeParams(const ServiceContext& context,
     }
     model_params = &model->config().rope;
   }
-  return MergeRopeParams(model_params, rope, head_dim);
+  ASSIGN_OR_RETURN(RopeOverrides overrides, RopeOverridesFromProto(rope));
+  return MergeRopeParams(model_params, overrides, head_dim, kRopeField);
 }
 
 // Work measures (see position_service.h); negative inputs count as 0 (the
@@ -206,15 +208,11 @@ absl::Status PositionServiceImpl::DoApplyRope(const v1::ApplyRopeRequest& reques
   // Inline on a reactor: never start threads. On the pool: threads for
   // q + k >= 4 MiB (lib/positions/rope.h).
   options.num_threads = on_pool ? 0 : 1;
-  RETURN_IF_ERROR(::vocabd::ApplyRope(params, options, positions, q.view, k.view));
-  int64_t max_position = -1;
-  for (int64_t p : positions) max_position = std::max(max_position, p);
-  ASSIGN_OR_RETURN(RopeFrequencies freqs, ComputeRopeFrequencies(params, max_position + 1,
-                                                                 request.high_precision(),
-                                                                 kRopeField));
+  ASSIGN_OR_RETURN(ApplyRopeResult applied,
+                   ::vocabd::ApplyRope(params, options, positions, q.view, k.view));
   *response->mutable_q() = EncodeFloatTensor(q.values, q.shape, q.dtype);
   *response->mutable_k() = EncodeFloatTensor(k.values, k.shape, k.dtype);
-  response->set_attention_scaling(freqs.attention_scaling);
+  response->set_attention_scaling(applied.attention_scaling);
   return absl::OkStatus();
 }
 

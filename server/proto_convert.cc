@@ -55,45 +55,25 @@ v1::NormKind NormKindToProto(NormKind kind) {
 
 }  // namespace
 
-absl::StatusOr<RopeParams> MergeRopeParams(const RopeParams* model, const v1::RopeConfig& request,
-                                           int64_t tensor_head_dim) {
-  RopeParams params;
-  if (model != nullptr) params = *model;
-  if (request.theta() != 0) params.theta = request.theta();
-  if (request.head_dim() != 0) {
-    params.head_dim = request.head_dim();
-  } else if (model == nullptr) {
-    params.head_dim = static_cast<int>(tensor_head_dim);
-  }
-  if (model == nullptr) params.rotary_dim = params.head_dim;
-  if (request.rotary_dim() != 0) {
-    params.rotary_dim = request.rotary_dim();
-  } else if (request.partial_rotary_factor() != 0) {
-    const double f = request.partial_rotary_factor();
-    if (!(f > 0.0 && f <= 1.0)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("rope.partial_rotary_factor = ", f, " is outside (0, 1]"));
-    }
-    params.rotary_dim = static_cast<int>(params.head_dim * f);
-  } else if (request.head_dim() != 0) {
-    params.rotary_dim = params.head_dim;
+absl::StatusOr<RopeOverrides> RopeOverridesFromProto(const v1::RopeConfig& request) {
+  RopeOverrides out;
+  if (request.theta() != 0) out.theta = request.theta();
+  if (request.head_dim() != 0) out.head_dim = request.head_dim();
+  if (request.rotary_dim() != 0) out.rotary_dim = request.rotary_dim();
+  if (request.partial_rotary_factor() != 0) {
+    out.partial_rotary_factor = request.partial_rotary_factor();
   }
   switch (request.pair_layout()) {
-    case v1::ROPE_PAIR_LAYOUT_UNSPECIFIED:
-      if (model == nullptr) {
-        return absl::InvalidArgumentError(
-            "rope.pair_layout is unset and no model gives one (set INTERLEAVED or HALF_SPLIT)");
-      }
-      break;
-    case v1::INTERLEAVED: params.pair_layout = RopePairLayout::kInterleaved; break;
-    case v1::HALF_SPLIT: params.pair_layout = RopePairLayout::kHalfSplit; break;
+    case v1::ROPE_PAIR_LAYOUT_UNSPECIFIED: break;
+    case v1::INTERLEAVED: out.pair_layout = RopePairLayout::kInterleaved; break;
+    case v1::HALF_SPLIT: out.pair_layout = RopePairLayout::kHalfSplit; break;
     default:
       return absl::InvalidArgumentError(absl::StrCat(
           "rope.pair_layout = ", static_cast<int>(request.pair_layout()), " is not a known layout"));
   }
   if (request.has_scaling()) {
     const v1::RopeScaling& s = request.scaling();
-    RopeScaling scaling;
+    RopeScaling& scaling = out.scaling.emplace();
     auto type = ScalingTypeFromProto(s.type());
     if (!type.ok()) return type.status();
     scaling.type = *type;
@@ -109,12 +89,11 @@ absl::StatusOr<RopeParams> MergeRopeParams(const RopeParams* model, const v1::Ro
     if (s.has_truncate()) scaling.truncate = s.truncate();
     scaling.short_factor.assign(s.short_factor().begin(), s.short_factor().end());
     scaling.long_factor.assign(s.long_factor().begin(), s.long_factor().end());
-    params.scaling = std::move(scaling);
   }
   if (request.max_position_embeddings() != 0) {
-    params.max_position_embeddings = request.max_position_embeddings();
+    out.max_position_embeddings = request.max_position_embeddings();
   }
-  return params;
+  return out;
 }
 
 v1::RopeConfig RopeParamsToProto(const RopeParams& params) {

@@ -7,6 +7,7 @@
 #include "lib/serving/model.h"
 #include "lib/checkpoint/model_config.h"
 #include "lib/positions/rope.h"
+#include "lib/positions/rope_overrides.h"
 #include "vocabd/v1/embedding.pb.h"
 #include "vocabd/v1/model.pb.h"
 #include "vocabd/v1/position.pb.h"
@@ -14,12 +15,13 @@
 
 namespace vocabd {
 
-// The model's RoPE params with the fields set in `request` (non-zero /
-// non-UNSPECIFIED) overriding them. `model` may be null (no model): then
-// theta defaults to 10000 and head_dim/pair_layout must come from the
-// request or the tensors. INVALID_ARGUMENT names `rope.<field>`.
-absl::StatusOr<RopeParams> MergeRopeParams(const RopeParams* model, const v1::RopeConfig& request,
-                                           int64_t tensor_head_dim);
+// The fields `request` sets (non-zero / non-UNSPECIFIED / present) as
+// RopeOverrides, for MergeRopeParams (lib/positions/rope_overrides.h, which
+// owns the merge rules). A scaling message maps to a complete RopeScaling
+// (unset fields at its HF defaults; factor 0 = 1). INVALID_ARGUMENT only
+// for enum values the proto does not define (`rope.pair_layout = 9 is not
+// a known layout`, `rope.scaling.type = 9 is not a known type`).
+absl::StatusOr<RopeOverrides> RopeOverridesFromProto(const v1::RopeConfig& request);
 
 v1::RopeConfig RopeParamsToProto(const RopeParams& params);
 

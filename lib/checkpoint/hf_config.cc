@@ -380,11 +380,11 @@ absl::StatusOr<ModelConfig> ParseHfConfig(const std::string& json_text,
     ASSIGN_OR_RETURN(rope.theta, r.Double(f.theta, theta));
     double partial = 1.0;
     ASSIGN_OR_RETURN(partial, r.Double(f.partial, f.partial_default));
-    if (!(partial > 0.0 && partial <= 1.0)) {
+    if (!PartialRotaryFactorInRange(partial)) {
       return r.Error(f.partial, absl::StrCat("= ", partial, " must be in (0, 1]"));
     }
     // HF: dim = int(head_dim * partial_rotary_factor) (GPT-NeoX: rotary_pct).
-    rope.rotary_dim = static_cast<int>(static_cast<double>(c.head_dim) * partial);
+    rope.rotary_dim = RotaryDimFromPartialFactor(c.head_dim, partial);
     rope.pair_layout = RopePairLayout::kHalfSplit;
     if (const json* rs = r.Get("rope_scaling"); rs != nullptr) {
       ASSIGN_OR_RETURN(rope.scaling, ParseRopeScaling(obj, *rs, file_name));

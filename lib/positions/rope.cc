@@ -146,8 +146,10 @@ absl::StatusOr<RopeCacheOutput> ComputeRopeCache(const RopeParams& params, int64
   return out;
 }
 
-absl::Status ApplyRope(const RopeParams& params, const ApplyRopeOptions& options,
-                       const std::vector<int64_t>& positions, QkTensor q, QkTensor k) {
+absl::StatusOr<ApplyRopeResult> ApplyRope(const RopeParams& params,
+                                          const ApplyRopeOptions& options,
+                                          const std::vector<int64_t>& positions, QkTensor q,
+                                          QkTensor k) {
   const QkvLayout layout = options.layout;
   if (layout != QkvLayout::kBHSD && layout != QkvLayout::kBSHD && layout != QkvLayout::kTHD) {
     return absl::InvalidArgumentError(
@@ -209,7 +211,10 @@ absl::Status ApplyRope(const RopeParams& params, const ApplyRopeOptions& options
   ASSIGN_OR_RETURN(RopeFrequencies freqs,
                    ComputeRopeFrequencies(params, max_position + 1, options.high_precision,
                                           options.params_name));
-  if (tokens == 0) return absl::OkStatus();
+  ApplyRopeResult result;
+  result.attention_scaling = freqs.attention_scaling;
+  result.used_long_factor = freqs.used_long_factor;
+  if (tokens == 0) return result;
 
   // cos/sin row of every token: from the cached table when the request is
   // dense enough to be worth one (or one exists), else computed here.
@@ -282,7 +287,7 @@ absl::Status ApplyRope(const RopeParams& params, const ApplyRopeOptions& options
   threads = static_cast<int>(std::clamp<int64_t>(threads, 1, std::max<int64_t>(units, 1)));
   if (threads == 1) {
     run_units(0, units);
-    return absl::OkStatus();
+    return result;
   }
   std::vector<std::thread> workers;
   workers.reserve(static_cast<size_t>(threads - 1));
@@ -291,7 +296,7 @@ absl::Status ApplyRope(const RopeParams& params, const ApplyRopeOptions& options
   }
   run_units(0, units / threads);
   for (std::thread& w : workers) w.join();
-  return absl::OkStatus();
+  return result;
 }
 
 absl::StatusOr<std::vector<int64_t>> PositionsFromOffsets(const std::vector<int64_t>& offsets,

@@ -102,6 +102,17 @@ absl::StatusOr<RopeCacheOutput> ComputeRopeCache(const RopeParams& params, int64
                                                  bool high_precision,
                                                  std::string_view params_name = "params");
 
+// What ApplyRope rotated with: read from the one frequency set it computed
+// (ComputeRopeFrequencies(params, max(positions) + 1, high_precision), so
+// equal to that call's fields; seq_len 0 when there are no positions).
+struct ApplyRopeResult {
+  // The factor cos and sin were multiplied by (HF `attention_scaling`:
+  // yarn / longrope, see lib/positions/rope_freq.h; 1 otherwise).
+  double attention_scaling = 1.0;
+  // longrope: long_factor was used (max position + 1 > original length).
+  bool used_long_factor = false;
+};
+
 // Rotates q and k in place. `positions` has batch * seq_len entries
 // (position of token s of batch row b at [b * seq_len + s]); for THD,
 // batch must be 1 and seq_len = T. cos/sin are computed once per token and
@@ -115,9 +126,13 @@ absl::StatusOr<RopeCacheOutput> ComputeRopeCache(const RopeParams& params, int64
 // `q.shape[1] (num_heads) = 6 is not a multiple of k.shape[1] (num_heads) = 4`,
 // `positions[5] = -1 is negative`,
 // `positions[2]: position 600 >= max_position_embeddings 512 (set
-// allow_beyond_trained_length)`. Nothing is written on error.
-absl::Status ApplyRope(const RopeParams& params, const ApplyRopeOptions& options,
-                       const std::vector<int64_t>& positions, QkTensor q, QkTensor k);
+// allow_beyond_trained_length)`. Nothing is written on error. On success,
+// the attention scaling it applied (ApplyRopeResult; callers need not
+// compute the frequencies again to report it).
+absl::StatusOr<ApplyRopeResult> ApplyRope(const RopeParams& params,
+                                          const ApplyRopeOptions& options,
+                                          const std::vector<int64_t>& positions, QkTensor q,
+                                          QkTensor k);
 
 // Builds positions [batch * seq_len] from per-row offsets (empty = 0):
 // positions[b * S + s] = offsets[b] + s. INVALID_ARGUMENT if offsets has

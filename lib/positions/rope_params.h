@@ -77,6 +77,17 @@ struct RopeParams {
   absl::Status Validate(std::string_view name = "rope") const;
 };
 
+// HF `partial_rotary_factor` -> rotary_dim, as transformers
+// modeling_rope_utils._compute_default_rope_parameters does:
+//   dim = int(head_dim * partial_rotary_factor)
+// (float64 product, truncated toward zero: head_dim 8 x 0.375 = 3, which
+// RopeParams::Validate then refuses as odd). Meaningful for factors in
+// (0, 1] (PartialRotaryFactorInRange; callers word their own error).
+inline bool PartialRotaryFactorInRange(double factor) { return factor > 0.0 && factor <= 1.0; }
+inline int RotaryDimFromPartialFactor(int head_dim, double partial_rotary_factor) {
+  return static_cast<int>(static_cast<double>(head_dim) * partial_rotary_factor);
+}
+
 }  // namespace vocabd
 
 #endif  // VOCABD_LIB_POSITIONS_ROPE_PARAMS_H_

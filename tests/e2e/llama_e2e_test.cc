@@ -65,7 +65,7 @@ LlamaSteps LocalSteps(const Checkpoint& ckpt, const RopeParams& rope) {
                           int64_t pos) -> absl::Status {
     QkTensor qt{q.data(), 1, c.num_attention_heads, 1, c.head_dim};
     QkTensor kt{k.data(), 1, c.num_key_value_heads, 1, c.head_dim};
-    return ApplyRope(rope, ApplyRopeOptions{}, {pos}, qt, kt);
+    return ApplyRope(rope, ApplyRopeOptions{}, {pos}, qt, kt).status();
   };
   steps.head = [&ckpt, &c](const std::vector<float>& x) -> absl::StatusOr<int64_t> {
     const WeightTensor* norm = ckpt.Find(kFinalNorm);

@@ -197,6 +197,30 @@ TEST_F(PositionServiceTest, GetRopeCacheBadInputs) {
   EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND);
 }
 
+// The request's rope fields over the model's (lib/positions/rope_overrides.h):
+// partial_rotary_factor -> int(head_dim * factor), errors named rope.<field>.
+TEST_F(PositionServiceTest, GetRopeCacheRequestOverridesTheModel) {
+  v1::GetRopeCacheRequest req;
+  req.set_model(kHfModel);  // head_dim 8, theta 10000
+  req.set_num_positions(2);
+  req.mutable_rope()->set_partial_rotary_factor(0.5);
+  req.mutable_rope()->set_theta(500000.0);
+  v1::GetRopeCacheResponse resp;
+  ASSERT_TRUE(Cache(req, &resp).ok());
+  EXPECT_EQ(resp.rope().head_dim(), 8);
+  EXPECT_EQ(resp.rope().rotary_dim(), 4);
+  EXPECT_EQ(resp.rope().theta(), 500000.0);
+  EXPECT_EQ(resp.rope().pair_layout(), v1::HALF_SPLIT);  // the model's
+  EXPECT_EQ(resp.inv_freq().shape(0), 2);
+  req.mutable_rope()->set_partial_rotary_factor(1.5);
+  ExpectInvalid(Cache(req, &resp), "rope.partial_rotary_factor = 1.5 is outside (0, 1]");
+  req.mutable_rope()->set_partial_rotary_factor(0.375);  // int(8 * 0.375) = 3
+  ExpectInvalid(Cache(req, &resp), "rope.rotary_dim = 3 is odd");
+  req.mutable_rope()->set_rotary_dim(6);  // rotary_dim wins over the factor
+  ASSERT_TRUE(Cache(req, &resp).ok());
+  EXPECT_EQ(resp.rope().rotary_dim(), 6);
+}
+
 TEST_F(PositionServiceTest, SinusoidalTableAndOddDim) {
   const nlohmann::json golden = ReadGolden("alibi_golden.json");
   for (const auto& c : golden.at("sinusoidal")) {

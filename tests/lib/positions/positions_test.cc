@@ -359,7 +359,7 @@ TEST(PositionMistakesTest, PartialRotaryRotatesOnlyTheRotarySubDimension) {
   EXPECT_NE(0, std::memcmp(qf.data(), q.data(), 16 * 4));
   // A tensor whose head_dim is not the config's is refused, not silently rotated.
   std::vector<float> q12(12), k12(12);
-  auto s = ApplyRope(p, o, {7}, View(q12, 1, 1, 1, 12), View(k12, 1, 1, 1, 12));
+  absl::Status s = ApplyRope(p, o, {7}, View(q12, 1, 1, 1, 12), View(k12, 1, 1, 1, 12)).status();
   EXPECT_THAT(s.message(), HasSubstr("params.head_dim = 16 != q.shape[3] (head_dim) = 12"));
 }
 
@@ -370,7 +370,7 @@ TEST(PositionMistakesTest, BeyondTrainedLengthNeedsTheExplicitFlag) {
   std::vector<float> q = Ramp(16, 1.0f), k = Ramp(16, 1.0f);
   const std::vector<float> q0 = q;
   ApplyRopeOptions o;
-  auto s = ApplyRope(p, o, {64}, View(q, 1, 1, 1, 16), View(k, 1, 1, 1, 16));
+  absl::Status s = ApplyRope(p, o, {64}, View(q, 1, 1, 1, 16), View(k, 1, 1, 1, 16)).status();
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(s.message(), HasSubstr("positions[0]: position 64 >= max_position_embeddings 64 "
                                      "(set allow_beyond_trained_length)"));

@@ -175,8 +175,10 @@ TEST(RopeScalingGoldenTest, ApplyRopeMatchesReferenceInEveryLayoutAndIsa) {
         o.allow_beyond_trained_length = c.at("allow_beyond_trained_length").get<bool>();
         o.isa = isa;
         o.use_cache = use_cache;
-        ASSERT_TRUE(ApplyRope(p, o, positions, View(q, 1, hq, s, d), View(k, 1, hk, s, d)).ok())
-            << name;
+        auto applied = ApplyRope(p, o, positions, View(q, 1, hq, s, d), View(k, 1, hk, s, d));
+        ASSERT_TRUE(applied.ok()) << name << ": " << applied.status();
+        EXPECT_EQ(applied->attention_scaling, c.at("attention_scaling").get<double>()) << name;
+        EXPECT_EQ(applied->used_long_factor, c.at("used_long_factor").get<bool>()) << name;
         if (q_ref.empty()) {
           ExpectRotated(name + "_q", q_in, q, testing::ToFloats(c.at("q_out")), d, p.rotary_dim,
                         layout == "INTERLEAVED");
@@ -192,6 +194,65 @@ TEST(RopeScalingGoldenTest, ApplyRopeMatchesReferenceInEveryLayoutAndIsa) {
       }
     }
   }
+}
+
+// ApplyRope reports the attention scaling of the frequency set it rotated
+// with: ComputeRopeFrequencies(params, max(positions) + 1, high_precision),
+// in both precisions, also with no tokens (seq_len 0) and for a longrope
+// call that crosses to long_factor.
+TEST(RopeScalingTest, ApplyRopeReturnsTheAttentionScalingOfItsFrequencies) {
+  int n = 0;
+  for (const auto& c : Golden().at("cases")) {
+    const std::string name = c.at("name").get<std::string>();
+    if (name.rfind("yarn", 0) != 0 && name.rfind("longrope", 0) != 0 &&
+        name.rfind("partial_yarn", 0) != 0) {
+      continue;
+    }
+    const RopeParams p = ParamsFromJson(c.at("config"), c.at("pair_layout").get<std::string>());
+    const auto positions = c.at("positions").get<std::vector<int64_t>>();
+    const int64_t s = static_cast<int64_t>(positions.size());
+    const int64_t seq_len = *std::max_element(positions.begin(), positions.end()) + 1;
+    const int d = p.head_dim;
+    for (bool high_precision : {false, true}) {
+      auto freqs = ComputeRopeFrequencies(p, seq_len, high_precision);
+      ASSERT_TRUE(freqs.ok()) << name << ": " << freqs.status();
+      std::vector<float> q(static_cast<size_t>(s * d), 0.5f), k = q;
+      ApplyRopeOptions o;
+      o.allow_beyond_trained_length = true;
+      o.high_precision = high_precision;
+      auto applied = ApplyRope(p, o, positions, View(q, 1, 1, s, d), View(k, 1, 1, s, d));
+      ASSERT_TRUE(applied.ok()) << name << ": " << applied.status();
+      EXPECT_EQ(applied->attention_scaling, freqs->attention_scaling) << name;
+      EXPECT_EQ(applied->used_long_factor, freqs->used_long_factor) << name;
+      EXPECT_NE(applied->attention_scaling, 1.0) << name;  // yarn / longrope scale
+      // No tokens: the frequencies of seq_len 0.
+      auto empty_freqs = ComputeRopeFrequencies(p, 0, high_precision);
+      ASSERT_TRUE(empty_freqs.ok()) << name;
+      auto empty = ApplyRope(p, o, {}, View(q, 1, 1, 0, d), View(k, 1, 1, 0, d));
+      ASSERT_TRUE(empty.ok()) << name << ": " << empty.status();
+      EXPECT_EQ(empty->attention_scaling, empty_freqs->attention_scaling) << name;
+      EXPECT_FALSE(empty->used_long_factor) << name;
+    }
+    ++n;
+  }
+  EXPECT_EQ(n, 14);
+  // Yarn's default formula (factor 4, no mscale): 0.1 ln 4 + 1.
+  RopeParams yarn;
+  yarn.head_dim = yarn.rotary_dim = 8;
+  yarn.scaling.type = RopeScalingType::kYarn;
+  yarn.scaling.factor = 4.0;
+  yarn.scaling.original_max_position_embeddings = 128;
+  std::vector<float> q(8, 1.0f), k(8, 1.0f);
+  auto y = ApplyRope(yarn, {}, {3}, View(q, 1, 1, 1, 8), View(k, 1, 1, 1, 8));
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_DOUBLE_EQ(y->attention_scaling, 0.1 * std::log(4.0) + 1.0);
+  // Default RoPE: 1.
+  RopeParams plain;
+  plain.head_dim = plain.rotary_dim = 8;
+  auto one = ApplyRope(plain, {}, {3}, View(q, 1, 1, 1, 8), View(k, 1, 1, 1, 8));
+  ASSERT_TRUE(one.ok());
+  EXPECT_EQ(one->attention_scaling, 1.0);
+  EXPECT_FALSE(one->used_long_factor);
 }
 
 TEST(RopeScalingTest, LongropeSwitchesAtOriginalLength) {

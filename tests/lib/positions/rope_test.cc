@@ -476,7 +476,8 @@ class RopeValidationTest : public ::testing::Test {
     std::vector<float> q = RandomVec(static_cast<size_t>(b * hq * s * dq), 9);
     std::vector<float> k = RandomVec(static_cast<size_t>(b * hk * s * dk), 10);
     const std::vector<float> q0 = q, k0 = k;
-    absl::Status st = ApplyRope(p, opt, pos, Tensor(q, b, hq, s, dq), Tensor(k, b, hk, s, dk));
+    absl::Status st =
+        ApplyRope(p, opt, pos, Tensor(q, b, hq, s, dq), Tensor(k, b, hk, s, dk)).status();
     if (!st.ok()) {
       EXPECT_EQ(q, q0) << "q written on error: " << st;
       EXPECT_EQ(k, k0) << "k written on error: " << st;
@@ -527,16 +528,19 @@ TEST_F(RopeValidationTest, HeadDimMismatch) {
 TEST_F(RopeValidationTest, BatchAndSeqMismatch) {
   std::vector<float> q(2 * 2 * 8), k(1 * 2 * 8);
   absl::Status st = ApplyRope(Params(8, 8, RopePairLayout::kHalfSplit), {}, {0, 1, 0, 1},
-                              Tensor(q, 2, 1, 2, 8), Tensor(k, 1, 1, 2, 8));
+                              Tensor(q, 2, 1, 2, 8), Tensor(k, 1, 1, 2, 8))
+                        .status();
   EXPECT_EQ(st.message(), "k.shape[0] (batch) = 1 != q.shape[0] (batch) = 2");
   std::vector<float> k2(2 * 3 * 8);
   st = ApplyRope(Params(8, 8, RopePairLayout::kHalfSplit), {}, {0, 1, 0, 1},
-                 Tensor(q, 2, 1, 2, 8), Tensor(k2, 2, 1, 3, 8));
+                 Tensor(q, 2, 1, 2, 8), Tensor(k2, 2, 1, 3, 8))
+           .status();
   EXPECT_EQ(st.message(), "k.shape[2] (seq_len) = 3 != q.shape[2] (seq_len) = 2");
   ApplyRopeOptions thd;
   thd.layout = QkvLayout::kTHD;
   st = ApplyRope(Params(8, 8, RopePairLayout::kHalfSplit), thd, {0, 1, 0, 1},
-                 Tensor(q, 2, 1, 2, 8), Tensor(k, 2, 1, 2, 8));
+                 Tensor(q, 2, 1, 2, 8), Tensor(k, 2, 1, 2, 8))
+           .status();
   EXPECT_EQ(st.message(), "q.batch = 2 must be 1 for layout THD");
 }
 
