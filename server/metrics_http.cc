@@ -3,11 +3,77 @@
 #include <httplib.h>
 
 #include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 
 namespace vocabd {
+namespace {
+
+// httplib task queue running each connection on its own thread: a thread is
+// started when a connection arrives and no started thread is free (up to
+// `max_threads`; beyond it connections wait in FIFO order), and stays for
+// the next connections. An idle keep-alive connection therefore holds only
+// its own thread, never the one a scrape needs.
+class ConnectionThreads final : public httplib::TaskQueue {
+ public:
+  explicit ConnectionThreads(size_t max_threads) : max_threads_(max_threads) {}
+  ~ConnectionThreads() override { shutdown(); }
+
+  void enqueue(std::function<void()> fn) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    jobs_.push_back(std::move(fn));
+    // Every waiting thread takes one job; start one more if they are too few.
+    if (jobs_.size() > waiting_ && threads_.size() < max_threads_) {
+      threads_.emplace_back([this] { Work(); });
+    } else {
+      cv_.notify_one();
+    }
+  }
+
+  // Runs the jobs already queued, then joins every thread.
+  void shutdown() override {
+    std::vector<std::thread> threads;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stopping_ = true;
+      threads.swap(threads_);
+    }
+    cv_.notify_all();
+    for (std::thread& t : threads) t.join();
+  }
+
+ private:
+  void Work() {
+    std::unique_lock<std::mutex> lock(mu_);
+    for (;;) {
+      ++waiting_;
+      cv_.wait(lock, [this] { return !jobs_.empty() || stopping_; });
+      --waiting_;
+      if (jobs_.empty()) return;  // stopping
+      std::function<void()> job = std::move(jobs_.front());
+      jobs_.pop_front();
+      lock.unlock();
+      job();
+      lock.lock();
+    }
+  }
+
+  const size_t max_threads_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> jobs_;
+  size_t waiting_ = 0;  // threads blocked in cv_.wait
+  bool stopping_ = false;
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace
 
 absl::Status SplitHostPort(const std::string& address, const std::string& flag,
                            std::string* host, int* port) {
@@ -46,6 +112,7 @@ absl::StatusOr<std::unique_ptr<MetricsHttpServer>> MetricsHttpServer::Create(
   std::unique_ptr<MetricsHttpServer> server(new MetricsHttpServer());
   server->http_ = std::make_unique<httplib::Server>();
   httplib::Server& http = *server->http_;
+  http.new_task_queue = [] { return new ConnectionThreads(kMaxConnectionThreads); };
   http.Get("/metrics", [metrics](const httplib::Request&, httplib::Response& res) {
     res.set_content(metrics->Render(), "text/plain; version=0.0.4; charset=utf-8");
   });
