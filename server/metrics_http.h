@@ -9,13 +9,14 @@
 // each accepted connection to one worker thread until it closes or times out
 // (civetweb: request_timeout_ms, 30 s by default; httplib: the 5 s
 // keep-alive wait), so idle connections starve a fixed pool (the Exposer
-// starts 2 workers, httplib's default pool 8: 40 idle connections kept
-// /metrics unanswered for ~25 s). The Exposer only serves registered
+// starts 2 workers, httplib's default pool 8 here: 40 idle connections
+// starved /metrics). The Exposer only serves registered
 // collectables (no /healthz) and would add civetweb to the runtime image.
 // Here httplib keeps serving both paths, with a task queue that gives every
 // connection its own thread (ConnectionThreads in the .cc, up to
-// kMaxConnectionThreads), so a scrape is answered while up to that many idle
-// connections are open (tests/server/operations_test.cc opens 64).
+// kMaxConnectionThreads), and a listen backlog raised from httplib's 5, so a
+// scrape is answered while up to that many idle connections are open
+// (tests/server/operations_test.cc opens 64).
 #ifndef VOCABD_SERVER_METRICS_HTTP_H_
 #define VOCABD_SERVER_METRICS_HTTP_H_
 
@@ -47,8 +48,9 @@ class MetricsHttpServer {
                                                                    const Metrics* metrics);
   ~MetricsHttpServer();
   int port() const { return port_; }
-  // Connections served at once, each on its own thread (threads are started
-  // as connections arrive and kept for reuse); beyond it they wait.
+  // Connections served at once, each on its own thread (started as
+  // connections arrive, reused, ended after 10 s without work); beyond it
+  // connections wait for a thread.
   static constexpr size_t kMaxConnectionThreads = 256;
   // Stops the listener and joins the thread. Idempotent.
   void Stop();
