@@ -126,7 +126,9 @@ struct Metrics::Impl {
         }
       }
     }
-    AppendGaugeFamily("vocabd_queue_depth", "Work items waiting for a compute worker, by queue.",
+    AppendGaugeFamily("vocabd_queue_depth",
+                      "Work waiting, by queue: compute tasks (compute), LM-head batcher rows "
+                      "(lm_head:<model>).",
                       "queue", queues, families);
     AppendGaugeFamily("vocabd_model_resident_bytes", "Bytes of each loaded model's tensors.",
                       "model", resident, families);
