@@ -159,6 +159,7 @@ absl::StatusOr<std::unique_ptr<MetricsHttpServer>> MetricsHttpServer::Create(
   // kernel drops SYNs, each costing the client a 1 s retransmit (64 quick
   // connects took 8 s). listen() again on the listening socket raises it.
   if (listen_socket >= 0) ::listen(listen_socket, SOMAXCONN);
+  http.set_socket_options(httplib::default_socket_options);  // drop the local's reference
   server->thread_ = std::thread([s = server.get()] { s->http_->listen_after_bind(); });
   return server;
 }
