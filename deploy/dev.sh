@@ -26,7 +26,7 @@ PACKAGES=(
   nlohmann-json3-dev libabsl-dev libcli11-dev libssl-dev
   python3-numpy
   python3-torch
-  libcpp-httplib-dev openssl python3-yaml ocl-icd-opencl-dev
+  libcpp-httplib-dev prometheus-cpp-dev openssl python3-yaml ocl-icd-opencl-dev
   python3-grpcio gnuplot-nox libopenblas-dev
   clang libclang-rt-14-dev
 )

@@ -1,29 +1,27 @@
 #include "server/metrics.h"
 
-#include <cmath>
-#include <cstdio>
-#include <cstdlib>
+#include <map>
+#include <mutex>
+
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/metric_family.h>
+#include <prometheus/registry.h>
+#include <prometheus/text_serializer.h>
 
 #include "absl/strings/str_cat.h"
 
 namespace vocabd {
 namespace {
 
-// Prometheus float formatting: integers without a fraction, +Inf spelled out.
-std::string FormatValue(double v) {
-  if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
-  // Shortest of %.15g..%.17g that reads back exactly (0.0025, not 0.0025000000000000001).
-  char buf[64];
-  for (int precision = 15; precision <= 17; ++precision) {
-    std::snprintf(buf, sizeof(buf), "%.*g", precision, v);
-    if (std::strtod(buf, nullptr) == v) break;
-  }
-  return buf;
-}
-
-std::string Braces(const std::string& labels) {
-  return labels.empty() ? std::string() : absl::StrCat("{", labels, "}");
-}
+using prometheus::Counter;
+using prometheus::Family;
+using prometheus::Gauge;
+using prometheus::Histogram;
+using prometheus::Labels;
+using prometheus::MetricFamily;
 
 absl::Status ValidateBuckets(const std::vector<double>& bounds, const char* field) {
   if (bounds.empty()) return absl::InvalidArgumentError(absl::StrCat(field, " is empty"));
@@ -36,53 +34,124 @@ absl::Status ValidateBuckets(const std::vector<double>& bounds, const char* fiel
   return absl::OkStatus();
 }
 
-void Header(const char* name, const char* type, const char* help, std::string* out) {
-  absl::StrAppend(out, "# HELP ", name, " ", help, "\n# TYPE ", name, " ", type, "\n");
+// A counter's value; 0 when the series does not exist (Has() first: Add()
+// would create it).
+uint64_t CounterValue(Family<Counter>& family, const Labels& labels) {
+  return family.Has(labels) ? static_cast<uint64_t>(family.Add(labels).Value()) : 0;
+}
+
+// A gauge family sampled at scrape time (one series per `samples` entry,
+// labelled `label`); nothing when there is no sample, like the registry's
+// families without series.
+void AppendGaugeFamily(const char* name, const char* help, const char* label,
+                       const std::vector<std::pair<std::string, int64_t>>& samples,
+                       std::vector<MetricFamily>* families) {
+  if (samples.empty()) return;
+  MetricFamily family;
+  family.name = name;
+  family.help = help;
+  family.type = prometheus::MetricType::Gauge;
+  for (const auto& [value_of_label, value] : samples) {
+    prometheus::ClientMetric metric;
+    metric.label.push_back({label, value_of_label});
+    metric.gauge.value = static_cast<double>(value);
+    family.metric.push_back(std::move(metric));
+  }
+  families->push_back(std::move(family));
 }
 
 }  // namespace
 
-std::string EscapeLabelValue(const std::string& value) {
-  std::string out;
-  out.reserve(value.size());
-  for (char c : value) {
-    if (c == '\\') {
-      out += "\\\\";
-    } else if (c == '"') {
-      out += "\\\"";
-    } else if (c == '\n') {
-      out += "\\n";
-    } else {
-      out += c;
+struct Metrics::Impl {
+  explicit Impl(const Options& options)
+      : latency_buckets(options.latency_buckets_seconds),
+        requests(prometheus::BuildCounter()
+                     .Name("vocabd_requests_total")
+                     .Help("Finished RPCs by method and gRPC status code.")
+                     .Register(registry)),
+        latency(prometheus::BuildHistogram()
+                    .Name("vocabd_request_duration_seconds")
+                    .Help("RPC latency from call start to status sent, by method.")
+                    .Register(registry)),
+        in_flight(prometheus::BuildGauge()
+                      .Name("vocabd_in_flight_requests")
+                      .Help("RPCs started whose status is not sent yet.")
+                      .Register(registry)
+                      .Add({})),
+        batch_size(prometheus::BuildHistogram()
+                       .Name("vocabd_batch_size_rows")
+                       .Help("Rows per LM-head GEMM.")
+                       .Register(registry)
+                       .Add({}, options.batch_size_buckets)),
+        skipped(prometheus::BuildCounter()
+                    .Name("vocabd_skipped_work_total")
+                    .Help("Queued work dropped before compute because the call was cancelled "
+                          "or expired.")
+                    .Register(registry)),
+        rejected(prometheus::BuildCounter()
+                     .Name("vocabd_rejected_requests_total")
+                     .Help("Calls refused with RESOURCE_EXHAUSTED by a configured limit.")
+                     .Register(registry)),
+        build_info(prometheus::BuildGauge()
+                       .Name("vocabd_build_info")
+                       .Help("Build of this vocabd binary (value is always 1).")
+                       .Register(registry)) {
+    build_info_series = &build_info.Add({});
+    build_info_series->Set(1);
+  }
+
+  // The request_duration_seconds series of `method` (Family::Add would build
+  // a throwaway Histogram on every call; the pointers stay valid because no
+  // series is ever removed from that family).
+  Histogram& Latency(const std::string& method) {
+    std::lock_guard<std::mutex> lock(mu);
+    auto [it, inserted] = latency_by_method.try_emplace(method, nullptr);
+    if (inserted) it->second = &latency.Add({{"method", method}}, latency_buckets);
+    return *it->second;
+  }
+
+  // The scrape-time gauges (queue_depth, model_resident_bytes).
+  void AppendSampled(std::vector<MetricFamily>* families) {
+    std::vector<std::pair<std::string, int64_t>> queues;
+    std::vector<std::pair<std::string, int64_t>> resident;
+    {
+      std::lock_guard<std::mutex> lock(scrape_mu);
+      for (const auto& [queue, source] : queue_sources) queues.emplace_back(queue, source());
+      if (model_source) {
+        for (const ModelSample& m : model_source()) {
+          resident.emplace_back(m.name, m.resident_bytes);
+          if (m.lm_head_queued_rows) {
+            queues.emplace_back(absl::StrCat("lm_head:", m.name), *m.lm_head_queued_rows);
+          }
+        }
+      }
     }
+    AppendGaugeFamily("vocabd_queue_depth",
+                      "Work waiting, by queue: compute tasks (compute), LM-head batcher rows "
+                      "(lm_head:<model>).",
+                      "queue", queues, families);
+    AppendGaugeFamily("vocabd_model_resident_bytes", "Bytes of each loaded model's tensors.",
+                      "model", resident, families);
   }
-  return out;
-}
 
-Histogram::Histogram(std::vector<double> upper_bounds)
-    : upper_bounds_(std::move(upper_bounds)), counts_(upper_bounds_.size() + 1, 0) {}
+  const Histogram::BucketBoundaries latency_buckets;
+  prometheus::Registry registry;  // before the families registered in it
+  Family<Counter>& requests;
+  Family<Histogram>& latency;
+  Gauge& in_flight;
+  Histogram& batch_size;
+  Family<Counter>& skipped;
+  Family<Counter>& rejected;
+  Family<Gauge>& build_info;
 
-void Histogram::Observe(double value) {
-  size_t i = 0;
-  while (i < upper_bounds_.size() && value > upper_bounds_[i]) ++i;
-  ++counts_[i];
-  ++count_;
-  sum_ += value;
-}
+  std::mutex mu;  // guards the two members below
+  std::map<std::string, Histogram*> latency_by_method;
+  Gauge* build_info_series = nullptr;
 
-void Histogram::Render(const std::string& name, const std::string& labels,
-                       std::string* out) const {
-  const std::string prefix = labels.empty() ? std::string() : absl::StrCat(labels, ",");
-  uint64_t cumulative = 0;
-  for (size_t i = 0; i <= upper_bounds_.size(); ++i) {
-    cumulative += counts_[i];
-    const double le = i < upper_bounds_.size() ? upper_bounds_[i] : INFINITY;
-    absl::StrAppend(out, name, "_bucket{", prefix, "le=\"", FormatValue(le), "\"} ", cumulative,
-                    "\n");
-  }
-  absl::StrAppend(out, name, "_sum", Braces(labels), " ", FormatValue(sum_), "\n");
-  absl::StrAppend(out, name, "_count", Braces(labels), " ", count_, "\n");
-}
+  std::mutex scrape_mu;  // guards the sources; held while they are sampled
+  std::map<std::string, std::function<int64_t()>> queue_sources;
+  std::function<std::vector<ModelSample>()> model_source;
+};
 
 absl::Status Metrics::Options::Validate() const {
   if (auto s = ValidateBuckets(latency_buckets_seconds, "latency_buckets_seconds"); !s.ok()) {
@@ -93,146 +162,77 @@ absl::Status Metrics::Options::Validate() const {
 
 absl::StatusOr<std::unique_ptr<Metrics>> Metrics::Create(const Options& options) {
   if (auto s = options.Validate(); !s.ok()) return s;
-  return std::unique_ptr<Metrics>(new Metrics(options));
+  return std::unique_ptr<Metrics>(new Metrics(std::make_unique<Impl>(options)));
 }
 
-Metrics::Metrics(const Options& options)
-    : options_(options), batch_size_(options.batch_size_buckets) {}
+Metrics::Metrics(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+Metrics::~Metrics() = default;
 
 void Metrics::RecordRequest(const std::string& method, const std::string& code, double seconds) {
-  std::lock_guard<std::mutex> lock(mu_);
-  ++requests_[{method, code}];
-  auto it = latency_.find(method);
-  if (it == latency_.end()) {
-    it = latency_.emplace(method, Histogram(options_.latency_buckets_seconds)).first;
-  }
-  it->second.Observe(seconds);
+  impl_->requests.Add({{"method", method}, {"code", code}}).Increment();
+  impl_->Latency(method).Observe(seconds);
 }
 
 void Metrics::AddInFlight(int64_t delta) {
-  std::lock_guard<std::mutex> lock(mu_);
-  in_flight_ += delta;
+  impl_->in_flight.Increment(static_cast<double>(delta));
 }
 
-int64_t Metrics::in_flight() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return in_flight_;
-}
+int64_t Metrics::in_flight() const { return static_cast<int64_t>(impl_->in_flight.Value()); }
 
 void Metrics::ObserveBatchSize(int64_t rows) {
-  std::lock_guard<std::mutex> lock(mu_);
-  batch_size_.Observe(static_cast<double>(rows));
+  impl_->batch_size.Observe(static_cast<double>(rows));
 }
 
 void Metrics::SetQueueDepthSource(const std::string& queue, std::function<int64_t()> source) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::mutex> lock(impl_->scrape_mu);
   if (source) {
-    queue_sources_[queue] = std::move(source);
+    impl_->queue_sources[queue] = std::move(source);
   } else {
-    queue_sources_.erase(queue);
+    impl_->queue_sources.erase(queue);
   }
+}
+
+void Metrics::SetModelSource(std::function<std::vector<ModelSample>()> source) {
+  std::lock_guard<std::mutex> lock(impl_->scrape_mu);
+  impl_->model_source = std::move(source);
 }
 
 void Metrics::RecordSkippedWork(const std::string& reason) {
-  std::lock_guard<std::mutex> lock(mu_);
-  ++skipped_[reason];
+  impl_->skipped.Add({{"reason", reason}}).Increment();
 }
 
 void Metrics::RecordRejected(const std::string& limit) {
-  std::lock_guard<std::mutex> lock(mu_);
-  ++rejected_[limit];
-}
-
-void Metrics::SetModelResidentBytes(const std::string& model, int64_t bytes) {
-  std::lock_guard<std::mutex> lock(mu_);
-  resident_bytes_[model] = bytes;
-}
-
-void Metrics::RemoveModel(const std::string& model) {
-  std::lock_guard<std::mutex> lock(mu_);
-  resident_bytes_.erase(model);
+  impl_->rejected.Add({{"limit", limit}}).Increment();
 }
 
 void Metrics::SetBuildInfo(std::vector<std::pair<std::string, std::string>> labels) {
-  std::lock_guard<std::mutex> lock(mu_);
-  build_info_ = std::move(labels);
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->build_info.Remove(impl_->build_info_series);
+  impl_->build_info_series = &impl_->build_info.Add(Labels(labels.begin(), labels.end()));
+  impl_->build_info_series->Set(1);
 }
 
 uint64_t Metrics::requests(const std::string& method, const std::string& code) const {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = requests_.find({method, code});
-  return it == requests_.end() ? 0 : it->second;
+  return CounterValue(impl_->requests, {{"method", method}, {"code", code}});
 }
 
 uint64_t Metrics::skipped_work(const std::string& reason) const {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = skipped_.find(reason);
-  return it == skipped_.end() ? 0 : it->second;
+  return CounterValue(impl_->skipped, {{"reason", reason}});
 }
 
 uint64_t Metrics::rejected(const std::string& limit) const {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = rejected_.find(limit);
-  return it == rejected_.end() ? 0 : it->second;
+  return CounterValue(impl_->rejected, {{"limit", limit}});
 }
 
 uint64_t Metrics::batch_count() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return batch_size_.count();
+  return impl_->batch_size.Collect().histogram.sample_count;
 }
 
 std::string Metrics::Render() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  std::string out;
-  Header("vocabd_build_info", "gauge", "Build of this vocabd binary (value is always 1).", &out);
-  std::string build_labels;
-  for (const auto& [key, value] : build_info_) {
-    absl::StrAppend(&build_labels, build_labels.empty() ? "" : ",", key, "=\"",
-                    EscapeLabelValue(value), "\"");
-  }
-  absl::StrAppend(&out, "vocabd_build_info", Braces(build_labels), " 1\n");
-
-  Header("vocabd_requests_total", "counter", "Finished RPCs by method and gRPC status code.",
-         &out);
-  for (const auto& [key, n] : requests_) {
-    absl::StrAppend(&out, "vocabd_requests_total{method=\"", EscapeLabelValue(key.first),
-                    "\",code=\"", EscapeLabelValue(key.second), "\"} ", n, "\n");
-  }
-  Header("vocabd_request_duration_seconds", "histogram",
-         "RPC latency from call start to status sent, by method.", &out);
-  for (const auto& [method, histogram] : latency_) {
-    histogram.Render("vocabd_request_duration_seconds",
-                     absl::StrCat("method=\"", EscapeLabelValue(method), "\""), &out);
-  }
-  Header("vocabd_in_flight_requests", "gauge", "RPCs started whose status is not sent yet.",
-         &out);
-  absl::StrAppend(&out, "vocabd_in_flight_requests ", in_flight_, "\n");
-  Header("vocabd_queue_depth", "gauge", "Work items waiting for a compute worker, by queue.",
-         &out);
-  for (const auto& [queue, source] : queue_sources_) {
-    absl::StrAppend(&out, "vocabd_queue_depth{queue=\"", EscapeLabelValue(queue), "\"} ",
-                    source(), "\n");
-  }
-  Header("vocabd_batch_size_rows", "histogram", "Rows per LM-head GEMM.", &out);
-  batch_size_.Render("vocabd_batch_size_rows", "", &out);
-  Header("vocabd_skipped_work_total", "counter",
-         "Queued work dropped before compute because the call was cancelled or expired.", &out);
-  for (const auto& [reason, n] : skipped_) {
-    absl::StrAppend(&out, "vocabd_skipped_work_total{reason=\"", EscapeLabelValue(reason),
-                    "\"} ", n, "\n");
-  }
-  Header("vocabd_rejected_requests_total", "counter",
-         "Calls refused with RESOURCE_EXHAUSTED by a configured limit.", &out);
-  for (const auto& [limit, n] : rejected_) {
-    absl::StrAppend(&out, "vocabd_rejected_requests_total{limit=\"", EscapeLabelValue(limit),
-                    "\"} ", n, "\n");
-  }
-  Header("vocabd_model_resident_bytes", "gauge", "Bytes of each loaded model's tensors.", &out);
-  for (const auto& [model, bytes] : resident_bytes_) {
-    absl::StrAppend(&out, "vocabd_model_resident_bytes{model=\"", EscapeLabelValue(model),
-                    "\"} ", bytes, "\n");
-  }
-  return out;
+  std::vector<MetricFamily> families = impl_->registry.Collect();
+  impl_->AppendSampled(&families);
+  return prometheus::TextSerializer().Serialize(families);
 }
 
 }  // namespace vocabd

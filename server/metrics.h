@@ -1,15 +1,21 @@
-// Process-wide Prometheus metrics for vocabd, rendered in the Prometheus text
-// exposition format 0.0.4 (server/metrics_http.cc serves it on
-// --metrics-listen at /metrics). No gRPC here: gRPC status codes arrive as
-// their canonical names ("OK", "INVALID_ARGUMENT", ...).
+// Process-wide Prometheus metrics for vocabd, kept in a prometheus-cpp
+// Registry and rendered by prometheus::TextSerializer in the text exposition
+// format 0.0.4 (server/metrics_http.cc serves it on --metrics-listen at
+// /metrics). No gRPC here: gRPC status codes arrive as their canonical names
+// ("OK", "INVALID_ARGUMENT", ...). prometheus-cpp stays behind this header
+// (it is a private dependency of vocabd_server).
 //
 // Families (all names prefixed vocabd_):
-//   requests_total{method,code}               counter  finished RPCs
+//   requests_total{method,code}               counter  finished RPCs (calls refused
+//                                                      by token auth included)
 //   request_duration_seconds{method}          histogram  call start -> status sent
 //   in_flight_requests                        gauge    RPCs started, status not yet sent
-//   queue_depth{queue}                        gauge    sampled at scrape time from the
+//   queue_depth{queue}                        gauge    sampled at scrape time: the
 //                                                      sources registered with
-//                                                      SetQueueDepthSource()
+//                                                      SetQueueDepthSource() plus
+//                                                      "lm_head:<model>" (rows waiting
+//                                                      in a model's dynamic batcher,
+//                                                      from SetModelSource())
 //   batch_size_rows                           histogram  rows per LM-head GEMM (the
 //                                                      batcher calls ObserveBatchSize)
 //   skipped_work_total{reason}                counter  queued work dropped before
@@ -18,8 +24,12 @@
 //   rejected_requests_total{limit}            counter  calls refused by a limit:
 //                                                      "max_concurrent_requests",
 //                                                      "max_tokens_per_request"
-//   model_resident_bytes{model}               gauge    bytes of the model's tensors
-//   build_info{version,git_sha,compiler,onednn} gauge  always 1
+//   model_resident_bytes{model}               gauge    bytes of the model's tensors,
+//                                                      sampled at scrape time from
+//                                                      SetModelSource()
+//   build_info{version,git_sha,compiler,onednn,build_type} gauge  always 1
+// A labelled family appears once it has a series (prometheus-cpp leaves
+// families without series out of the exposition).
 //
 // Thread-safe: every method may be called from any thread.
 #ifndef VOCABD_SERVER_METRICS_H_
@@ -27,9 +37,8 @@
 
 #include <cstdint>
 #include <functional>
-#include <map>
 #include <memory>
-#include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -37,25 +46,6 @@
 #include "absl/status/statusor.h"
 
 namespace vocabd {
-
-// Cumulative histogram with fixed upper bounds (Prometheus `le` buckets).
-// Not thread-safe by itself (Metrics holds the lock).
-class Histogram {
- public:
-  explicit Histogram(std::vector<double> upper_bounds);
-  void Observe(double value);
-  // Appends `name`_bucket/_sum/_count lines; `labels` is either empty or
-  // `key="value",...` without braces.
-  void Render(const std::string& name, const std::string& labels, std::string* out) const;
-  uint64_t count() const { return count_; }
-  double sum() const { return sum_; }
-
- private:
-  std::vector<double> upper_bounds_;  // ascending, +Inf implied
-  std::vector<uint64_t> counts_;      // per bucket (not cumulative), size bounds+1
-  uint64_t count_ = 0;
-  double sum_ = 0;
-};
 
 class Metrics {
  public:
@@ -72,6 +62,9 @@ class Metrics {
     absl::Status Validate() const;
   };
   static absl::StatusOr<std::unique_ptr<Metrics>> Create(const Options& options);
+  ~Metrics();
+  Metrics(const Metrics&) = delete;
+  Metrics& operator=(const Metrics&) = delete;
 
   // One finished RPC: `method` is the full gRPC path
   // ("/vocabd.v1.EmbeddingService/Embed"), `code` the canonical status name.
@@ -82,13 +75,27 @@ class Metrics {
   void ObserveBatchSize(int64_t rows);
   // Queue-depth gauge sampled at Render() time; one source per queue name
   // (a later call replaces it, an empty function removes it). The source is
-  // called with the Metrics lock held: it must not call back into Metrics.
+  // called with the scrape lock held: it must not call Set*Source().
   void SetQueueDepthSource(const std::string& queue, std::function<int64_t()> source);
+
+  // A model being served, as sampled at scrape time.
+  struct ModelSample {
+    std::string name;
+    int64_t resident_bytes = 0;
+    // Rows waiting in the model's LM-head dynamic batcher; unset when the
+    // model has no batcher.
+    std::optional<int64_t> lm_head_queued_rows;
+  };
+  // The models served right now (model_resident_bytes{model} and
+  // queue_depth{queue="lm_head:<model>"}), sampled at every Render() so the
+  // gauges follow loads and unloads by themselves. Same locking rule as
+  // SetQueueDepthSource(); an empty function removes it.
+  void SetModelSource(std::function<std::vector<ModelSample>()> source);
+
   void RecordSkippedWork(const std::string& reason);
   void RecordRejected(const std::string& limit);
-  void SetModelResidentBytes(const std::string& model, int64_t bytes);
-  void RemoveModel(const std::string& model);
-  // build_info labels, e.g. {{"version","0.1.0"},{"git_sha","abc"}}.
+  // build_info labels, e.g. {{"version","0.1.0"},{"git_sha","abc"}}
+  // (replaces the previous set).
   void SetBuildInfo(std::vector<std::pair<std::string, std::string>> labels);
 
   // Counters for tests and logs (0 when never recorded).
@@ -97,27 +104,15 @@ class Metrics {
   uint64_t rejected(const std::string& limit) const;
   uint64_t batch_count() const;
 
-  // The whole exposition (text/plain; version=0.0.4).
+  // The whole exposition (text/plain; version=0.0.4), rendered by
+  // prometheus::TextSerializer.
   std::string Render() const;
 
  private:
-  explicit Metrics(const Options& options);
-
-  Options options_;
-  mutable std::mutex mu_;
-  std::map<std::pair<std::string, std::string>, uint64_t> requests_;  // (method, code)
-  std::map<std::string, Histogram> latency_;                         // method
-  int64_t in_flight_ = 0;
-  Histogram batch_size_;
-  std::map<std::string, std::function<int64_t()>> queue_sources_;
-  std::map<std::string, uint64_t> skipped_;
-  std::map<std::string, uint64_t> rejected_;
-  std::map<std::string, int64_t> resident_bytes_;
-  std::vector<std::pair<std::string, std::string>> build_info_;
+  struct Impl;
+  explicit Metrics(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
 };
-
-// Escapes a Prometheus label value (backslash, double quote, newline).
-std::string EscapeLabelValue(const std::string& value);
 
 }  // namespace vocabd
 

@@ -1,11 +1,26 @@
-// Serves Metrics::Render() over HTTP (cpp-httplib) for Prometheus:
+// Serves Metrics::Render() (prometheus-cpp's TextSerializer over the
+// registry) over HTTP (cpp-httplib) for Prometheus:
 //   GET /metrics  -> 200 text/plain; version=0.0.4
 //   GET /healthz  -> 200 "ok" (process is up; gRPC health is the real probe)
 // Plain HTTP on its own listen address (--metrics-listen); keep it on a
 // cluster-internal port.
+//
+// Why cpp-httplib and not prometheus-cpp's pull Exposer: both servers give
+// each accepted connection to one worker thread until it closes or times out
+// (civetweb: request_timeout_ms, 30 s by default; httplib: the 5 s
+// keep-alive wait), so idle connections starve a fixed pool (the Exposer
+// starts 2 workers, httplib's default pool 8 here: 40 idle connections
+// starved /metrics). The Exposer only serves registered
+// collectables (no /healthz) and would add civetweb to the runtime image.
+// Here httplib keeps serving both paths, with a task queue that gives every
+// connection its own thread (ConnectionThreads in the .cc, up to
+// kMaxConnectionThreads), and a listen backlog raised from httplib's 5, so a
+// scrape is answered while up to that many idle connections are open
+// (tests/server/operations_test.cc opens 64).
 #ifndef VOCABD_SERVER_METRICS_HTTP_H_
 #define VOCABD_SERVER_METRICS_HTTP_H_
 
+#include <cstddef>
 #include <memory>
 #include <string>
 #include <thread>
@@ -33,6 +48,10 @@ class MetricsHttpServer {
                                                                    const Metrics* metrics);
   ~MetricsHttpServer();
   int port() const { return port_; }
+  // Connections served at once, each on its own thread (started as
+  // connections arrive, reused, ended after 10 s without work); beyond it
+  // connections wait for a thread.
+  static constexpr size_t kMaxConnectionThreads = 256;
   // Stops the listener and joins the thread. Idempotent.
   void Stop();
 

@@ -178,7 +178,6 @@ absl::StatusOr<std::unique_ptr<VocabdServer>> VocabdServer::Create(const Options
         spec.name, cfg.architecture, cfg.vocab_size, cfg.hidden_size, cfg.num_hidden_layers,
         cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_dim, cfg.tie_word_embeddings,
         (*model)->checkpoint().resident_bytes());
-    impl->metrics->SetModelResidentBytes(spec.name, (*model)->checkpoint().resident_bytes());
     LogServing(**model);
     RETURN_IF_ERROR(impl->registry.Add(std::shared_ptr<const Model>(std::move(*model))));
   }
@@ -200,6 +199,20 @@ absl::StatusOr<std::unique_ptr<VocabdServer>> VocabdServer::Create(const Options
   }
   impl->metrics->SetQueueDepthSource(
       "compute", [pool = impl->pool.get()] { return static_cast<int64_t>(pool->queue_depth()); });
+  // Sampled from the registry at every scrape, so --model, --load-model,
+  // LoadModel, reloads and UnloadModel all show without hooks of their own.
+  impl->metrics->SetModelSource([registry = &impl->registry] {
+    std::vector<Metrics::ModelSample> samples;
+    for (const std::shared_ptr<const Model>& model : registry->List()) {
+      Metrics::ModelSample& sample = samples.emplace_back();
+      sample.name = model->name();
+      sample.resident_bytes = model->checkpoint().resident_bytes();
+      if (const DynamicBatcher* batcher = model->batcher()) {
+        sample.lm_head_queued_rows = batcher->queued_rows();
+      }
+    }
+    return samples;
+  });
 
   ServiceContext context;
   context.registry = &impl->registry;
@@ -222,8 +235,13 @@ absl::StatusOr<std::unique_ptr<VocabdServer>> VocabdServer::Create(const Options
   grpc::ServerBuilder builder;
   // No default health service: ours is registered below.
   builder.SetOption(std::make_unique<grpc::HealthCheckServiceServerBuilderOption>(nullptr));
+  // Calls the token check refuses never reach the interceptors: counted here.
+  AuthRefusalHook count_refusal = [metrics = impl->metrics.get()](const std::string& method,
+                                                                  double seconds) {
+    metrics->RecordRequest(method, "UNAUTHENTICATED", seconds);
+  };
   ASSIGN_OR_RETURN(std::shared_ptr<grpc::ServerCredentials> credentials,
-                   MakeServerCredentials(options.security));
+                   MakeServerCredentials(options.security, std::move(count_refusal)));
   builder.AddListeningPort(options.listen_address, credentials, &impl->port);
   {
     std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> creators;

@@ -1,5 +1,6 @@
 #include "server/transport_security.h"
 
+#include <chrono>
 #include <fstream>
 #include <sstream>
 
@@ -65,7 +66,7 @@ absl::StatusOr<std::vector<std::string>> ReadTokenFile(const std::string& path) 
 }
 
 absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(
-    const TransportSecurityOptions& options) {
+    const TransportSecurityOptions& options, AuthRefusalHook on_refused) {
   if (absl::Status s = options.Validate(); !s.ok()) return s;
   if (!options.tls()) return grpc::InsecureServerCredentials();
   grpc::SslServerCredentialsOptions ssl;
@@ -90,13 +91,14 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(
     absl::StatusOr<std::vector<std::string>> tokens = ReadTokenFile(options.auth_token_file);
     if (!tokens.ok()) return tokens.status();
     credentials->SetAuthMetadataProcessor(
-        std::make_shared<BearerTokenAuthProcessor>(std::move(*tokens)));
+        std::make_shared<BearerTokenAuthProcessor>(std::move(*tokens), std::move(on_refused)));
   }
   return credentials;
 }
 
-BearerTokenAuthProcessor::BearerTokenAuthProcessor(std::vector<std::string> tokens)
-    : tokens_(std::move(tokens)) {
+BearerTokenAuthProcessor::BearerTokenAuthProcessor(std::vector<std::string> tokens,
+                                                   AuthRefusalHook on_refused)
+    : tokens_(std::move(tokens)), on_refused_(std::move(on_refused)) {
   HappensBefore(this);  // Process runs on gRPC's threads
 }
 
@@ -107,10 +109,23 @@ grpc::Status BearerTokenAuthProcessor::Process(const InputMetadata& auth_metadat
                                                OutputMetadata* consumed_auth_metadata,
                                                OutputMetadata* response_metadata) {
   CallbackScope scope(this);
-  if (auto path = auth_metadata.find(":path"); path != auth_metadata.end()) {
-    const std::string p(path->second.data(), path->second.size());
-    if (absl::StartsWith(p, kHealthPathPrefix)) return grpc::Status::OK;
+  const auto start = std::chrono::steady_clock::now();
+  std::string path;
+  if (auto it = auth_metadata.find(":path"); it != auth_metadata.end()) {
+    path.assign(it->second.data(), it->second.size());
   }
+  grpc::Status status = Check(auth_metadata, path, consumed_auth_metadata);
+  if (!status.ok() && on_refused_) {
+    on_refused_(path,
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  return status;
+}
+
+grpc::Status BearerTokenAuthProcessor::Check(const InputMetadata& auth_metadata,
+                                             const std::string& path,
+                                             OutputMetadata* consumed_auth_metadata) const {
+  if (absl::StartsWith(path, kHealthPathPrefix)) return grpc::Status::OK;
   auto it = auth_metadata.find("authorization");
   if (it == auth_metadata.end()) {
     return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,

@@ -8,12 +8,15 @@
 //                         `authorization: Bearer <token>` with a token listed
 //                         in the file (one per line; blank lines and lines
 //                         starting with '#' ignored; several lines allow
-//                         rotation); otherwise UNAUTHENTICATED.
+//                         rotation); otherwise UNAUTHENTICATED. Such calls
+//                         end in the processor, before any interceptor,
+//                         so the processor reports them (AuthRefusalHook).
 // Token auth needs TLS: bearer tokens must not cross the network in
 // plaintext (and gRPC's insecure credentials cannot run a processor).
 #ifndef VOCABD_SERVER_TRANSPORT_SECURITY_H_
 #define VOCABD_SERVER_TRANSPORT_SECURITY_H_
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -37,12 +40,16 @@ struct TransportSecurityOptions {
   absl::Status Validate() const;
 };
 
+// Called (on a gRPC thread) for every call the token check refuses with
+// UNAUTHENTICATED: the call's method path and the seconds the check took.
+using AuthRefusalHook = std::function<void(const std::string& method, double seconds)>;
+
 // Insecure credentials when TLS is off; otherwise SSL credentials (with
 // client verification for mTLS) carrying the token processor when a token
-// file is given. NOT_FOUND / INVALID_ARGUMENT naming the file when a file is
-// missing, empty or has no token.
+// file is given (`on_refused` may be empty). NOT_FOUND / INVALID_ARGUMENT
+// naming the file when a file is missing, empty or has no token.
 absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(
-    const TransportSecurityOptions& options);
+    const TransportSecurityOptions& options, AuthRefusalHook on_refused = nullptr);
 
 // Reads a token file (see above). INVALID_ARGUMENT when it holds no token.
 absl::StatusOr<std::vector<std::string>> ReadTokenFile(const std::string& path);
@@ -51,7 +58,7 @@ absl::StatusOr<std::vector<std::string>> ReadTokenFile(const std::string& path);
 // `tokens` (constant-time compare); health checks pass without a token.
 class BearerTokenAuthProcessor final : public grpc::AuthMetadataProcessor {
  public:
-  explicit BearerTokenAuthProcessor(std::vector<std::string> tokens);
+  BearerTokenAuthProcessor(std::vector<std::string> tokens, AuthRefusalHook on_refused);
   // gRPC destroys the processor (on one of its threads) after the last
   // Process call.
   ~BearerTokenAuthProcessor() override;
@@ -61,7 +68,12 @@ class BearerTokenAuthProcessor final : public grpc::AuthMetadataProcessor {
                        OutputMetadata* response_metadata) override;
 
  private:
+  // The token check; Process() reports its refusals.
+  grpc::Status Check(const InputMetadata& auth_metadata, const std::string& path,
+                     OutputMetadata* consumed_auth_metadata) const;
+
   std::vector<std::string> tokens_;
+  AuthRefusalHook on_refused_;
 };
 
 }  // namespace vocabd

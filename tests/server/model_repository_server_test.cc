@@ -12,7 +12,9 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "server/metrics.h"
 #include "server/server.h"
+#include "tests/server/prometheus_text.h"
 #include "tests/test_util.h"
 #include "vocabd/v1/embedding.grpc.pb.h"
 #include "vocabd/v1/model.grpc.pb.h"
@@ -211,6 +213,30 @@ TEST_F(RepositoryServerTest, FailedReloadKeepsPreviousAndUnloadRemoves) {
   EXPECT_EQ(Find(List(), "hf"), nullptr);
   EXPECT_EQ(Unload("hf").error_code(), grpc::StatusCode::NOT_FOUND);
   ASSERT_TRUE(EmbedBytes("", &after).ok());  // the default model still serves
+}
+
+// model_resident_bytes and the lm_head queue follow LoadModel / UnloadModel
+// (sampled from the registry at scrape time).
+TEST_F(RepositoryServerTest, ModelGaugesFollowLoadAndUnload) {
+  auto resident = [](const std::string& model) {
+    return testing::PrometheusText(server_->metrics().Render())
+        .Value("vocabd_model_resident_bytes", {{"model", model}});
+  };
+  auto lm_head_queue = [](const std::string& model) {
+    return testing::PrometheusText(server_->metrics().Render())
+        .Value("vocabd_queue_depth", {{"queue", "lm_head:" + model}});
+  };
+  EXPECT_THAT(resident("default"), ::testing::Optional(::testing::Gt(0.0)));  // --model
+  EXPECT_EQ(resident("hf"), std::nullopt);
+  ASSERT_TRUE(Load("hf").ok());
+  EXPECT_EQ(resident("hf"), resident("default"));  // same weights in another form
+  EXPECT_THAT(lm_head_queue("hf"), ::testing::Optional(0.0));
+  ASSERT_TRUE(Load("hf").ok());  // reload: still one series
+  EXPECT_EQ(resident("hf"), resident("default"));
+  ASSERT_TRUE(Unload("hf").ok());
+  EXPECT_EQ(resident("hf"), std::nullopt);
+  EXPECT_EQ(lm_head_queue("hf"), std::nullopt);
+  EXPECT_THAT(resident("default"), ::testing::Optional(::testing::Gt(0.0)));
 }
 
 }  // namespace

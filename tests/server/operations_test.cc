@@ -2,8 +2,15 @@
 // Prometheus /metrics scraped over HTTP, request limits
 // (--max-tokens-per-request, --max-concurrent-requests), deadlines and
 // client cancellation of queued LM-head work.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <regex>
 #include <thread>
 
@@ -17,6 +24,7 @@
 #include "server/metrics.h"
 #include "server/build_info.h"
 #include "server/server.h"
+#include "tests/server/prometheus_text.h"
 #include "tests/server/server_fixture.h"
 #include "tests/test_util.h"
 
@@ -24,6 +32,7 @@ namespace vocabd::testing {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Optional;
 
 constexpr int64_t kHidden = 64;
 
@@ -93,32 +102,42 @@ TEST(MetricsEndpointTest, ScrapeShowsRequestsLatencyModelsBuildAndQueue) {
   ASSERT_TRUE(r.client->Score(ScoreRows(5)).ok());
   ASSERT_TRUE(r.client->HealthCheck().ok());
 
-  const std::string text = Scrape(r.server->metrics_port());
-  EXPECT_THAT(text, HasSubstr("vocabd_requests_total{method=\"/vocabd.v1.EmbeddingService/"
-                              "Embed\",code=\"OK\"} 2\n"));
-  EXPECT_THAT(text, HasSubstr("vocabd_requests_total{method=\"/vocabd.v1.EmbeddingService/"
-                              "Embed\",code=\"INVALID_ARGUMENT\"} 1\n"));
-  EXPECT_THAT(text, HasSubstr("vocabd_requests_total{method=\"/vocabd.v1.ScoringService/"
-                              "Score\",code=\"OK\"} 1\n"));
-  EXPECT_THAT(text, HasSubstr("vocabd_requests_total{method=\"/grpc.health.v1.Health/Check\","
-                              "code=\"OK\"} 1\n"));
-  EXPECT_THAT(text, HasSubstr("vocabd_request_duration_seconds_count{method=\"/vocabd.v1."
-                              "EmbeddingService/Embed\"} 3\n"));
-  EXPECT_THAT(text, HasSubstr("vocabd_request_duration_seconds_bucket{method=\"/vocabd.v1."
-                              "EmbeddingService/Embed\",le=\"+Inf\"} 3\n"));
+  const PrometheusText p(Scrape(r.server->metrics_port()));
+  auto requests = [&p](const std::string& method, const std::string& code) {
+    return p.Value("vocabd_requests_total", {{"method", method}, {"code", code}});
+  };
+  EXPECT_THAT(requests("/vocabd.v1.EmbeddingService/Embed", "OK"), Optional(2.0));
+  EXPECT_THAT(requests("/vocabd.v1.EmbeddingService/Embed", "INVALID_ARGUMENT"), Optional(1.0));
+  EXPECT_THAT(requests("/vocabd.v1.ScoringService/Score", "OK"), Optional(1.0));
+  EXPECT_THAT(requests("/grpc.health.v1.Health/Check", "OK"), Optional(1.0));
+  EXPECT_THAT(p.Value("vocabd_request_duration_seconds_count",
+                      {{"method", "/vocabd.v1.EmbeddingService/Embed"}}),
+              Optional(3.0));
+  EXPECT_THAT(p.Value("vocabd_request_duration_seconds_bucket",
+                      {{"method", "/vocabd.v1.EmbeddingService/Embed"}, {"le", "+Inf"}}),
+              Optional(3.0));
   // One GEMM of 5 rows.
-  EXPECT_THAT(text, HasSubstr("vocabd_batch_size_rows_bucket{le=\"4\"} 0\n"));
-  EXPECT_THAT(text, HasSubstr("vocabd_batch_size_rows_bucket{le=\"8\"} 1\n"));
-  EXPECT_THAT(text, HasSubstr("vocabd_queue_depth{queue=\"compute\"} 0\n"));
-  EXPECT_THAT(text, HasSubstr("vocabd_in_flight_requests 0\n"));
+  EXPECT_THAT(p.Value("vocabd_batch_size_rows_bucket", {{"le", "4"}}), Optional(0.0));
+  EXPECT_THAT(p.Value("vocabd_batch_size_rows_bucket", {{"le", "8"}}), Optional(1.0));
+  EXPECT_THAT(p.Value("vocabd_queue_depth", {{"queue", "compute"}}), Optional(0.0));
+  // Both models batch their LM head (the default): one queue each.
+  EXPECT_THAT(p.Value("vocabd_queue_depth", {{"queue", std::string("lm_head:") + kBinModel}}),
+              Optional(0.0));
+  EXPECT_THAT(p.Value("vocabd_queue_depth", {{"queue", std::string("lm_head:") + kHfModel}}),
+              Optional(0.0));
+  EXPECT_THAT(p.Value("vocabd_in_flight_requests"), Optional(0.0));
   auto checkpoint = LoadCheckpoint(Stories260KBin());
   ASSERT_TRUE(checkpoint.ok());
-  EXPECT_THAT(text, HasSubstr("vocabd_model_resident_bytes{model=\"stories260K\"} " +
-                              std::to_string((*checkpoint)->resident_bytes()) + "\n"));
-  EXPECT_THAT(text, HasSubstr("vocabd_model_resident_bytes{model=\"stories260K-hf\"} "));
+  EXPECT_THAT(p.Value("vocabd_model_resident_bytes", {{"model", kBinModel}}),
+              Optional(static_cast<double>((*checkpoint)->resident_bytes())));
+  EXPECT_THAT(p.Value("vocabd_model_resident_bytes", {{"model", kHfModel}}),
+              Optional(::testing::Gt(0.0)));
   const BuildInfo& build = GetBuildInfo();
-  EXPECT_THAT(text, HasSubstr("vocabd_build_info{version=\"" + build.version + "\",git_sha=\"" +
-                              build.git_sha + "\""));
+  PrometheusText::Labels build_labels;
+  for (const auto& [key, value] : build.Labels()) build_labels[key] = value;
+  EXPECT_EQ(build_labels["version"], build.version);
+  EXPECT_EQ(build_labels["git_sha"], build.git_sha);
+  EXPECT_THAT(p.Value("vocabd_build_info", build_labels), Optional(1.0));
   EXPECT_THAT(build.onednn, ::testing::MatchesRegex("[0-9]+\\.[0-9]+\\.[0-9]+"));
 
   httplib::Client http("127.0.0.1", r.server->metrics_port());
@@ -325,6 +344,75 @@ TEST(DeadlineTest, QueuedCallsThatExpireOrAreCancelledAreNotComputed) {
   }
   EXPECT_TRUE(r.client->Score(ScoreRows(3)).ok());
   EXPECT_EQ(metrics.batch_count(), 2u);
+  r.server->Shutdown();
+}
+
+// queue_depth{queue="lm_head:<model>"}: rows waiting in a model's dynamic
+// batcher while its batch loop computes a long GEMM.
+TEST(MetricsEndpointTest, LmHeadQueueDepthCountsRowsWaitingInTheBatcher) {
+  VocabdServer::Options options;
+  options.compute_threads = 1;  // dynamic batching is on by default
+  options.serving.batching.max_queue_rows = 2 * kBlockerRows;  // room for the blocker
+  Running r = Start(options);
+  ASSERT_NE(r.server, nullptr);
+  Metrics& metrics = r.server->metrics();
+  auto stub = v1::ScoringService::NewStub(r.client->channel());
+  auto lm_head_depth = [&metrics] {
+    return PrometheusText(metrics.Render())
+        .Value("vocabd_queue_depth", {{"queue", std::string("lm_head:") + kBinModel}});
+  };
+  EXPECT_THAT(lm_head_depth(), Optional(0.0));
+
+  RawScore blocker;
+  blocker.Start(stub.get(), ScoreRows(kBlockerRows));
+  ASSERT_TRUE(WaitFor([&] { return metrics.batch_count() == 1; }, std::chrono::seconds(60)));
+  RawScore queued;
+  queued.Start(stub.get(), ScoreRows(3));
+  EXPECT_TRUE(WaitFor([&] { return lm_head_depth() == 3.0; }, std::chrono::seconds(30)));
+  blocker.thread.join();
+  queued.thread.join();
+  EXPECT_TRUE(blocker.status.ok()) << blocker.status.error_message();
+  EXPECT_TRUE(queued.status.ok()) << queued.status.error_message();
+  EXPECT_THAT(lm_head_depth(), Optional(0.0));
+  r.server->Shutdown();
+}
+
+// Idle connections (connected, nothing sent) must not starve a scrape: each
+// connection gets its own HTTP thread (server/metrics_http.h).
+TEST(MetricsEndpointTest, ScrapeAnswersWhile64IdleConnectionsAreOpen) {
+  VocabdServer::Options options;
+  options.metrics_listen = "127.0.0.1:0";
+  Running r = Start(options);
+  ASSERT_NE(r.server, nullptr);
+  const int port = r.server->metrics_port();
+  ASSERT_GT(port, 0);
+
+  std::vector<int> idle;
+  for (int i = 0; i < 64; ++i) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    ASSERT_GE(fd, 0) << std::strerror(errno);
+    idle.push_back(fd);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_port = htons(static_cast<uint16_t>(port));
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof(address)), 0)
+        << std::strerror(errno);
+  }
+
+  httplib::Client http("127.0.0.1", port);
+  http.set_connection_timeout(std::chrono::seconds(3));
+  http.set_read_timeout(std::chrono::seconds(3));
+  const auto start = std::chrono::steady_clock::now();
+  auto res = http.Get("/metrics");
+  const auto elapsed = std::chrono::steady_clock::now() - start;
+  ASSERT_TRUE(res) << "GET /metrics failed with 64 idle connections open: "
+                   << httplib::to_string(res.error());
+  EXPECT_EQ(res->status, 200);
+  EXPECT_THAT(res->body, HasSubstr("vocabd_in_flight_requests"));
+  EXPECT_LT(elapsed, std::chrono::seconds(2));
+
+  for (int fd : idle) ::close(fd);
   r.server->Shutdown();
 }
 

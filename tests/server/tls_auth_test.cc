@@ -9,7 +9,9 @@
 #include <gtest/gtest.h>
 
 #include "client/vocabd_client.h"
+#include "server/metrics.h"
 #include "server/server.h"
+#include "tests/server/prometheus_text.h"
 #include "tests/server/server_fixture.h"
 #include "tests/test_util.h"
 
@@ -151,6 +153,31 @@ TEST_F(TlsAuthTest, BearerTokenRequiredExceptForHealth) {
   std::ofstream(F("client-token")) << "s3cret-token\n";
   options.token_file = F("client-token");
   EXPECT_TRUE(EmbedWith(options).ok()) << EmbedWith(options);
+  server->Shutdown();
+}
+
+// Refused calls end in the auth processor, before the interceptors; they
+// are still counted once each in vocabd_requests_total.
+TEST_F(TlsAuthTest, UnauthenticatedCallsAreCountedInRequestsTotal) {
+  auto server = StartServer(/*mtls=*/false, /*token=*/true);
+  ASSERT_NE(server, nullptr);
+  VocabdClient::Options options = ClientOptions(*server);
+  options.ca_file = F("ca.pem");
+  EXPECT_EQ(EmbedWith(options).code(), absl::StatusCode::kUnauthenticated);
+  options.token = "not-the-token";
+  EXPECT_EQ(EmbedWith(options).code(), absl::StatusCode::kUnauthenticated);
+  options.token = "s3cret-token";
+  EXPECT_TRUE(EmbedWith(options).ok()) << EmbedWith(options);
+
+  constexpr char kEmbed[] = "/vocabd.v1.EmbeddingService/Embed";
+  const Metrics& metrics = server->metrics();
+  EXPECT_EQ(metrics.requests(kEmbed, "UNAUTHENTICATED"), 2u);
+  EXPECT_EQ(metrics.requests(kEmbed, "OK"), 1u);
+  const PrometheusText p(metrics.Render());
+  EXPECT_THAT(p.Value("vocabd_requests_total", {{"method", kEmbed}, {"code", "UNAUTHENTICATED"}}),
+              ::testing::Optional(2.0));
+  EXPECT_THAT(p.Value("vocabd_request_duration_seconds_count", {{"method", kEmbed}}),
+              ::testing::Optional(3.0));
   server->Shutdown();
 }
 
