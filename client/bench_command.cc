@@ -1,3 +1,6 @@
+// `vocabctl bench`: options, run and report of the load-generator
+// subcommand (see client/README.md). The engine is client/load_generator.h,
+// payloads client/bench_workloads.h, --verify client/bench_verify.h.
 #include "client/bench_command.h"
 
 #include <unistd.h>
@@ -13,13 +16,52 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "client/bench_workloads.h"
+#include "client/cli/output.h"
 #include "client/load_generator.h"
 #include "lib/core/status_macros.h"
 
 namespace vocabd {
+
+absl::StatusOr<std::vector<int>> ParseConcurrencyList(const std::string& text) {
+  std::vector<int> out;
+  for (absl::string_view item : absl::StrSplit(text, ',')) {
+    int v = 0;
+    if (!absl::SimpleAtoi(item, &v) || v < 1 || v > 100000) {
+      return absl::InvalidArgumentError(absl::StrCat("--concurrency '", text, "': '", item,
+                                                     "' is not an integer in [1, 100000]"));
+    }
+    out.push_back(v);
+  }
+  return out;
+}
+
+namespace cli {
 namespace {
 
-using json = nlohmann::ordered_json;
+struct BenchOptions {
+  BenchPayloadOptions payload;
+  // Comma-separated levels; more than one runs a sweep.
+  std::string concurrency = "1";
+  int connections = 1;
+  int64_t stream_window = 0;
+  int64_t requests = 0;
+  std::string duration = "10s";
+  double rate = 0;
+  std::string arrival = "constant";
+  std::string warmup = "0s";
+  std::string window = "60s";
+  bool verify = false;
+  std::string verify_checkpoint;
+  int64_t verify_every = 10;
+  int64_t verify_max = 64;
+  std::string csv_path;
+  std::string label;
+  int server_pid = 0;
+  std::string save_payload;
+  bool no_progress = false;
+  bool allow_errors = false;
+};
 
 double Ms(int64_t ns) { return static_cast<double>(ns) * 1e-6; }
 
@@ -153,21 +195,7 @@ std::string ServerCheckpointPath(const v1::ModelInfo& m) {
   return "";
 }
 
-}  // namespace
-
-absl::StatusOr<std::vector<int>> ParseConcurrencyList(const std::string& text) {
-  std::vector<int> out;
-  for (absl::string_view item : absl::StrSplit(text, ',')) {
-    int v = 0;
-    if (!absl::SimpleAtoi(item, &v) || v < 1 || v > 100000) {
-      return absl::InvalidArgumentError(absl::StrCat("--concurrency '", text, "': '", item,
-                                                     "' is not an integer in [1, 100000]"));
-    }
-    out.push_back(v);
-  }
-  return out;
-}
-
+// Adds the `bench` subcommand and its options to `app`.
 CLI::App* AddBenchCommand(CLI::App& app, BenchOptions* o) {
   CLI::App* cmd = app.add_subcommand(
       "bench", "load-test one RPC (loopback targets only): throughput, latency percentiles, errors");
@@ -240,6 +268,8 @@ CLI::App* AddBenchCommand(CLI::App& app, BenchOptions* o) {
   return cmd;
 }
 
+// Runs it. `target`, `timeout_ms`, `json_output` and `model` are vocabctl's
+// global options.
 absl::StatusOr<int> RunBench(VocabdClient& client, const std::string& target, int64_t timeout_ms,
                              bool json_output, const std::string& model, BenchOptions o) {
   RETURN_IF_ERROR(CheckLoopbackTarget(target));
@@ -357,7 +387,7 @@ absl::StatusOr<int> RunBench(VocabdClient& client, const std::string& target, in
                        {"rss_end_bytes", rss_end},
                        {"rss_growth_bytes", rss_end - rss_start}};
     }
-    std::cout << doc.dump(2) << "\n";
+    PrintJson(doc);
   }
   if (!o.csv_path.empty()) {
     const bool to_stdout = o.csv_path == "-";
@@ -393,4 +423,15 @@ absl::StatusOr<int> RunBench(VocabdClient& client, const std::string& target, in
   return 0;
 }
 
+}  // namespace
+
+void RegisterBenchCommand(CLI::App& app, CommandContext& context) {
+  auto o = std::make_shared<BenchOptions>();
+  CLI::App* cmd = AddBenchCommand(app, o.get());
+  context.Add(cmd, [o](VocabdClient& c, const GlobalOptions& g) {
+    return RunBench(c, g.target, g.timeout_ms, g.json, g.model, *o);
+  });
+}
+
+}  // namespace cli
 }  // namespace vocabd
