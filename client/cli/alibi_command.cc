@@ -86,11 +86,19 @@ absl::StatusOr<int> RunAlibi(VocabdClient& client, const GlobalOptions& g, const
   return kExitOk;
 }
 
+// --bias needs 1 <= --q-len <= --k-len.
+void CheckAlibi(const AlibiOptions& o) {
+  if (o.bias && (o.q_len < 1 || o.k_len < o.q_len)) {
+    throw CLI::ValidationError("--bias", absl::StrCat("needs 1 <= --q-len <= --k-len (got ",
+                                                      o.q_len, " and ", o.k_len, ")"));
+  }
+}
+
 }  // namespace
 
 void RegisterAlibiCommand(CLI::App& app, CommandContext& context) {
-  auto o = std::make_shared<AlibiOptions>();
-  CLI::App* cmd = app.add_subcommand("alibi", "ALiBi slopes, optionally the bias tensor");
+  auto [cmd, o] = context.AddCommand(app, "alibi", "ALiBi slopes, optionally the bias tensor",
+                                     RunAlibi, CheckAlibi);
   cmd->add_option("--heads", o->heads, "heads (0 = the model's num_attention_heads)")
       ->check(CLI::Range(0, 65536))
       ->capture_default_str();
@@ -103,14 +111,6 @@ void RegisterAlibiCommand(CLI::App& app, CommandContext& context) {
   cmd->add_option("--show", o->show, "bias heads, rows and values printed")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  context.Add(
-      cmd, [o](VocabdClient& c, const GlobalOptions& g) { return RunAlibi(c, g, *o); },
-      [o] {
-        if (o->bias && (o->q_len < 1 || o->k_len < o->q_len)) {
-          throw CLI::ValidationError("--bias", absl::StrCat("needs 1 <= --q-len <= --k-len (got ",
-                                                            o->q_len, " and ", o->k_len, ")"));
-        }
-      });
 }
 
 }  // namespace vocabd::cli

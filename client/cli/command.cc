@@ -4,7 +4,6 @@
 
 #include <chrono>
 #include <iostream>
-#include <utility>
 
 #include "absl/status/status.h"
 
@@ -45,10 +44,6 @@ CommandContext::CommandContext(CLI::App& app) : app_(app) {
                  "pick_first")
       ->check(CLI::IsMember({"round_robin", "pick_first"}))
       ->envname("VOCABD_LB_POLICY");
-}
-
-void CommandContext::Add(CLI::App* command, Run run, Check check) {
-  commands_.push_back({command, std::move(run), std::move(check)});
 }
 
 int CommandContext::Main(int argc, char** argv) {

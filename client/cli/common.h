@@ -4,13 +4,12 @@
 #ifndef VOCABD_CLIENT_CLI_COMMON_H_
 #define VOCABD_CLIENT_CLI_COMMON_H_
 
+#include <CLI/CLI.hpp>
 #include <cstddef>
 #include <cstdint>
 #include <random>
 #include <string>
 #include <vector>
-
-#include <CLI/CLI.hpp>
 
 #include "absl/status/statusor.h"
 #include "lib/core/dtype.h"

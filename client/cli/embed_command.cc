@@ -49,11 +49,13 @@ absl::StatusOr<int> RunEmbed(VocabdClient& client, const GlobalOptions& g, const
     ASSIGN_OR_RETURN(std::vector<int64_t> ids, ParseIdList(o.ids[i]));
     v1::TokenSequence* seq = request.add_sequences();
     seq->mutable_token_ids()->Assign(ids.begin(), ids.end());
-    if (!o.offsets.empty()) seq->set_position_offset(o.offsets.size() == 1 ? o.offsets[0] : o.offsets[i]);
+    if (!o.offsets.empty())
+      seq->set_position_offset(o.offsets.size() == 1 ? o.offsets[0] : o.offsets[i]);
     all_ids.insert(all_ids.end(), ids.begin(), ids.end());
   }
   ASSIGN_OR_RETURN(v1::EmbedResponse response, client.Embed(request));
-  ASSIGN_OR_RETURN(std::vector<float> values, DecodeFloatTensor(response.embeddings(), "embeddings"));
+  ASSIGN_OR_RETURN(std::vector<float> values,
+                   DecodeFloatTensor(response.embeddings(), "embeddings"));
   const auto& shape = response.embeddings().shape();
   if (shape.size() != 2) {
     return absl::InternalError(absl::StrCat("server returned embeddings of shape ",
@@ -82,18 +84,28 @@ absl::StatusOr<int> RunEmbed(VocabdClient& client, const GlobalOptions& g, const
     if (offsets.size() > 2 && seq + 1 < offsets.size() && r == offsets[seq]) {
       std::cout << "sequence " << seq << ":\n";
     }
-    const std::string id = r < static_cast<int64_t>(all_ids.size()) ? absl::StrCat(all_ids[r]) : "?";
-    std::cout << absl::StrFormat("  [%d] id %5s:", r, id) << CellRow(values.data() + r * width, show, width)
-              << "\n";
+    const std::string id =
+        r < static_cast<int64_t>(all_ids.size()) ? absl::StrCat(all_ids[r]) : "?";
+    std::cout << absl::StrFormat("  [%d] id %5s:", r, id)
+              << CellRow(values.data() + r * width, show, width) << "\n";
   }
   return kExitOk;
+}
+
+// --offset: once, or once per --ids.
+void CheckEmbed(const EmbedOptions& o) {
+  if (o.offsets.size() > 1 && o.offsets.size() != o.ids.size()) {
+    throw CLI::ValidationError("--offset",
+                               absl::StrCat("given ", o.offsets.size(), " times for ", o.ids.size(),
+                                            " --ids; give it once or once per --ids"));
+  }
 }
 
 }  // namespace
 
 void RegisterEmbedCommand(CLI::App& app, CommandContext& context) {
-  auto o = std::make_shared<EmbedOptions>();
-  CLI::App* cmd = app.add_subcommand("embed", "token ids -> embedding rows");
+  auto [cmd, o] =
+      context.AddCommand(app, "embed", "token ids -> embedding rows", RunEmbed, CheckEmbed);
   cmd->add_option("--ids", o->ids, "comma-separated token ids; repeat for more sequences")
       ->required()
       ->check(IdListValidator())
@@ -113,15 +125,6 @@ void RegisterEmbedCommand(CLI::App& app, CommandContext& context) {
   cmd->add_option("--show", o->show, "values printed per token")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  context.Add(
-      cmd, [o](VocabdClient& c, const GlobalOptions& g) { return RunEmbed(c, g, *o); },
-      [o] {
-        if (o->offsets.size() > 1 && o->offsets.size() != o->ids.size()) {
-          throw CLI::ValidationError("--offset", absl::StrCat("given ", o->offsets.size(),
-                                                              " times for ", o->ids.size(),
-                                                              " --ids; give it once or once per --ids"));
-        }
-      });
 }
 
 }  // namespace vocabd::cli

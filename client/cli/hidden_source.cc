@@ -15,13 +15,15 @@ namespace vocabd::cli {
 
 void AddHiddenSource(CLI::App* sub, HiddenSource* s) {
   CLI::App* group = sub->add_option_group("hidden source", "where the hidden states come from");
-  group->add_option("--hidden-file", s->hidden_file,
-                    "raw little-endian f32 file of [N, hidden_size] rows")
+  group
+      ->add_option("--hidden-file", s->hidden_file,
+                   "raw little-endian f32 file of [N, hidden_size] rows")
       ->check(CLI::ExistingFile);
   group->add_option("--random", s->random_rows, "N seeded standard-normal rows (see --seed)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
-  group->add_option("--from-ids", s->from_ids,
-                    "embed these ids (comma-separated) and use the rows as hidden states")
+  group
+      ->add_option("--from-ids", s->from_ids,
+                   "embed these ids (comma-separated) and use the rows as hidden states")
       ->check(IdListValidator());
   group->require_option(1);
   sub->add_option("--seed", s->seed, "seed for --random")->capture_default_str();
@@ -45,8 +47,8 @@ absl::StatusOr<v1::Tensor> BuildHidden(VocabdClient& client, const GlobalOptions
   ASSIGN_OR_RETURN(v1::ModelInfo info, client.GetModel(g.model));
   const int64_t hidden = info.hidden_size();
   if (hidden <= 0) {
-    return absl::FailedPreconditionError(absl::StrCat("model '", info.name(),
-                                                      "' reports hidden_size ", hidden));
+    return absl::FailedPreconditionError(
+        absl::StrCat("model '", info.name(), "' reports hidden_size ", hidden));
   }
   if (!s.hidden_file.empty()) {
     ASSIGN_OR_RETURN(std::string bytes, ReadFile(s.hidden_file));

@@ -5,10 +5,9 @@
 #ifndef VOCABD_CLIENT_CLI_HIDDEN_SOURCE_H_
 #define VOCABD_CLIENT_CLI_HIDDEN_SOURCE_H_
 
+#include <CLI/CLI.hpp>
 #include <cstdint>
 #include <string>
-
-#include <CLI/CLI.hpp>
 
 #include "absl/status/statusor.h"
 #include "client/cli/command.h"

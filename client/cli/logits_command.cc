@@ -64,8 +64,8 @@ absl::StatusOr<int> RunLogits(VocabdClient& client, const GlobalOptions& g,
   ASSIGN_OR_RETURN(std::vector<float> logits, DecodeFloatTensor(response.logits(), "logits"));
   const auto& shape = response.logits().shape();
   if (shape.size() != 2) {
-    return absl::InternalError(absl::StrCat("server returned logits of shape ",
-                                            ShapeString(response.logits())));
+    return absl::InternalError(
+        absl::StrCat("server returned logits of shape ", ShapeString(response.logits())));
   }
   const int64_t rows = shape[0], vocab = shape[1];
   const char* kind = o.log_softmax ? "logprobs" : "logits";
@@ -74,7 +74,8 @@ absl::StatusOr<int> RunLogits(VocabdClient& client, const GlobalOptions& g,
     for (int64_t r = 0; r < rows; ++r) {
       const float* row = logits.data() + r * vocab;
       json t = json::array();
-      for (int64_t id : TopIndices(row, vocab, o.top)) t.push_back({{"id", id}, {"value", row[id]}});
+      for (int64_t id : TopIndices(row, vocab, o.top))
+        t.push_back({{"id", id}, {"value", row[id]}});
       top.push_back(t);
     }
     PrintJsonCompact({{"model", response.model()},
@@ -102,8 +103,7 @@ absl::StatusOr<int> RunLogits(VocabdClient& client, const GlobalOptions& g,
 }  // namespace
 
 void RegisterLogitsCommand(CLI::App& app, CommandContext& context) {
-  auto o = std::make_shared<LogitsOptions>();
-  CLI::App* cmd = app.add_subcommand("logits", "hidden states -> LM-head logits");
+  auto [cmd, o] = context.AddCommand(app, "logits", "hidden states -> LM-head logits", RunLogits);
   AddHiddenSource(cmd, &o->source);
   cmd->add_flag("--no-final-norm", o->no_final_norm, "skip the checkpoint's final norm");
   cmd->add_option("--temperature", o->temperature, "divide logits by T (> 0)");
@@ -115,7 +115,6 @@ void RegisterLogitsCommand(CLI::App& app, CommandContext& context) {
       ->check(CLI::IsMember({"f32", "f16", "bf16"}))
       ->capture_default_str();
   cmd->add_option("--vocab-limit", o->vocab_limit, "mask ids >= this (0 = none)");
-  context.Add(cmd, [o](VocabdClient& c, const GlobalOptions& g) { return RunLogits(c, g, *o); });
 }
 
 }  // namespace vocabd::cli

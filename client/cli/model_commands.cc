@@ -50,10 +50,10 @@ void PrintModelDetail(const v1::ModelInfo& m) {
                                           PairLayoutName(r.pair_layout()))});
     if (r.scaling().type() != v1::ROPE_SCALING_TYPE_UNSPECIFIED &&
         r.scaling().type() != v1::ROPE_SCALING_DEFAULT) {
-      rows.push_back({"rope scaling:", absl::StrCat(v1::RopeScalingType_Name(r.scaling().type()),
-                                                    ", factor ", Num(r.scaling().factor()),
-                                                    ", original_max ",
-                                                    r.scaling().original_max_position_embeddings())});
+      rows.push_back(
+          {"rope scaling:", absl::StrCat(v1::RopeScalingType_Name(r.scaling().type()), ", factor ",
+                                         Num(r.scaling().factor()), ", original_max ",
+                                         r.scaling().original_max_position_embeddings())});
     }
   }
   if (m.position_scheme() == v1::POSITION_LEARNED) {
@@ -80,19 +80,18 @@ void PrintModelDetail(const v1::ModelInfo& m) {
   if (!m.lm_head_implementation().empty()) {
     rows.push_back({"lm head kernels:", m.lm_head_implementation()});
   }
-  rows.push_back({"batching:", m.has_batching()
-                                   ? absl::StrCat("max_batch_rows ", m.batching().max_batch_rows(),
-                                                  ", max_queue_delay_us ",
-                                                  m.batching().max_queue_delay_us(),
-                                                  ", max_queue_rows ",
-                                                  m.batching().max_queue_rows())
-                                   : std::string("off")});
+  rows.push_back(
+      {"batching:", m.has_batching()
+                        ? absl::StrCat("max_batch_rows ", m.batching().max_batch_rows(),
+                                       ", max_queue_delay_us ", m.batching().max_queue_delay_us(),
+                                       ", max_queue_rows ", m.batching().max_queue_rows())
+                        : std::string("off")});
   rows.push_back({"resident:", absl::StrCat(HumanBytes(m.resident_bytes()), " (",
                                             m.resident_bytes(), " bytes)")});
   for (const auto& f : m.source_files()) {
-    rows.push_back({"source:", absl::StrCat(f.path(), " [", f.format(), ", ",
-                                            HumanBytes(f.size_bytes()),
-                                            f.memory_mapped() ? ", mmap" : "", "]")});
+    rows.push_back(
+        {"source:", absl::StrCat(f.path(), " [", f.format(), ", ", HumanBytes(f.size_bytes()),
+                                 f.memory_mapped() ? ", mmap" : "", "]")});
     rows.push_back({"  sha256:", f.sha256()});
   }
   PrintTable(rows);
@@ -120,8 +119,7 @@ absl::StatusOr<int> RunModels(VocabdClient& client, const GlobalOptions& g,
     return kExitOk;
   }
   std::vector<std::vector<std::string>> rows = {{"NAME", "STATE", "ARCH", "VOCAB", "HIDDEN",
-                                                 "DTYPE", "TIED", "ROPE(theta/pairs)",
-                                                 "RESIDENT"}};
+                                                 "DTYPE", "TIED", "ROPE(theta/pairs)", "RESIDENT"}};
   for (const auto& m : list.models()) {
     std::string state = v1::ModelState_Name(m.state());
     rows.push_back({m.name() + (m.is_default() ? "*" : ""), state, m.architecture(),
@@ -155,26 +153,22 @@ absl::StatusOr<int> RunUnload(VocabdClient& client, const GlobalOptions& g,
 }  // namespace
 
 void RegisterModelsCommand(CLI::App& app, CommandContext& context) {
-  auto o = std::make_shared<ModelNameOptions>();
-  CLI::App* cmd = app.add_subcommand("models", "list models, or show one model's full info");
+  auto [cmd, o] =
+      context.AddCommand(app, "models", "list models, or show one model's full info", RunModels);
   cmd->add_option("name", o->name, "model to describe");
-  context.Add(cmd, [o](VocabdClient& c, const GlobalOptions& g) { return RunModels(c, g, *o); });
 }
 
 void RegisterLoadCommand(CLI::App& app, CommandContext& context) {
-  auto o = std::make_shared<ModelNameOptions>();
-  CLI::App* cmd = app.add_subcommand(
-      "load", "load a model-repository subfolder by name; waits until READY or failed");
+  auto [cmd, o] = context.AddCommand(
+      app, "load", "load a model-repository subfolder by name; waits until READY or failed",
+      RunLoad);
   cmd->add_option("name", o->name, "repository subfolder")->required();
-  context.Add(cmd, [o](VocabdClient& c, const GlobalOptions& g) { return RunLoad(c, g, *o); });
 }
 
 void RegisterUnloadCommand(CLI::App& app, CommandContext& context) {
-  auto o = std::make_shared<ModelNameOptions>();
-  CLI::App* cmd = app.add_subcommand(
-      "unload", "unload a model by name; waits until its in-flight calls end");
+  auto [cmd, o] = context.AddCommand(
+      app, "unload", "unload a model by name; waits until its in-flight calls end", RunUnload);
   cmd->add_option("name", o->name, "model to unload")->required();
-  context.Add(cmd, [o](VocabdClient& c, const GlobalOptions& g) { return RunUnload(c, g, *o); });
 }
 
 }  // namespace vocabd::cli

@@ -2,10 +2,10 @@
 // matrices (see client/cli/output.h).
 #include "client/cli/output.h"
 
+#include <google/protobuf/descriptor.h>
+
 #include <algorithm>
 #include <iostream>
-
-#include <google/protobuf/descriptor.h>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -99,7 +99,9 @@ std::string ShapeString(const v1::Tensor& t) {
   return absl::StrCat("[", absl::StrJoin(t.shape(), ", "), "]");
 }
 
-json ShapeJson(const v1::Tensor& t) { return json(std::vector<int64_t>(t.shape().begin(), t.shape().end())); }
+json ShapeJson(const v1::Tensor& t) {
+  return json(std::vector<int64_t>(t.shape().begin(), t.shape().end()));
+}
 
 std::string PairLayoutName(v1::RopePairLayout p) {
   switch (p) {
@@ -120,7 +122,8 @@ json ProtoJson(const google::protobuf::Message& message) {
     const auto* f = d->field(i);
     if (f->is_repeated()) {
       json items = json::array();
-      for (int j = 0; j < r->FieldSize(message, f); ++j) items.push_back(ProtoScalarJson(message, f, j));
+      for (int j = 0; j < r->FieldSize(message, f); ++j)
+        items.push_back(ProtoScalarJson(message, f, j));
       out[f->name()] = std::move(items);
     } else if (!f->has_presence() || r->HasField(message, f)) {
       out[f->name()] = ProtoScalarJson(message, f, 0);

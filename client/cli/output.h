@@ -5,12 +5,12 @@
 #ifndef VOCABD_CLIENT_CLI_OUTPUT_H_
 #define VOCABD_CLIENT_CLI_OUTPUT_H_
 
+#include <google/protobuf/message.h>
+
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <google/protobuf/message.h>
-#include <nlohmann/json.hpp>
 
 #include "absl/status/statusor.h"
 #include "vocabd/v1/rope.pb.h"

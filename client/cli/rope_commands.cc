@@ -57,7 +57,8 @@ void AddRopeConfigOptions(CLI::App* cmd, RopeOverrides* o, const std::string& pa
                           bool head_dim) {
   cmd->add_option("--pair-layout", o->pair_layout, pair_layout_help)
       ->check(CLI::IsMember({"interleaved", "half-split"}));
-  cmd->add_option("--theta", o->theta, "override the model's RoPE base")->check(CLI::PositiveNumber);
+  cmd->add_option("--theta", o->theta, "override the model's RoPE base")
+      ->check(CLI::PositiveNumber);
   if (head_dim) {
     cmd->add_option("--head-dim", o->head_dim, "override the model's head_dim")
         ->check(CLI::PositiveNumber);
@@ -96,7 +97,8 @@ absl::StatusOr<int> RunRopeCache(VocabdClient& client, const GlobalOptions& g,
   ASSIGN_OR_RETURN(std::vector<float> inv_freq, DecodeFloatTensor(response.inv_freq(), "inv_freq"));
   int64_t rows = 0, cols = 0, sin_rows = 0, sin_cols = 0;
   ASSIGN_OR_RETURN(std::vector<float> cos, DecodeMatrix(response.cos(), "cos", &rows, &cols));
-  ASSIGN_OR_RETURN(std::vector<float> sin, DecodeMatrix(response.sin(), "sin", &sin_rows, &sin_cols));
+  ASSIGN_OR_RETURN(std::vector<float> sin,
+                   DecodeMatrix(response.sin(), "sin", &sin_rows, &sin_cols));
   if (sin_rows != rows || sin_cols != cols) {
     return absl::InternalError(absl::StrCat("server returned cos ", ShapeString(response.cos()),
                                             " and sin ", ShapeString(response.sin())));
@@ -135,8 +137,8 @@ int64_t RopeIndex(const std::string& layout, int64_t b, int64_t h, int64_t s, in
   return ((b * seq + s) * heads + h) * dim + d;  // bshd and thd (t = b * seq + s)
 }
 
-std::vector<int64_t> RopeShape(const std::string& layout, int64_t batch, int64_t heads,
-                               int64_t seq, int64_t dim) {
+std::vector<int64_t> RopeShape(const std::string& layout, int64_t batch, int64_t heads, int64_t seq,
+                               int64_t dim) {
   if (layout == "bhsd") return {batch, heads, seq, dim};
   if (layout == "bshd") return {batch, seq, heads, dim};
   return {batch * seq, heads, dim};
@@ -171,22 +173,21 @@ absl::StatusOr<int> RunRope(VocabdClient& client, const GlobalOptions& g, const 
   ASSIGN_OR_RETURN(std::vector<float> q_out, DecodeFloatTensor(response.q(), "q"));
   ASSIGN_OR_RETURN(std::vector<float> k_out, DecodeFloatTensor(response.k(), "k"));
   if (q_out.size() != nq || k_out.size() != nk) {
-    return absl::InternalError(absl::StrCat("server returned q ", ShapeString(response.q()),
-                                            " and k ", ShapeString(response.k()),
-                                            " for q ", ShapeString(request.q()), " and k ",
-                                            ShapeString(request.k())));
+    return absl::InternalError(absl::StrCat(
+        "server returned q ", ShapeString(response.q()), " and k ", ShapeString(response.k()),
+        " for q ", ShapeString(request.q()), " and k ", ShapeString(request.k())));
   }
   if (g.json) {
     PrintJsonCompact({{"model", g.model},
-               {"layout", o.layout},
-               {"q_shape", q_shape},
-               {"k_shape", k_shape},
-               {"position_offsets", std::vector<int64_t>(request.position_offsets().begin(),
-                                                         request.position_offsets().end())},
-               {"q_in", q},
-               {"k_in", k},
-               {"q_out", q_out},
-               {"k_out", k_out}});
+                      {"layout", o.layout},
+                      {"q_shape", q_shape},
+                      {"k_shape", k_shape},
+                      {"position_offsets", std::vector<int64_t>(request.position_offsets().begin(),
+                                                                request.position_offsets().end())},
+                      {"q_in", q},
+                      {"k_in", k},
+                      {"q_out", q_out},
+                      {"k_out", k_out}});
     return kExitOk;
   }
   std::cout << "layout: " << o.layout << "  q: " << ShapeString(request.q())
@@ -208,12 +209,20 @@ absl::StatusOr<int> RunRope(VocabdClient& client, const GlobalOptions& g, const 
   return kExitOk;
 }
 
+// --offset: once, or once per batch row.
+void CheckRope(const RopeOptions& o) {
+  if (o.offsets.size() > 1 && o.offsets.size() != static_cast<size_t>(o.batch)) {
+    throw CLI::ValidationError(
+        "--offset", absl::StrCat("given ", o.offsets.size(), " times for --batch ", o.batch,
+                                 "; give it once or once per batch row"));
+  }
+}
+
 }  // namespace
 
 void RegisterRopeCacheCommand(CLI::App& app, CommandContext& context) {
-  auto o = std::make_shared<RopeCacheOptions>();
-  CLI::App* cmd =
-      app.add_subcommand("rope-cache", "RoPE inv_freq and cos/sin tables for a position range");
+  auto [cmd, o] = context.AddCommand(
+      app, "rope-cache", "RoPE inv_freq and cos/sin tables for a position range", RunRopeCache);
   cmd->add_option("--positions", o->positions, "number of positions")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 24))
       ->capture_default_str();
@@ -227,24 +236,26 @@ void RegisterRopeCacheCommand(CLI::App& app, CommandContext& context) {
   cmd->add_option("--show", o->show, "rows and values printed")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  context.Add(cmd,
-              [o](VocabdClient& c, const GlobalOptions& g) { return RunRopeCache(c, g, *o); });
 }
 
 void RegisterRopeCommand(CLI::App& app, CommandContext& context) {
-  auto o = std::make_shared<RopeOptions>();
-  CLI::App* cmd = app.add_subcommand("rope", "apply RoPE to generated q/k and show q before/after");
+  auto [cmd, o] = context.AddCommand(
+      app, "rope", "apply RoPE to generated q/k and show q before/after", RunRope, CheckRope);
   cmd->add_option("--batch", o->batch, "batch size (THD: number of sequences)")
       ->check(CLI::Range(1, 1 << 16))
       ->capture_default_str();
-  cmd->add_option("--heads", o->heads, "q heads")->check(CLI::Range(1, 1 << 16))->capture_default_str();
+  cmd->add_option("--heads", o->heads, "q heads")
+      ->check(CLI::Range(1, 1 << 16))
+      ->capture_default_str();
   cmd->add_option("--kv-heads", o->kv_heads, "k heads")
       ->check(CLI::Range(1, 1 << 16))
       ->capture_default_str();
   cmd->add_option("--head-dim", o->head_dim, "head dimension")
       ->check(CLI::Range(1, 1 << 16))
       ->capture_default_str();
-  cmd->add_option("--seq", o->seq, "tokens per sequence")->check(CLI::Range(1, 1 << 20))->capture_default_str();
+  cmd->add_option("--seq", o->seq, "tokens per sequence")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
   cmd->add_option("--layout", o->layout, "q/k memory layout")
       ->check(CLI::IsMember({"bhsd", "bshd", "thd"}))
       ->capture_default_str();
@@ -257,15 +268,6 @@ void RegisterRopeCommand(CLI::App& app, CommandContext& context) {
   cmd->add_option("--show", o->show, "values printed per position")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  context.Add(
-      cmd, [o](VocabdClient& c, const GlobalOptions& g) { return RunRope(c, g, *o); },
-      [o] {
-        if (o->offsets.size() > 1 && o->offsets.size() != static_cast<size_t>(o->batch)) {
-          throw CLI::ValidationError("--offset", absl::StrCat("given ", o->offsets.size(),
-                                                              " times for --batch ", o->batch,
-                                                              "; give it once or once per batch row"));
-        }
-      });
 }
 
 }  // namespace vocabd::cli

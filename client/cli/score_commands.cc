@@ -57,10 +57,9 @@ void SetScoreOptions(const ScoreRequestOptions& o, const std::vector<int64_t>& t
 }
 
 double Perplexity(const v1::ScoreResponse& response) {
-  return response.num_targets() > 0
-             ? std::exp(-response.sum_target_logprob() /
-                        static_cast<double>(response.num_targets()))
-             : std::nan("");
+  return response.num_targets() > 0 ? std::exp(-response.sum_target_logprob() /
+                                               static_cast<double>(response.num_targets()))
+                                    : std::nan("");
 }
 
 // `score --json` document for one response.
@@ -111,7 +110,8 @@ void PrintScoreResponse(const v1::ScoreResponse& response, const std::vector<int
     line.push_back(Num(r.logsumexp()));
     if (top_k > 0) {
       std::vector<std::string> items;
-      for (const auto& t : r.top_k()) items.push_back(absl::StrCat(t.token_id(), ":", Num(t.logprob())));
+      for (const auto& t : r.top_k())
+        items.push_back(absl::StrCat(t.token_id(), ":", Num(t.logprob())));
       line.push_back(absl::StrJoin(items, " "));
     }
     table.push_back(line);
@@ -159,7 +159,8 @@ absl::StatusOr<int> RunScoreStream(VocabdClient& client, const GlobalOptions& g,
   ASSIGN_OR_RETURN(std::vector<v1::ScoreResponse> responses, client.ScoreStream(requests));
   if (g.json) {
     json out = json::array();
-    for (size_t i = 0; i < responses.size(); ++i) out.push_back(ScoreResponseJson(responses[i], targets[i]));
+    for (size_t i = 0; i < responses.size(); ++i)
+      out.push_back(ScoreResponseJson(responses[i], targets[i]));
     PrintJson({{"responses", out}});
     return kExitOk;
   }
@@ -170,22 +171,30 @@ absl::StatusOr<int> RunScoreStream(VocabdClient& client, const GlobalOptions& g,
   return kExitOk;
 }
 
+// --targets: not at all, or once per --from-ids.
+void CheckScoreStream(const ScoreStreamOptions& o) {
+  if (!o.targets.empty() && o.targets.size() != o.from_ids.size()) {
+    throw CLI::ValidationError(
+        "--targets", absl::StrCat("given ", o.targets.size(), " times for ", o.from_ids.size(),
+                                  " --from-ids; give it once per --from-ids or not at all"));
+  }
+}
+
 }  // namespace
 
 void RegisterScoreCommand(CLI::App& app, CommandContext& context) {
-  auto o = std::make_shared<ScoreOptions>();
-  CLI::App* cmd = app.add_subcommand("score", "hidden states -> target logprobs, ranks, top-k");
+  auto [cmd, o] =
+      context.AddCommand(app, "score", "hidden states -> target logprobs, ranks, top-k", RunScore);
   AddHiddenSource(cmd, &o->source);
   cmd->add_option("--targets", o->targets, "one comma-separated target id per row")
       ->check(IdListValidator());
   AddScoreRequestOptions(cmd, &o->request);
-  context.Add(cmd, [o](VocabdClient& c, const GlobalOptions& g) { return RunScore(c, g, *o); });
 }
 
 void RegisterScoreStreamCommand(CLI::App& app, CommandContext& context) {
-  auto o = std::make_shared<ScoreStreamOptions>();
-  CLI::App* cmd = app.add_subcommand(
-      "score-stream", "ScoreStream: one ScoreRequest per --from-ids, all on one stream");
+  auto [cmd, o] = context.AddCommand(
+      app, "score-stream", "ScoreStream: one ScoreRequest per --from-ids, all on one stream",
+      RunScoreStream, CheckScoreStream);
   cmd->add_option("--from-ids", o->from_ids,
                   "embed these ids (comma-separated) as one request's hidden states; repeat "
                   "for more requests")
@@ -200,16 +209,6 @@ void RegisterScoreStreamCommand(CLI::App& app, CommandContext& context) {
       ->check(CLI::IsMember({"f32", "f16", "bf16"}))
       ->capture_default_str();
   AddScoreRequestOptions(cmd, &o->request);
-  context.Add(
-      cmd, [o](VocabdClient& c, const GlobalOptions& g) { return RunScoreStream(c, g, *o); },
-      [o] {
-        if (!o->targets.empty() && o->targets.size() != o->from_ids.size()) {
-          throw CLI::ValidationError(
-              "--targets", absl::StrCat("given ", o->targets.size(), " times for ",
-                                        o->from_ids.size(),
-                                        " --from-ids; give it once per --from-ids or not at all"));
-        }
-      });
 }
 
 }  // namespace vocabd::cli

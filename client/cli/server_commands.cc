@@ -28,7 +28,7 @@ absl::StatusOr<int> RunHealth(VocabdClient& client, const GlobalOptions& g,
   return status == "SERVING" ? kExitOk : kExitError;
 }
 
-absl::StatusOr<int> RunServices(VocabdClient& client, const GlobalOptions& g) {
+absl::StatusOr<int> RunServices(VocabdClient& client, const GlobalOptions& g, const NoOptions&) {
   ASSIGN_OR_RETURN(std::vector<std::string> services, client.ListServices());
   std::sort(services.begin(), services.end());
   if (g.json) {
@@ -42,16 +42,14 @@ absl::StatusOr<int> RunServices(VocabdClient& client, const GlobalOptions& g) {
 }  // namespace
 
 void RegisterHealthCommand(CLI::App& app, CommandContext& context) {
-  auto o = std::make_shared<HealthOptions>();
-  CLI::App* cmd = app.add_subcommand("health", "grpc.health.v1 Check; exit 0 only when SERVING");
+  auto [cmd, o] = context.AddCommand(app, "health",
+                                     "grpc.health.v1 Check; exit 0 only when SERVING", RunHealth);
   cmd->add_option("--service", o->service,
                   "service name, e.g. vocabd.v1.ScoringService (default: overall)");
-  context.Add(cmd, [o](VocabdClient& c, const GlobalOptions& g) { return RunHealth(c, g, *o); });
 }
 
 void RegisterServicesCommand(CLI::App& app, CommandContext& context) {
-  CLI::App* cmd = app.add_subcommand("services", "list services via server reflection");
-  context.Add(cmd, RunServices);
+  context.AddCommand(app, "services", "list services via server reflection", RunServices);
 }
 
 }  // namespace vocabd::cli

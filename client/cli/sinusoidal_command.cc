@@ -49,9 +49,8 @@ absl::StatusOr<int> RunSinusoidal(VocabdClient& client, const GlobalOptions& g,
 }  // namespace
 
 void RegisterSinusoidalCommand(CLI::App& app, CommandContext& context) {
-  auto o = std::make_shared<SinusoidalOptions>();
-  CLI::App* cmd =
-      app.add_subcommand("sinusoidal", "the Transformer's sinusoidal position table [P, d]");
+  auto [cmd, o] = context.AddCommand(
+      app, "sinusoidal", "the Transformer's sinusoidal position table [P, d]", RunSinusoidal);
   cmd->add_option("--positions", o->positions, "number of positions P")
       ->required()
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 26));
@@ -70,8 +69,6 @@ void RegisterSinusoidalCommand(CLI::App& app, CommandContext& context) {
   cmd->add_option("--show", o->show, "rows and values printed")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  context.Add(cmd,
-              [o](VocabdClient& c, const GlobalOptions& g) { return RunSinusoidal(c, g, *o); });
 }
 
 }  // namespace vocabd::cli
