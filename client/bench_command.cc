@@ -1,3 +1,6 @@
+// `vocabctl bench`: options, run and report of the load-generator
+// subcommand (see client/README.md). The engine is client/load_generator.h,
+// payloads client/bench_workloads.h, --verify client/bench_verify.h.
 #include "client/bench_command.h"
 
 #include <unistd.h>
@@ -13,13 +16,52 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "client/bench_workloads.h"
+#include "client/cli/output.h"
 #include "client/load_generator.h"
 #include "lib/core/status_macros.h"
 
 namespace vocabd {
+
+absl::StatusOr<std::vector<int>> ParseConcurrencyList(const std::string& text) {
+  std::vector<int> out;
+  for (absl::string_view item : absl::StrSplit(text, ',')) {
+    int v = 0;
+    if (!absl::SimpleAtoi(item, &v) || v < 1 || v > 100000) {
+      return absl::InvalidArgumentError(absl::StrCat("--concurrency '", text, "': '", item,
+                                                     "' is not an integer in [1, 100000]"));
+    }
+    out.push_back(v);
+  }
+  return out;
+}
+
+namespace cli {
 namespace {
 
-using json = nlohmann::ordered_json;
+struct BenchOptions {
+  BenchPayloadOptions payload;
+  // Comma-separated levels; more than one runs a sweep.
+  std::string concurrency = "1";
+  int connections = 1;
+  int64_t stream_window = 0;
+  int64_t requests = 0;
+  std::string duration = "10s";
+  double rate = 0;
+  std::string arrival = "constant";
+  std::string warmup = "0s";
+  std::string window = "60s";
+  bool verify = false;
+  std::string verify_checkpoint;
+  int64_t verify_every = 10;
+  int64_t verify_max = 64;
+  std::string csv_path;
+  std::string label;
+  int server_pid = 0;
+  std::string save_payload;
+  bool no_progress = false;
+  bool allow_errors = false;
+};
 
 double Ms(int64_t ns) { return static_cast<double>(ns) * 1e-6; }
 
@@ -153,99 +195,16 @@ std::string ServerCheckpointPath(const v1::ModelInfo& m) {
   return "";
 }
 
-}  // namespace
-
-absl::StatusOr<std::vector<int>> ParseConcurrencyList(const std::string& text) {
-  std::vector<int> out;
-  for (absl::string_view item : absl::StrSplit(text, ',')) {
-    int v = 0;
-    if (!absl::SimpleAtoi(item, &v) || v < 1 || v > 100000) {
-      return absl::InvalidArgumentError(absl::StrCat("--concurrency '", text, "': '", item,
-                                                     "' is not an integer in [1, 100000]"));
-    }
-    out.push_back(v);
-  }
-  return out;
-}
-
-CLI::App* AddBenchCommand(CLI::App& app, BenchOptions* o) {
-  CLI::App* cmd = app.add_subcommand(
-      "bench", "load-test one RPC (loopback targets only): throughput, latency percentiles, errors");
-  cmd->add_option("rpc", o->payload.rpc, "RPC to drive")
-      ->required()
-      ->check(CLI::IsMember({"embed", "logits", "score", "rope"}));
-  CLI::App* shape = cmd->add_option_group("payload", "request payloads");
-  shape->add_option("--tokens", o->payload.tokens, "embed: tokens per sequence; rope: positions per sequence")
-      ->capture_default_str();
-  shape->add_option("--rows", o->payload.rows, "embed: sequences; logits/score: hidden rows; rope: batch")
-      ->capture_default_str();
-  shape->add_option("--hidden", o->payload.hidden, "logits/score: hidden width sent (0 = the model's)")
-      ->capture_default_str();
-  shape->add_option("--dtype", o->payload.dtype, "embed/logits output dtype")
-      ->check(CLI::IsMember({"f32", "f16", "bf16"}))
-      ->capture_default_str();
-  shape->add_option("--input-dtype", o->payload.input_dtype, "logits/score/rope: dtype of hidden/q/k sent")
-      ->check(CLI::IsMember({"f32", "f16", "bf16"}))
-      ->capture_default_str();
-  shape->add_option("--top-k", o->payload.top_k, "score: top-k per row")->check(CLI::Range(0, 1024))->capture_default_str();
-  shape->add_flag("!--no-targets", o->payload.targets, "score: send no target ids");
-  shape->add_option("--payloads", o->payload.payloads, "distinct generated payloads (round-robin)")
-      ->capture_default_str();
-  shape->add_option("--seed", o->payload.seed, "seed of generated payloads and Poisson arrivals")
-      ->capture_default_str();
-  shape->add_option("--payload-file", o->payload.payload_files,
-                    "request read from a file (.json, .txtpb or binary); repeatable, used round-robin")
-      ->check(CLI::ExistingFile)
-      ->allow_extra_args(false);
-  shape->add_option("--save-payload", o->save_payload,
-                    "write the first generated request to FILE (.json, .txtpb or binary) and exit");
-  CLI::App* load = cmd->add_option_group("load", "load shape");
-  load->add_option("--concurrency,-c", o->concurrency, "calls in flight; a list (1,4,16,64) runs a sweep")
-      ->capture_default_str();
-  load->add_option("--connections", o->connections, "separate gRPC channels / TCP connections")
-      ->check(CLI::Range(1, 1024))
-      ->capture_default_str();
-  load->add_option("--stream-window", o->stream_window,
-                   "HTTP/2 per-stream receive window in bytes (0 = gRPC default with BDP probing)")
-      ->check(CLI::Range(int64_t{0}, int64_t{1} << 30))
-      ->capture_default_str();
-  load->add_option("--requests,-n", o->requests, "measured calls per level (0 = use --duration)")
-      ->check(CLI::NonNegativeNumber)
-      ->capture_default_str();
-  load->add_option("--duration,-d", o->duration, "measured time per level (500ms, 10s, 10m)")->capture_default_str();
-  load->add_option("--rate", o->rate, "arrivals per second (0 = closed loop, as fast as answered)")
-      ->check(CLI::NonNegativeNumber)
-      ->capture_default_str();
-  load->add_option("--arrival", o->arrival, "arrival process at --rate")
-      ->check(CLI::IsMember({"constant", "poisson"}))
-      ->capture_default_str();
-  load->add_option("--warmup", o->warmup, "unmeasured run before each level (duration)")->capture_default_str();
-  load->add_option("--window", o->window, "latency window for p99 drift (soak)")->capture_default_str();
-  CLI::App* check = cmd->add_option_group("checks", "verification and reporting");
-  check->add_flag("--verify", o->verify, "compare a sample of responses with a local reference");
-  check->add_option("--verify-checkpoint", o->verify_checkpoint,
-                    "checkpoint for --verify (default: the file the server reports loading)");
-  check->add_option("--verify-every", o->verify_every, "keep every Nth response for --verify")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  check->add_option("--verify-max", o->verify_max, "responses verified per level at most")
-      ->check(CLI::NonNegativeNumber)
-      ->capture_default_str();
-  check->add_option("--csv", o->csv_path, "append one CSV row per level to FILE ('-' = stdout)");
-  check->add_option("--label", o->label, "label column of --csv / --json (e.g. the server under test)");
-  check->add_option("--server-pid", o->server_pid, "report this process's VmRSS at start and end (soak)")
-      ->check(CLI::PositiveNumber);
-  check->add_flag("--no-progress", o->no_progress, "no live progress line on stderr");
-  check->add_flag("--allow-errors", o->allow_errors, "exit 0 even when calls failed");
-  return cmd;
-}
-
-absl::StatusOr<int> RunBench(VocabdClient& client, const std::string& target, int64_t timeout_ms,
-                             bool json_output, const std::string& model, BenchOptions o) {
+// Runs `bench` with the global --target, --timeout, --json and --model.
+absl::StatusOr<int> RunBench(VocabdClient& client, const GlobalOptions& global,
+                             const BenchOptions& options) {
+  const std::string& target = global.target;
+  const bool json_output = global.json;
+  BenchOptions o = options;
   RETURN_IF_ERROR(CheckLoopbackTarget(target));
   ASSIGN_OR_RETURN(std::vector<int> levels, ParseConcurrencyList(o.concurrency));
-  ASSIGN_OR_RETURN(v1::ModelInfo info, client.GetModel(model));
-  o.payload.model = model;
+  ASSIGN_OR_RETURN(v1::ModelInfo info, client.GetModel(global.model));
+  o.payload.model = global.model;
   if (!o.save_payload.empty()) {
     RETURN_IF_ERROR(SaveBenchPayload(o.payload, info, o.save_payload));
     std::cerr << "wrote " << o.save_payload << "\n";
@@ -281,7 +240,7 @@ absl::StatusOr<int> RunBench(VocabdClient& client, const std::string& target, in
   ASSIGN_OR_RETURN(g.window, ParseDuration(o.window, "--window"));
   g.rate = o.rate;
   g.arrival = o.arrival == "poisson" ? LoadGenerator::Arrival::kPoisson : LoadGenerator::Arrival::kConstant;
-  g.timeout = std::chrono::milliseconds(timeout_ms);
+  g.timeout = std::chrono::milliseconds(global.timeout_ms);
   g.verify_every = o.verify ? o.verify_every : 0;
   g.verify_max = o.verify_max;
   g.seed = o.payload.seed;
@@ -349,7 +308,7 @@ absl::StatusOr<int> RunBench(VocabdClient& client, const std::string& target, in
                   {"input_dtype", o.payload.input_dtype},
                   {"files", o.payload.payload_files},
                   {"request_bytes", request_bytes}}},
-                {"timeout_ms", timeout_ms},
+                {"timeout_ms", global.timeout_ms},
                 {"levels", levels_json}};
     if (o.server_pid > 0) {
       doc["server"] = {{"pid", o.server_pid},
@@ -357,7 +316,7 @@ absl::StatusOr<int> RunBench(VocabdClient& client, const std::string& target, in
                        {"rss_end_bytes", rss_end},
                        {"rss_growth_bytes", rss_end - rss_start}};
     }
-    std::cout << doc.dump(2) << "\n";
+    PrintJson(doc);
   }
   if (!o.csv_path.empty()) {
     const bool to_stdout = o.csv_path == "-";
@@ -393,4 +352,79 @@ absl::StatusOr<int> RunBench(VocabdClient& client, const std::string& target, in
   return 0;
 }
 
+}  // namespace
+
+void RegisterBenchCommand(CLI::App& app, CommandContext& context) {
+  auto [cmd, o] = context.AddCommand(
+      app, "bench", "load-test one RPC (loopback targets only): throughput, latency percentiles, errors",
+      RunBench);
+  cmd->add_option("rpc", o->payload.rpc, "RPC to drive")
+      ->required()
+      ->check(CLI::IsMember({"embed", "logits", "score", "rope"}));
+  CLI::App* shape = cmd->add_option_group("payload", "request payloads");
+  shape->add_option("--tokens", o->payload.tokens, "embed: tokens per sequence; rope: positions per sequence")
+      ->capture_default_str();
+  shape->add_option("--rows", o->payload.rows, "embed: sequences; logits/score: hidden rows; rope: batch")
+      ->capture_default_str();
+  shape->add_option("--hidden", o->payload.hidden, "logits/score: hidden width sent (0 = the model's)")
+      ->capture_default_str();
+  shape->add_option("--dtype", o->payload.dtype, "embed/logits output dtype")
+      ->check(CLI::IsMember({"f32", "f16", "bf16"}))
+      ->capture_default_str();
+  shape->add_option("--input-dtype", o->payload.input_dtype, "logits/score/rope: dtype of hidden/q/k sent")
+      ->check(CLI::IsMember({"f32", "f16", "bf16"}))
+      ->capture_default_str();
+  shape->add_option("--top-k", o->payload.top_k, "score: top-k per row")->check(CLI::Range(0, 1024))->capture_default_str();
+  shape->add_flag("!--no-targets", o->payload.targets, "score: send no target ids");
+  shape->add_option("--payloads", o->payload.payloads, "distinct generated payloads (round-robin)")
+      ->capture_default_str();
+  shape->add_option("--seed", o->payload.seed, "seed of generated payloads and Poisson arrivals")
+      ->capture_default_str();
+  shape->add_option("--payload-file", o->payload.payload_files,
+                    "request read from a file (.json, .txtpb or binary); repeatable, used round-robin")
+      ->check(CLI::ExistingFile)
+      ->allow_extra_args(false);
+  shape->add_option("--save-payload", o->save_payload,
+                    "write the first generated request to FILE (.json, .txtpb or binary) and exit");
+  CLI::App* load = cmd->add_option_group("load", "load shape");
+  load->add_option("--concurrency,-c", o->concurrency, "calls in flight; a list (1,4,16,64) runs a sweep")
+      ->capture_default_str();
+  load->add_option("--connections", o->connections, "separate gRPC channels / TCP connections")
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
+  load->add_option("--stream-window", o->stream_window,
+                   "HTTP/2 per-stream receive window in bytes (0 = gRPC default with BDP probing)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 30))
+      ->capture_default_str();
+  load->add_option("--requests,-n", o->requests, "measured calls per level (0 = use --duration)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  load->add_option("--duration,-d", o->duration, "measured time per level (500ms, 10s, 10m)")->capture_default_str();
+  load->add_option("--rate", o->rate, "arrivals per second (0 = closed loop, as fast as answered)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  load->add_option("--arrival", o->arrival, "arrival process at --rate")
+      ->check(CLI::IsMember({"constant", "poisson"}))
+      ->capture_default_str();
+  load->add_option("--warmup", o->warmup, "unmeasured run before each level (duration)")->capture_default_str();
+  load->add_option("--window", o->window, "latency window for p99 drift (soak)")->capture_default_str();
+  CLI::App* check = cmd->add_option_group("checks", "verification and reporting");
+  check->add_flag("--verify", o->verify, "compare a sample of responses with a local reference");
+  check->add_option("--verify-checkpoint", o->verify_checkpoint,
+                    "checkpoint for --verify (default: the file the server reports loading)");
+  check->add_option("--verify-every", o->verify_every, "keep every Nth response for --verify")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  check->add_option("--verify-max", o->verify_max, "responses verified per level at most")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  check->add_option("--csv", o->csv_path, "append one CSV row per level to FILE ('-' = stdout)");
+  check->add_option("--label", o->label, "label column of --csv / --json (e.g. the server under test)");
+  check->add_option("--server-pid", o->server_pid, "report this process's VmRSS at start and end (soak)")
+      ->check(CLI::PositiveNumber);
+  check->add_flag("--no-progress", o->no_progress, "no live progress line on stderr");
+  check->add_flag("--allow-errors", o->allow_errors, "exit 0 even when calls failed");
+}
+
+}  // namespace cli
 }  // namespace vocabd

@@ -1,11 +1,9 @@
 #include "client/bench_workloads.h"
 
-#include <cmath>
 #include <fstream>
 #include <functional>
 #include <iterator>
 #include <mutex>
-#include <numbers>
 #include <random>
 #include <type_traits>
 #include <utility>
@@ -15,6 +13,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "client/cli/common.h"
 #include "proto/tensor_codec.h"
 #include "lib/core/happens_before.h"
 #include "lib/core/status_macros.h"
@@ -109,24 +108,14 @@ class RpcWorkload : public Workload {
   std::vector<std::pair<size_t, Resp>> kept_;
 };
 
-// Seeded standard normal values (mt19937_64 + Box-Muller).
-std::vector<float> RandomNormal(size_t n, std::mt19937_64& rng) {
-  auto uniform = [&rng]() { return (static_cast<double>(rng() >> 11) + 1.0) * 0x1.0p-53; };
-  std::vector<float> out(n);
-  for (size_t i = 0; i < n; i += 2) {
-    const double r = std::sqrt(-2.0 * std::log(uniform()));
-    const double a = 2.0 * std::numbers::pi * uniform();
-    out[i] = static_cast<float>(r * std::cos(a));
-    if (i + 1 < n) out[i + 1] = static_cast<float>(r * std::sin(a));
-  }
-  return out;
-}
+using cli::RandomNormal;
 
 absl::StatusOr<DType> ParseDTypeOption(const std::string& flag, const std::string& name) {
-  if (name == "f32") return DType::kF32;
-  if (name == "f16") return DType::kF16;
-  if (name == "bf16") return DType::kBF16;
-  return absl::InvalidArgumentError(absl::StrCat(flag, " = '", name, "': must be f32, f16 or bf16"));
+  absl::StatusOr<DType> dtype = cli::ParseFloatDType(name);
+  if (!dtype.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(flag, " = '", name, "': must be f32, f16 or bf16"));
+  }
+  return dtype;
 }
 
 absl::Status CheckPositive(const std::string& flag, int64_t v, int64_t max) {

@@ -1,0 +1,174 @@
+// `vocabctl models [NAME]` (ListModels table, or every field of one model),
+// `vocabctl load NAME` (LoadModel; prints the model as `models NAME` does)
+// and `vocabctl unload NAME` (UnloadModel).
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "client/cli/commands.h"
+#include "client/cli/output.h"
+#include "lib/core/status_macros.h"
+
+namespace vocabd::cli {
+namespace {
+
+// The NAME argument of `models` (empty: list all), `load` and `unload`.
+struct ModelNameOptions {
+  std::string name;
+};
+
+std::string RopeSummary(const v1::ModelInfo& m) {
+  if (m.position_scheme() != v1::POSITION_ROPE) {
+    std::string scheme = v1::PositionScheme_Name(m.position_scheme());
+    return scheme == "POSITION_SCHEME_UNSPECIFIED" ? "-" : scheme;
+  }
+  return absl::StrCat(Num(m.rope().theta()), "/", PairLayoutName(m.rope().pair_layout()));
+}
+
+void PrintModelDetail(const v1::ModelInfo& m) {
+  std::vector<std::vector<std::string>> rows = {
+      {"name:", m.name() + (m.is_default() ? " (default)" : "")},
+      {"state:", v1::ModelState_Name(m.state()) +
+                     (m.state_reason().empty() ? "" : " (" + m.state_reason() + ")")},
+      {"architecture:", m.architecture()},
+      {"vocab_size:", absl::StrCat(m.vocab_size())},
+      {"hidden_size:", absl::StrCat(m.hidden_size())},
+      {"layers:", absl::StrCat(m.num_hidden_layers())},
+      {"heads:", absl::StrCat(m.num_attention_heads(), " q / ", m.num_key_value_heads(),
+                              " kv, head_dim ", m.head_dim())},
+      {"max_positions:", absl::StrCat(m.max_position_embeddings())},
+      {"dtype:", v1::DType_Name(m.dtype())},
+      {"tied head:", m.tie_word_embeddings() ? "yes" : "no"},
+      {"positions:", v1::PositionScheme_Name(m.position_scheme())},
+  };
+  if (m.position_scheme() == v1::POSITION_ROPE || m.has_rope()) {
+    const v1::RopeConfig& r = m.rope();
+    rows.push_back({"rope:", absl::StrCat("theta ", Num(r.theta()), ", rotary_dim ", r.rotary_dim(),
+                                          ", head_dim ", r.head_dim(), ", pairs ",
+                                          PairLayoutName(r.pair_layout()))});
+    if (r.scaling().type() != v1::ROPE_SCALING_TYPE_UNSPECIFIED &&
+        r.scaling().type() != v1::ROPE_SCALING_DEFAULT) {
+      rows.push_back(
+          {"rope scaling:", absl::StrCat(v1::RopeScalingType_Name(r.scaling().type()), ", factor ",
+                                         Num(r.scaling().factor()), ", original_max ",
+                                         r.scaling().original_max_position_embeddings())});
+    }
+  }
+  if (m.position_scheme() == v1::POSITION_LEARNED) {
+    rows.push_back({"learned positions:",
+                    absl::StrCat("row = position + ", m.learned_position_offset(),
+                                 m.learned_position_padding_idx() >= 0
+                                     ? absl::StrCat(", pads (id ", m.learned_position_padding_idx(),
+                                                    ") on row ", m.learned_position_padding_idx())
+                                     : "")});
+  }
+  if (!m.lm_head_unsupported_reason().empty()) {
+    rows.push_back({"lm head:", "not served: " + m.lm_head_unsupported_reason()});
+  }
+  rows.push_back({"final norm:", absl::StrCat(v1::NormKind_Name(m.final_norm().kind()), " eps ",
+                                              Num(m.final_norm().eps()))});
+  rows.push_back({"embedding scale:", Num(m.embedding_scale())});
+  rows.push_back({"bos/eos:", absl::StrCat(m.bos_token_id(), " / ", m.eos_token_id())});
+  rows.push_back({"requested dtype:", m.requested_dtype() == v1::DTYPE_UNSPECIFIED
+                                          ? std::string("auto")
+                                          : v1::DType_Name(m.requested_dtype())});
+  if (!m.dtype_fallback_reason().empty()) {
+    rows.push_back({"dtype fallback:", m.dtype_fallback_reason()});
+  }
+  if (!m.lm_head_implementation().empty()) {
+    rows.push_back({"lm head kernels:", m.lm_head_implementation()});
+  }
+  rows.push_back(
+      {"batching:", m.has_batching()
+                        ? absl::StrCat("max_batch_rows ", m.batching().max_batch_rows(),
+                                       ", max_queue_delay_us ", m.batching().max_queue_delay_us(),
+                                       ", max_queue_rows ", m.batching().max_queue_rows())
+                        : std::string("off")});
+  rows.push_back({"resident:", absl::StrCat(HumanBytes(m.resident_bytes()), " (",
+                                            m.resident_bytes(), " bytes)")});
+  for (const auto& f : m.source_files()) {
+    rows.push_back(
+        {"source:", absl::StrCat(f.path(), " [", f.format(), ", ", HumanBytes(f.size_bytes()),
+                                 f.memory_mapped() ? ", mmap" : "", "]")});
+    rows.push_back({"  sha256:", f.sha256()});
+  }
+  PrintTable(rows);
+}
+
+// `models NAME` and `load NAME`: every field of one model.
+int PrintModel(const v1::ModelInfo& info, const GlobalOptions& g) {
+  if (g.json) {
+    PrintJson(ProtoJson(info));
+  } else {
+    PrintModelDetail(info);
+  }
+  return kExitOk;
+}
+
+absl::StatusOr<int> RunModels(VocabdClient& client, const GlobalOptions& g,
+                              const ModelNameOptions& o) {
+  if (!o.name.empty()) {
+    ASSIGN_OR_RETURN(v1::ModelInfo info, client.GetModel(o.name));
+    return PrintModel(info, g);
+  }
+  ASSIGN_OR_RETURN(v1::ListModelsResponse list, client.ListModels());
+  if (g.json) {
+    PrintJson(ProtoJson(list));
+    return kExitOk;
+  }
+  std::vector<std::vector<std::string>> rows = {{"NAME", "STATE", "ARCH", "VOCAB", "HIDDEN",
+                                                 "DTYPE", "TIED", "ROPE(theta/pairs)", "RESIDENT"}};
+  for (const auto& m : list.models()) {
+    std::string state = v1::ModelState_Name(m.state());
+    rows.push_back({m.name() + (m.is_default() ? "*" : ""), state, m.architecture(),
+                    absl::StrCat(m.vocab_size()), absl::StrCat(m.hidden_size()),
+                    v1::DType_Name(m.dtype()), m.tie_word_embeddings() ? "yes" : "no",
+                    RopeSummary(m), HumanBytes(m.resident_bytes())});
+  }
+  PrintTable(rows);
+  if (list.models().empty()) std::cout << "(no models)\n";
+  return kExitOk;
+}
+
+absl::StatusOr<int> RunLoad(VocabdClient& client, const GlobalOptions& g,
+                            const ModelNameOptions& o) {
+  ASSIGN_OR_RETURN(v1::ModelInfo info, client.LoadModel(o.name));
+  return PrintModel(info, g);
+}
+
+absl::StatusOr<int> RunUnload(VocabdClient& client, const GlobalOptions& g,
+                              const ModelNameOptions& o) {
+  ASSIGN_OR_RETURN(v1::UnloadModelResponse response, client.UnloadModel(o.name));
+  (void)response;  // empty message
+  if (g.json) {
+    PrintJson({{"name", o.name}, {"state", "UNLOADED"}});
+  } else {
+    std::cout << o.name << ": unloaded\n";
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+void RegisterModelsCommand(CLI::App& app, CommandContext& context) {
+  auto [cmd, o] =
+      context.AddCommand(app, "models", "list models, or show one model's full info", RunModels);
+  cmd->add_option("name", o->name, "model to describe");
+}
+
+void RegisterLoadCommand(CLI::App& app, CommandContext& context) {
+  auto [cmd, o] = context.AddCommand(
+      app, "load", "load a model-repository subfolder by name; waits until READY or failed",
+      RunLoad);
+  cmd->add_option("name", o->name, "repository subfolder")->required();
+}
+
+void RegisterUnloadCommand(CLI::App& app, CommandContext& context) {
+  auto [cmd, o] = context.AddCommand(
+      app, "unload", "unload a model by name; waits until its in-flight calls end", RunUnload);
+  cmd->add_option("name", o->name, "model to unload")->required();
+}
+
+}  // namespace vocabd::cli

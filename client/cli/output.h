@@ -1,0 +1,70 @@
+// vocabctl output helpers shared by the subcommands: JSON documents
+// (indented or one line), aligned text tables, number and byte formatting,
+// tensor shapes, proto messages as JSON, and [rows, cols] matrices (decode,
+// print the first rows/values, JSON). Non-finite floats print as JSON null.
+#ifndef VOCABD_CLIENT_CLI_OUTPUT_H_
+#define VOCABD_CLIENT_CLI_OUTPUT_H_
+
+#include <google/protobuf/message.h>
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "vocabd/v1/rope.pb.h"
+#include "vocabd/v1/tensor.pb.h"
+
+namespace vocabd::cli {
+
+using json = nlohmann::ordered_json;  // keeps field order in output
+
+// Small documents print indented; documents carrying tensor data print on
+// one line (pipe through `jq` to pretty-print).
+void PrintJson(const json& j);
+void PrintJsonCompact(const json& j);
+
+// Rows of cells, each column padded to its widest cell plus two spaces.
+void PrintTable(const std::vector<std::vector<std::string>>& rows);
+
+// "%.6g".
+std::string Num(double v);
+// Fixed-width value for columns of numbers ("%10.5f").
+std::string Cell(double v);
+// " <Cell> <Cell> ...": the first `show` values of row[0, width), then " ..."
+// when show < width.
+std::string CellRow(const float* row, int64_t show, int64_t width);
+// "512 B", "1015.8 KiB", ...
+std::string HumanBytes(int64_t bytes);
+
+// "[3, 64]" and [3, 64].
+std::string ShapeString(const v1::Tensor& t);
+json ShapeJson(const v1::Tensor& t);
+
+// "interleaved", "half-split" or "-".
+std::string PairLayoutName(v1::RopePairLayout p);
+
+// Proto message -> JSON value with proto field names. Unlike the canonical
+// proto3 JSON mapping, 64-bit integers are JSON numbers (ids, sizes and
+// counts here are far below 2^53). Scalars without presence always print;
+// unset sub-messages and unset `optional` scalars are omitted; enums print
+// their names; bytes fields print as "<n> bytes" (no Tensor is
+// printed this way).
+json ProtoJson(const google::protobuf::Message& message);
+
+// [rows, cols] F32 tensor -> values, checking the shape.
+absl::StatusOr<std::vector<float>> DecodeMatrix(const v1::Tensor& t, const char* name,
+                                                int64_t* rows, int64_t* cols);
+
+// Prints the first `show_rows` x `show_cols` values of a [rows, cols] matrix,
+// one line per row labelled "pos <first_label + row>".
+void PrintMatrix(const std::string& title, const std::vector<float>& values, int64_t rows,
+                 int64_t cols, int64_t first_label, int64_t show_rows, int64_t show_cols);
+
+// [[row]...] of the row-major [rows, cols] matrix at `values`.
+json MatrixJson(const float* values, int64_t rows, int64_t cols);
+
+}  // namespace vocabd::cli
+
+#endif  // VOCABD_CLIENT_CLI_OUTPUT_H_
