@@ -37,6 +37,7 @@
 #include "client/bench_command.h"
 #include "proto/tensor_codec.h"
 #include "client/vocabd_client.h"
+#include "lib/core/shape.h"
 #include "lib/core/status_macros.h"
 
 namespace vocabd {
@@ -199,10 +200,6 @@ absl::StatusOr<DType> ParseFloatDType(const std::string& name) {
   if (name == "f16") return DType::kF16;
   if (name == "bf16") return DType::kBF16;
   return absl::InvalidArgumentError(absl::StrCat("unknown dtype '", name, "'"));
-}
-
-std::string ShapeString(const v1::Tensor& t) {
-  return absl::StrCat("[", absl::StrJoin(t.shape(), ", "), "]");
 }
 
 json ShapeJson(const v1::Tensor& t) { return json(std::vector<int64_t>(t.shape().begin(), t.shape().end())); }
@@ -522,7 +519,7 @@ absl::StatusOr<int> RunEmbed(VocabdClient& client, const GlobalOptions& g, const
   const auto& shape = response.embeddings().shape();
   if (shape.size() != 2) {
     return absl::InternalError(absl::StrCat("server returned embeddings of shape ",
-                                            ShapeString(response.embeddings()),
+                                            ShapeString(response.embeddings().shape()),
                                             "; expected [tokens, hidden]"));
   }
   const int64_t rows = shape[0], width = shape[1];
@@ -543,7 +540,7 @@ absl::StatusOr<int> RunEmbed(VocabdClient& client, const GlobalOptions& g, const
     return kExitOk;
   }
   std::cout << "model: " << response.model() << "\n"
-            << "shape: " << ShapeString(response.embeddings()) << " "
+            << "shape: " << ShapeString(response.embeddings().shape()) << " "
             << v1::DType_Name(response.embeddings().dtype()) << "\n";
   const int64_t show = std::min<int64_t>(o.show, width);
   size_t seq = 0;
@@ -615,7 +612,7 @@ absl::StatusOr<int> RunLogits(VocabdClient& client, const GlobalOptions& g,
   const auto& shape = response.logits().shape();
   if (shape.size() != 2) {
     return absl::InternalError(absl::StrCat("server returned logits of shape ",
-                                            ShapeString(response.logits())));
+                                            ShapeString(response.logits().shape())));
   }
   const int64_t rows = shape[0], vocab = shape[1];
   const char* kind = o.log_softmax ? "logprobs" : "logits";
@@ -637,7 +634,7 @@ absl::StatusOr<int> RunLogits(VocabdClient& client, const GlobalOptions& g,
     return kExitOk;
   }
   std::cout << "model: " << response.model() << "\n"
-            << kind << ": " << ShapeString(response.logits()) << " "
+            << kind << ": " << ShapeString(response.logits().shape()) << " "
             << v1::DType_Name(response.logits().dtype()) << "\n";
   for (int64_t r = 0; r < rows; ++r) {
     const float* row = logits.data() + r * vocab;
@@ -819,8 +816,8 @@ absl::StatusOr<std::vector<float>> DecodeMatrix(const v1::Tensor& t, const char*
                                                 int64_t* rows, int64_t* cols) {
   ASSIGN_OR_RETURN(std::vector<float> values, DecodeFloatTensor(t, name));
   if (t.shape_size() != 2 || static_cast<int64_t>(values.size()) != t.shape(0) * t.shape(1)) {
-    return absl::InternalError(absl::StrCat("server returned ", name, " of shape ", ShapeString(t),
-                                            "; expected [positions, n]"));
+    return absl::InternalError(absl::StrCat("server returned ", name, " of shape ",
+                                            ShapeString(t.shape()), "; expected [positions, n]"));
   }
   *rows = t.shape(0);
   *cols = t.shape(1);
@@ -854,8 +851,9 @@ absl::StatusOr<int> RunRopeCache(VocabdClient& client, const GlobalOptions& g,
   ASSIGN_OR_RETURN(std::vector<float> cos, DecodeMatrix(response.cos(), "cos", &rows, &cols));
   ASSIGN_OR_RETURN(std::vector<float> sin, DecodeMatrix(response.sin(), "sin", &sin_rows, &sin_cols));
   if (sin_rows != rows || sin_cols != cols) {
-    return absl::InternalError(absl::StrCat("server returned cos ", ShapeString(response.cos()),
-                                            " and sin ", ShapeString(response.sin())));
+    return absl::InternalError(absl::StrCat("server returned cos ",
+                                            ShapeString(response.cos().shape()), " and sin ",
+                                            ShapeString(response.sin().shape())));
   }
   if (g.json) {
     PrintJsonCompact({{"model", g.model},
@@ -875,7 +873,7 @@ absl::StatusOr<int> RunRopeCache(VocabdClient& client, const GlobalOptions& g,
             << ", scaling " << v1::RopeScalingType_Name(r.scaling().type()) << "\n"
             << "attention_scaling: " << Num(response.attention_scaling())
             << (response.used_long_factor() ? "  (long_factor)" : "") << "\n"
-            << "cos/sin: " << ShapeString(response.cos()) << "\n";
+            << "cos/sin: " << ShapeString(response.cos().shape()) << "\n";
   const int64_t show = std::min<int64_t>(o.show, static_cast<int64_t>(inv_freq.size()));
   std::string line = absl::StrFormat("inv_freq, first %d of %d:", show, inv_freq.size());
   for (int64_t i = 0; i < show; ++i) line += " " + Cell(inv_freq[i]);
@@ -904,7 +902,7 @@ absl::StatusOr<int> RunSinusoidal(VocabdClient& client, const GlobalOptions& g,
                       {"table", MatrixJson(table, rows, cols)}});
     return kExitOk;
   }
-  std::cout << "table: " << ShapeString(response.table()) << " "
+  std::cout << "table: " << ShapeString(response.table().shape()) << " "
             << v1::DType_Name(response.table().dtype()) << ", layout " << o.layout << "\n";
   PrintMatrix("table", table, rows, cols, o.start, o.show, o.show);
   return kExitOk;
@@ -927,7 +925,7 @@ absl::StatusOr<int> RunAlibi(VocabdClient& client, const GlobalOptions& g, const
     if (response.bias().shape_size() != 3 || response.bias().shape(0) != heads ||
         static_cast<int64_t>(bias.size()) != heads * o.q_len * o.k_len) {
       return absl::InternalError(absl::StrCat("server returned bias of shape ",
-                                              ShapeString(response.bias()), " for ", heads,
+                                              ShapeString(response.bias().shape()), " for ", heads,
                                               " heads, q_len ", o.q_len, ", k_len ", o.k_len));
     }
   }
@@ -946,12 +944,12 @@ absl::StatusOr<int> RunAlibi(VocabdClient& client, const GlobalOptions& g, const
     PrintJsonCompact(out);
     return kExitOk;
   }
-  std::cout << "slopes: " << ShapeString(response.slopes()) << "\n";
+  std::cout << "slopes: " << ShapeString(response.slopes().shape()) << "\n";
   for (int64_t h = 0; h < heads; ++h) {
     std::cout << absl::StrFormat("  head %3d: %s\n", h, Num(slopes[h]));
   }
   if (o.bias) {
-    std::cout << "bias: " << ShapeString(response.bias())
+    std::cout << "bias: " << ShapeString(response.bias().shape())
               << (o.bidirectional ? " (bidirectional)" : " (causal)") << "\n";
     const int64_t show_heads = std::min<int64_t>(o.show, heads);
     for (int64_t h = 0; h < show_heads; ++h) {
@@ -1019,10 +1017,10 @@ absl::StatusOr<int> RunRope(VocabdClient& client, const GlobalOptions& g, const 
   ASSIGN_OR_RETURN(std::vector<float> q_out, DecodeFloatTensor(response.q(), "q"));
   ASSIGN_OR_RETURN(std::vector<float> k_out, DecodeFloatTensor(response.k(), "k"));
   if (q_out.size() != nq || k_out.size() != nk) {
-    return absl::InternalError(absl::StrCat("server returned q ", ShapeString(response.q()),
-                                            " and k ", ShapeString(response.k()),
-                                            " for q ", ShapeString(request.q()), " and k ",
-                                            ShapeString(request.k())));
+    return absl::InternalError(absl::StrCat("server returned q ", ShapeString(response.q().shape()),
+                                            " and k ", ShapeString(response.k().shape()),
+                                            " for q ", ShapeString(request.q().shape()), " and k ",
+                                            ShapeString(request.k().shape())));
   }
   if (g.json) {
     PrintJsonCompact({{"model", g.model},
@@ -1037,9 +1035,10 @@ absl::StatusOr<int> RunRope(VocabdClient& client, const GlobalOptions& g, const 
                {"k_out", k_out}});
     return kExitOk;
   }
-  std::cout << "layout: " << o.layout << "  q: " << ShapeString(request.q())
-            << "  k: " << ShapeString(request.k()) << "  ->  q: " << ShapeString(response.q())
-            << "  k: " << ShapeString(response.k()) << "\n";
+  std::cout << "layout: " << o.layout << "  q: " << ShapeString(request.q().shape())
+            << "  k: " << ShapeString(request.k().shape())
+            << "  ->  q: " << ShapeString(response.q().shape())
+            << "  k: " << ShapeString(response.k().shape()) << "\n";
   const int64_t show = std::min(o.show, o.head_dim);
   const int64_t offset = o.offsets.empty() ? 0 : o.offsets[0];
   std::cout << "q[batch 0, head 0], first " << show << " of " << o.head_dim << " values:\n";

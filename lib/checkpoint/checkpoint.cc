@@ -17,14 +17,11 @@
 #include "lib/checkpoint/hf_config.h"
 #include "lib/checkpoint/llama2c.h"
 #include "lib/checkpoint/safetensors.h"
+#include "lib/core/shape.h"
 #include "lib/core/status_macros.h"
 
 namespace vocabd {
 namespace {
-
-std::string ShapeString(const std::vector<int64_t>& shape) {
-  return absl::StrCat("[", absl::StrJoin(shape, ", "), "]");
-}
 
 bool IsFloating(DType d) { return d == DType::kF32 || d == DType::kF16 || d == DType::kBF16; }
 
