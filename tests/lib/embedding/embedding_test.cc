@@ -5,7 +5,6 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -18,11 +17,7 @@ namespace vocabd {
 namespace {
 
 std::vector<float> RandomTable(int64_t vocab, int64_t hidden, uint32_t seed) {
-  std::mt19937 gen(seed);
-  std::normal_distribution<float> dist(0.0f, 1.0f);
-  std::vector<float> t(static_cast<size_t>(vocab * hidden));
-  for (float& x : t) x = dist(gen);
-  return t;
+  return testing::RandomNormal(static_cast<size_t>(vocab * hidden), seed);
 }
 
 TEST(EmbeddingLookupTest, CopiesRowsBitExact) {

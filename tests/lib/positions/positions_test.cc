@@ -9,7 +9,6 @@
 #include <cstring>
 #include <limits>
 #include <map>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -103,14 +102,6 @@ TEST(SinusoidalTest, OddDimAndOtherBadInputs) {
               HasSubstr("base = 0"));
 }
 
-std::vector<float> RandomRows(int64_t rows, int64_t cols, uint32_t seed) {
-  std::mt19937 gen(seed);
-  std::normal_distribution<float> dist(0.0f, 1.0f);
-  std::vector<float> t(static_cast<size_t>(rows * cols));
-  for (float& x : t) x = dist(gen);
-  return t;
-}
-
 // Golden: PE in float64 from NumPy. The C++ side computes PE in double and
 // casts once to float, so the result is within half a float ULP (<= 2^-25
 // for |PE| < 1, plus a few double ULPs of libm difference): tolerance 6e-8.
@@ -132,7 +123,7 @@ TEST(AddSinusoidalPositionsTest, MatchesGoldenTable) {
                                           << i / d << " col " << i % d;
     }
     // Adding onto existing values: rows + float(PE) in fp32.
-    std::vector<float> base_rows = RandomRows(n, d, 4);
+    std::vector<float> base_rows = testing::RandomNormal(static_cast<size_t>(n * d), 4);
     std::vector<float> sum = base_rows;
     AddSinusoidalPositions(sum.data(), n, d, positions, base);
     for (size_t i = 0; i < sum.size(); ++i) {
