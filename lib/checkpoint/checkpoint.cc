@@ -57,18 +57,6 @@ PathKind Stat(const std::string& path) {
   return PathKind::kOther;
 }
 
-SourceFileInfo InfoFor(const MappedFile& file, std::string format) {
-  SourceFileInfo info;
-  info.path = file.path();
-  info.format = std::move(format);
-  info.size_bytes = static_cast<int64_t>(file.size());
-  // Small JSON files are hashed now; weight files by Checkpoint::HashFiles.
-  if (info.format == "config.json" || info.format == "safetensors.index.json") {
-    info.sha256 = file.Sha256Hex();
-  }
-  return info;
-}
-
 bool IsCanonical(const std::string& name) { return IsCanonicalTensor(name); }
 
 // Gemma's RMSNorm multiplies by (1 + weight) in fp32 (GemmaRMSNorm); fold
@@ -158,7 +146,7 @@ absl::Status LoadConfigJson(const std::string& config_path, Checkpoint* ckpt) {
   ASSIGN_OR_RETURN(std::unique_ptr<MappedFile> file, MappedFile::Open(config_path));
   const std::string text(reinterpret_cast<const char*>(file->data()), file->size());
   ASSIGN_OR_RETURN(ckpt->mutable_config(), ParseHfConfig(text, config_path));
-  ckpt->AddSourceInfo(InfoFor(*file, "config.json"));
+  ckpt->AddSourceInfo(DescribeSourceFile(*file, "config.json"));
   return absl::OkStatus();
 }
 
@@ -170,7 +158,7 @@ absl::StatusOr<std::unique_ptr<Checkpoint>> LoadSafetensorsSingle(
   ASSIGN_OR_RETURN(SafetensorsHeader header,
                    ParseSafetensorsHeader(file->data(), file->size(), weights_path));
   ASSIGN_OR_RETURN(bool mapped, AddSafetensorsTensors(*file, header, nullptr, "", ckpt.get()));
-  SourceFileInfo info = InfoFor(*file, "safetensors");
+  SourceFileInfo info = DescribeSourceFile(*file, "safetensors");
   info.memory_mapped = mapped;
   ckpt->AddFile(std::move(file), std::move(info));
   FoldGemmaNorm(ckpt.get());
@@ -210,7 +198,7 @@ absl::StatusOr<std::unique_ptr<Checkpoint>> LoadSafetensorsSharded(const std::st
     weight_map[it.key()] = shard;
     if (seen.insert(shard).second) shards.push_back(shard);
   }
-  ckpt->AddSourceInfo(InfoFor(*index_file, "safetensors.index.json"));
+  ckpt->AddSourceInfo(DescribeSourceFile(*index_file, "safetensors.index.json"));
   const std::string dir = DirName(index_path);
   for (const std::string& shard : shards) {
     ASSIGN_OR_RETURN(std::unique_ptr<MappedFile> file, MappedFile::Open(JoinPath(dir, shard)));
@@ -218,7 +206,7 @@ absl::StatusOr<std::unique_ptr<Checkpoint>> LoadSafetensorsSharded(const std::st
                      ParseSafetensorsHeader(file->data(), file->size(), file->path()));
     ASSIGN_OR_RETURN(bool mapped,
                      AddSafetensorsTensors(*file, header, &weight_map, shard, ckpt.get()));
-    SourceFileInfo info = InfoFor(*file, "safetensors");
+    SourceFileInfo info = DescribeSourceFile(*file, "safetensors");
     info.memory_mapped = mapped;
     ckpt->AddFile(std::move(file), std::move(info));
   }
@@ -311,6 +299,17 @@ void Checkpoint::ReleaseBuffer(const void* data) {
       return;
     }
   }
+}
+
+SourceFileInfo DescribeSourceFile(const MappedFile& file, std::string format) {
+  SourceFileInfo info;
+  info.path = file.path();
+  info.format = std::move(format);
+  info.size_bytes = static_cast<int64_t>(file.size());
+  if (info.format == "config.json" || info.format == "safetensors.index.json") {
+    info.sha256 = file.Sha256Hex();
+  }
+  return info;
 }
 
 void Checkpoint::AddFile(std::unique_ptr<MappedFile> file, SourceFileInfo info) {
