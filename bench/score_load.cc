@@ -4,8 +4,7 @@
 // channel. Prints one line: concurrency, requests, requests/s, p50/p99
 // latency, errors (the first error message is printed too).
 //
-//   score_load --target 127.0.0.1:50051 --model llama3 --hidden-size 4096 \
-//              --concurrency 64 --seconds 10
+//   score_load --target 127.0.0.1:50051 --model llama3 --hidden-size 4096 --concurrency 64 --seconds 10
 #include <algorithm>
 #include <atomic>
 #include <chrono>

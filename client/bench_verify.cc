@@ -10,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "proto/tensor_codec.h"
 #include "lib/core/dtype.h"
+#include "lib/core/shape.h"
 #include "lib/core/status_macros.h"
 
 namespace vocabd {
@@ -77,8 +78,8 @@ absl::Status BenchReference::CheckEmbed(const v1::EmbedRequest& request,
   const int64_t hidden = cfg.hidden_size;
   const auto& shape = response.embeddings().shape();
   if (shape.size() != 2 || shape[0] != static_cast<int64_t>(ids.size()) || shape[1] != hidden) {
-    return Mismatch(absl::StrCat("embeddings.shape = [", absl::StrJoin(shape, ", "),
-                                 "], expected [", ids.size(), ", ", hidden, "]"));
+    return Mismatch(absl::StrCat("embeddings.shape = ", ShapeString(shape), ", expected ",
+                                 ShapeString({static_cast<int64_t>(ids.size()), hidden})));
   }
   if (!std::equal(offsets.begin(), offsets.end(), response.sequence_offsets().begin(),
                   response.sequence_offsets().end())) {

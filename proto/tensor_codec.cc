@@ -1,13 +1,12 @@
 #include "proto/tensor_codec.h"
 
 #include <bit>
-#include <cmath>
 #include <cstring>
-#include <limits>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
+#include "absl/types/span.h"
+#include "lib/core/shape.h"
 #include "lib/core/status_macros.h"
 
 namespace vocabd {
@@ -17,20 +16,6 @@ static_assert(std::endian::native == std::endian::little,
 
 namespace {
 
-std::string ShapeString(const v1::Tensor& tensor) {
-  return absl::StrCat("[", absl::StrJoin(tensor.shape(), ", "), "]");
-}
-
-// Product of `shape` (1 for a scalar). False on overflow of int64.
-bool ElementCount(const v1::Tensor& tensor, int64_t* count) {
-  int64_t n = 1;
-  for (int64_t dim : tensor.shape()) {
-    if (__builtin_mul_overflow(n, dim, &n)) return false;
-  }
-  *count = n;
-  return true;
-}
-
 // Debian's abseil does not alias absl::string_view to std::string_view.
 std::string Name(DType dtype) { return std::string(DTypeName(dtype)); }
 
@@ -38,27 +23,14 @@ bool IsFloating(DType dtype) {
   return dtype == DType::kF32 || dtype == DType::kF16 || dtype == DType::kBF16;
 }
 
-// Product of `shape`; -1 when a dim is negative or the product overflows.
-int64_t ProductOf(const std::vector<int64_t>& shape) {
+// Product of `shape` (1 for a scalar); -1 when a dim is negative or the
+// product overflows int64.
+int64_t ProductOf(absl::Span<const int64_t> shape) {
   int64_t n = 1;
   for (int64_t d : shape) {
     if (d < 0 || __builtin_mul_overflow(n, d, &n)) return -1;
   }
   return n;
-}
-
-// Rounds to nearest and saturates to Int's range (NaN -> 0).
-template <typename Int>
-Int SaturatingRound(float v) {
-  if (std::isnan(v)) return 0;
-  const double r = std::nearbyint(static_cast<double>(v));
-  if (r <= static_cast<double>(std::numeric_limits<Int>::min())) {
-    return std::numeric_limits<Int>::min();
-  }
-  if (r >= static_cast<double>(std::numeric_limits<Int>::max())) {
-    return std::numeric_limits<Int>::max();
-  }
-  return static_cast<Int>(r);
 }
 
 void SetShape(const std::vector<int64_t>& shape, v1::Tensor* tensor) {
@@ -111,23 +83,22 @@ absl::Status ValidateTensor(const v1::Tensor& tensor, const std::string& field) 
   for (int i = 0; i < tensor.shape_size(); ++i) {
     if (tensor.shape(i) < 0) {
       return absl::InvalidArgumentError(absl::StrCat(field, ".shape[", i, "] = ", tensor.shape(i),
-                                                     " is negative (shape ", ShapeString(tensor),
-                                                     ")"));
+                                                     " is negative (shape ",
+                                                     ShapeString(tensor.shape()), ")"));
     }
   }
-  int64_t count = 0;
+  const int64_t count = ProductOf(tensor.shape());  // dims are >= 0 here
   int64_t bytes = 0;
-  if (!ElementCount(tensor, &count) ||
-      __builtin_mul_overflow(count, static_cast<int64_t>(DTypeSize(dtype)), &bytes)) {
-    return absl::InvalidArgumentError(absl::StrCat(field, ": shape ", ShapeString(tensor), " x ",
-                                                   Name(dtype),
+  if (count < 0 || __builtin_mul_overflow(count, static_cast<int64_t>(DTypeSize(dtype)), &bytes)) {
+    return absl::InvalidArgumentError(absl::StrCat(field, ": shape ", ShapeString(tensor.shape()),
+                                                   " x ", Name(dtype),
                                                    " overflows a 64-bit byte count"));
   }
   const int64_t have = static_cast<int64_t>(tensor.data().size());
   if (have != bytes) {
-    return absl::InvalidArgumentError(absl::StrCat(field, ": data has ", have,
-                                                   " bytes but shape ", ShapeString(tensor), " x ",
-                                                   Name(dtype), " needs ", bytes));
+    return absl::InvalidArgumentError(absl::StrCat(field, ": data has ", have, " bytes but shape ",
+                                                   ShapeString(tensor.shape()), " x ", Name(dtype),
+                                                   " needs ", bytes));
   }
   return absl::OkStatus();
 }
@@ -179,19 +150,8 @@ v1::Tensor EncodeFloatTensor(const float* values, const std::vector<int64_t>& sh
   if (n <= 0) return tensor;
   std::string* data = tensor.mutable_data();
   data->resize(static_cast<size_t>(n) * DTypeSize(dtype));
-  if (IsFloating(dtype)) {
-    ConvertFromF32(values, static_cast<size_t>(n), dtype, data->data());
-  } else if (dtype == DType::kI32) {
-    for (int64_t i = 0; i < n; ++i) {
-      const int32_t v = SaturatingRound<int32_t>(values[i]);
-      std::memcpy(data->data() + i * sizeof(v), &v, sizeof(v));
-    }
-  } else {
-    for (int64_t i = 0; i < n; ++i) {
-      const int64_t v = SaturatingRound<int64_t>(values[i]);
-      std::memcpy(data->data() + i * sizeof(v), &v, sizeof(v));
-    }
-  }
+  // Integer dtypes: rounded to nearest, saturating (ConvertFromF32).
+  ConvertFromF32(values, static_cast<size_t>(n), dtype, data->data());
   return tensor;
 }
 

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "proto/tensor_codec.h"
 #include "lib/core/dtype.h"
+#include "lib/core/shape.h"
 #include "lib/core/status_macros.h"
 #include "server/call_tracker.h"
 #include "server/grpc_status.h"
@@ -33,7 +34,7 @@ absl::Status EmbeddingServiceImpl::DoEmbed(const v1::EmbedRequest& request,
   int64_t total_tokens = 0;
   for (const auto& seq : request.sequences()) total_tokens += seq.token_ids_size();
   RETURN_IF_ERROR(CheckResponseBytes(
-      SaturatingProduct(total_tokens, hidden, static_cast<int64_t>(DTypeSize(output_dtype))),
+      SaturatingMul(total_tokens, hidden, static_cast<int64_t>(DTypeSize(output_dtype))),
       absl::StrCat(total_tokens, " tokens x hidden_size ", hidden, " x ",
                    std::string(DTypeName(output_dtype))),
       context_.max_send_message_bytes));

@@ -9,7 +9,6 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "proto/tensor_codec.h"
 #include "lib/positions/alibi.h"
 #include "server/metrics.h"
@@ -17,6 +16,7 @@
 #include "lib/positions/rope.h"
 #include "lib/positions/rope_overrides.h"
 #include "lib/positions/sinusoidal.h"
+#include "lib/core/shape.h"
 #include "lib/core/status_macros.h"
 #include "server/call_tracker.h"
 #include "server/grpc_status.h"
@@ -45,7 +45,7 @@ absl::StatusOr<DecodedQk> DecodeQk(const v1::Tensor& tensor, QkvLayout layout,
   const int want_dims = layout == QkvLayout::kTHD ? 3 : 4;
   if (tensor.shape_size() != want_dims) {
     return absl::InvalidArgumentError(absl::StrCat(
-        field, ".shape = [", absl::StrJoin(tensor.shape(), ", "), "] must have ", want_dims,
+        field, ".shape = ", ShapeString(tensor.shape()), " must have ", want_dims,
         " dims for layout ", layout == QkvLayout::kTHD ? "THD" : (layout == QkvLayout::kBHSD ? "BHSD" : "BSHD")));
   }
   DecodedQk out;
@@ -85,8 +85,8 @@ absl::StatusOr<std::vector<int64_t>> RequestPositions(const v1::ApplyRopeRequest
     std::vector<int64_t> got(ids.shape().begin(), ids.shape().end());
     if (got != want) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "position_ids.shape = [", absl::StrJoin(got, ", "), "] but q needs [",
-          absl::StrJoin(want, ", "), "] (", layout == QkvLayout::kTHD ? "T" : "B, S", ")"));
+          "position_ids.shape = ", ShapeString(got), " but q needs ", ShapeString(want), " (",
+          layout == QkvLayout::kTHD ? "T" : "B, S", ")"));
     }
     return DecodeIntTensor(ids, "position_ids");
   }
@@ -123,15 +123,9 @@ absl::StatusOr<RopeParams> ResolveRopeParams(const ServiceContext& context,
   return MergeRopeParams(model_params, overrides, head_dim, kRopeField);
 }
 
-// Work measures (see position_service.h); negative inputs count as 0 (the
-// call then fails its validation inline), overflow saturates.
-int64_t SaturatingMul(int64_t a, int64_t b) {
-  a = std::max<int64_t>(a, 0);
-  b = std::max<int64_t>(b, 0);
-  int64_t out = 0;
-  return __builtin_mul_overflow(a, b, &out) ? std::numeric_limits<int64_t>::max() : out;
-}
-
+// Work measures (see position_service.h): SaturatingMul (lib/core/shape.h)
+// counts negative inputs as 0 (the call then fails its validation inline);
+// overflow saturates.
 int64_t SaturatingAdd(int64_t a, int64_t b) {
   int64_t out = 0;
   return __builtin_add_overflow(a, b, &out) ? std::numeric_limits<int64_t>::max() : out;

@@ -1,7 +1,6 @@
 #include "server/request_info.h"
 
-#include <limits>
-
+#include "lib/core/shape.h"
 #include "vocabd/v1/embedding.pb.h"
 #include "vocabd/v1/model.pb.h"
 #include "vocabd/v1/position.pb.h"
@@ -11,12 +10,6 @@ namespace vocabd {
 namespace {
 
 int64_t Dim(const v1::Tensor& t, int i) { return t.shape_size() > i ? t.shape(i) : 0; }
-
-// Hostile shapes may overflow (signed overflow is undefined): saturate.
-int64_t Product(int64_t a, int64_t b) {
-  int64_t out = 0;
-  return __builtin_mul_overflow(a, b, &out) ? std::numeric_limits<int64_t>::max() : out;
-}
 
 }  // namespace
 
@@ -45,11 +38,11 @@ RequestInfo GetRequestInfo(const google::protobuf::Message& request) {
         info.tokens_field = "q.shape[0]";
         break;
       case v1::BSHD:
-        info.tokens = Product(Dim(r->q(), 0), Dim(r->q(), 1));
+        info.tokens = SaturatingMul(Dim(r->q(), 0), Dim(r->q(), 1));
         info.tokens_field = "q batch x seq";
         break;
       default:  // BHSD
-        info.tokens = Product(Dim(r->q(), 0), Dim(r->q(), 2));
+        info.tokens = SaturatingMul(Dim(r->q(), 0), Dim(r->q(), 2));
         info.tokens_field = "q batch x seq";
         break;
     }

@@ -17,7 +17,8 @@ struct RequestInfo {
   // Tokens (= rows) the request asks to process:
   //   Embed: sum of sequences[*].token_ids sizes
   //   ComputeLogits / Score: hidden.shape[0]
-  //   ApplyRope: q tokens, batch x seq (BHSD/BSHD) or total tokens (THD)
+  //   ApplyRope: q tokens, batch x seq (BHSD/BSHD; SaturatingMul: a negative
+  //              dim counts as 0, overflow gives INT64_MAX) or total tokens (THD)
   int64_t tokens = 0;
   // The request field that `tokens` counts, named in limit errors.
   std::string tokens_field;

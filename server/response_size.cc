@@ -35,16 +35,4 @@ absl::Status CheckResponseSize(const google::protobuf::Message& response, int64_
       "); split the request into smaller ones"));
 }
 
-int64_t SaturatingProduct(int64_t a, int64_t b, int64_t c) {
-  a = std::max<int64_t>(a, 0);
-  b = std::max<int64_t>(b, 0);
-  c = std::max<int64_t>(c, 0);
-  int64_t ab = 0;
-  int64_t abc = 0;
-  if (__builtin_mul_overflow(a, b, &ab) || __builtin_mul_overflow(ab, c, &abc)) {
-    return std::numeric_limits<int64_t>::max();
-  }
-  return abc;
-}
-
 }  // namespace vocabd

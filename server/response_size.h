@@ -36,9 +36,6 @@ absl::Status CheckResponseBytes(int64_t bytes, const std::string& what, int64_t 
 // RESOURCE_EXHAUSTED when the serialized `response` would exceed the limit.
 absl::Status CheckResponseSize(const google::protobuf::Message& response, int64_t max_send_bytes);
 
-// a * b * c for non-negative factors, saturating at INT64_MAX.
-int64_t SaturatingProduct(int64_t a, int64_t b, int64_t c = 1);
-
 }  // namespace vocabd
 
 #endif  // VOCABD_SERVER_RESPONSE_SIZE_H_

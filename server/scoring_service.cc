@@ -10,6 +10,7 @@
 #include "proto/tensor_codec.h"
 #include "lib/core/dtype.h"
 #include "lib/core/happens_before.h"
+#include "lib/core/shape.h"
 #include "lib/core/status_macros.h"
 #include "server/call_tracker.h"
 #include "server/grpc_status.h"
@@ -119,7 +120,7 @@ grpc::ServerUnaryReactor* ScoringServiceImpl::ComputeLogits(grpc::CallbackServer
   const Model& m = *call->model;
   const int64_t vocab = m.config().vocab_size;
   absl::Status fits = CheckResponseBytes(
-      SaturatingProduct(call->head.rows, vocab, static_cast<int64_t>(DTypeSize(*output_dtype))),
+      SaturatingMul(call->head.rows, vocab, static_cast<int64_t>(DTypeSize(*output_dtype))),
       absl::StrCat(call->head.rows, " rows x vocab_size ", vocab, " x ",
                    std::string(DTypeName(*output_dtype))),
       context_.max_send_message_bytes);

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <random>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -63,6 +64,14 @@ std::string MakeTempDir() {
     return "/tmp";
   }
   return dir;
+}
+
+std::vector<float> RandomNormal(size_t n, uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(gen);
+  return v;
 }
 
 std::vector<float> ToFloats(const nlohmann::json& array) {

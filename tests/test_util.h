@@ -54,6 +54,9 @@ std::string ReadFileOrEmpty(const std::string& path);
 std::pair<int, std::string> RunCommand(const std::string& command);
 // A fresh temporary directory (removed by the OS; unique per call).
 std::string MakeTempDir();
+// `n` floats drawn from N(0, 1) by std::normal_distribution over
+// std::mt19937(seed): the same values for the same seed.
+std::vector<float> RandomNormal(size_t n, uint32_t seed);
 // JSON array of numbers -> vector.
 std::vector<float> ToFloats(const nlohmann::json& array);
 std::vector<double> ToDoubles(const nlohmann::json& array);

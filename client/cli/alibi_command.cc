@@ -12,6 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "client/cli/commands.h"
 #include "client/cli/output.h"
+#include "lib/core/shape.h"
 #include "lib/core/status_macros.h"
 #include "proto/tensor_codec.h"
 
@@ -44,7 +45,7 @@ absl::StatusOr<int> RunAlibi(VocabdClient& client, const GlobalOptions& g, const
     if (response.bias().shape_size() != 3 || response.bias().shape(0) != heads ||
         static_cast<int64_t>(bias.size()) != heads * o.q_len * o.k_len) {
       return absl::InternalError(absl::StrCat("server returned bias of shape ",
-                                              ShapeString(response.bias()), " for ", heads,
+                                              ShapeString(response.bias().shape()), " for ", heads,
                                               " heads, q_len ", o.q_len, ", k_len ", o.k_len));
     }
   }
@@ -61,12 +62,12 @@ absl::StatusOr<int> RunAlibi(VocabdClient& client, const GlobalOptions& g, const
     PrintJsonCompact(out);
     return kExitOk;
   }
-  std::cout << "slopes: " << ShapeString(response.slopes()) << "\n";
+  std::cout << "slopes: " << ShapeString(response.slopes().shape()) << "\n";
   for (int64_t h = 0; h < heads; ++h) {
     std::cout << absl::StrFormat("  head %3d: %s\n", h, Num(slopes[h]));
   }
   if (o.bias) {
-    std::cout << "bias: " << ShapeString(response.bias())
+    std::cout << "bias: " << ShapeString(response.bias().shape())
               << (o.bidirectional ? " (bidirectional)" : " (causal)") << "\n";
     const int64_t show_heads = std::min<int64_t>(o.show, heads);
     for (int64_t h = 0; h < show_heads; ++h) {

@@ -13,6 +13,7 @@
 #include "client/cli/commands.h"
 #include "client/cli/common.h"
 #include "client/cli/output.h"
+#include "lib/core/shape.h"
 #include "lib/core/status_macros.h"
 #include "proto/tensor_codec.h"
 
@@ -59,7 +60,7 @@ absl::StatusOr<int> RunEmbed(VocabdClient& client, const GlobalOptions& g, const
   const auto& shape = response.embeddings().shape();
   if (shape.size() != 2) {
     return absl::InternalError(absl::StrCat("server returned embeddings of shape ",
-                                            ShapeString(response.embeddings()),
+                                            ShapeString(response.embeddings().shape()),
                                             "; expected [tokens, hidden]"));
   }
   const int64_t rows = shape[0], width = shape[1];
@@ -75,7 +76,7 @@ absl::StatusOr<int> RunEmbed(VocabdClient& client, const GlobalOptions& g, const
     return kExitOk;
   }
   std::cout << "model: " << response.model() << "\n"
-            << "shape: " << ShapeString(response.embeddings()) << " "
+            << "shape: " << ShapeString(response.embeddings().shape()) << " "
             << v1::DType_Name(response.embeddings().dtype()) << "\n";
   const int64_t show = std::min<int64_t>(o.show, width);
   size_t seq = 0;

@@ -16,6 +16,7 @@
 #include "client/cli/common.h"
 #include "client/cli/hidden_source.h"
 #include "client/cli/output.h"
+#include "lib/core/shape.h"
 #include "lib/core/status_macros.h"
 #include "proto/tensor_codec.h"
 
@@ -65,7 +66,7 @@ absl::StatusOr<int> RunLogits(VocabdClient& client, const GlobalOptions& g,
   const auto& shape = response.logits().shape();
   if (shape.size() != 2) {
     return absl::InternalError(
-        absl::StrCat("server returned logits of shape ", ShapeString(response.logits())));
+        absl::StrCat("server returned logits of shape ", ShapeString(response.logits().shape())));
   }
   const int64_t rows = shape[0], vocab = shape[1];
   const char* kind = o.log_softmax ? "logprobs" : "logits";
@@ -87,7 +88,7 @@ absl::StatusOr<int> RunLogits(VocabdClient& client, const GlobalOptions& g,
     return kExitOk;
   }
   std::cout << "model: " << response.model() << "\n"
-            << kind << ": " << ShapeString(response.logits()) << " "
+            << kind << ": " << ShapeString(response.logits().shape()) << " "
             << v1::DType_Name(response.logits().dtype()) << "\n";
   for (int64_t r = 0; r < rows; ++r) {
     const float* row = logits.data() + r * vocab;

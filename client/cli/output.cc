@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "lib/core/shape.h"
 #include "lib/core/status_macros.h"
 #include "proto/tensor_codec.h"
 
@@ -95,10 +96,6 @@ std::string HumanBytes(int64_t bytes) {
   return u == 0 ? absl::StrCat(bytes, " B") : absl::StrFormat("%.1f %s", v, units[u]);
 }
 
-std::string ShapeString(const v1::Tensor& t) {
-  return absl::StrCat("[", absl::StrJoin(t.shape(), ", "), "]");
-}
-
 json ShapeJson(const v1::Tensor& t) {
   return json(std::vector<int64_t>(t.shape().begin(), t.shape().end()));
 }
@@ -136,7 +133,7 @@ absl::StatusOr<std::vector<float>> DecodeMatrix(const v1::Tensor& t, const char*
                                                 int64_t* rows, int64_t* cols) {
   ASSIGN_OR_RETURN(std::vector<float> values, DecodeFloatTensor(t, name));
   if (t.shape_size() != 2 || static_cast<int64_t>(values.size()) != t.shape(0) * t.shape(1)) {
-    return absl::InternalError(absl::StrCat("server returned ", name, " of shape ", ShapeString(t),
+    return absl::InternalError(absl::StrCat("server returned ", name, " of shape ", ShapeString(t.shape()),
                                             "; expected [positions, n]"));
   }
   *rows = t.shape(0);

@@ -38,8 +38,7 @@ std::string CellRow(const float* row, int64_t show, int64_t width);
 // "512 B", "1015.8 KiB", ...
 std::string HumanBytes(int64_t bytes);
 
-// "[3, 64]" and [3, 64].
-std::string ShapeString(const v1::Tensor& t);
+// [3, 64] (the text form is lib/core/shape.h ShapeString(t.shape())).
 json ShapeJson(const v1::Tensor& t);
 
 // "interleaved", "half-split" or "-".

@@ -15,6 +15,7 @@
 #include "client/cli/commands.h"
 #include "client/cli/common.h"
 #include "client/cli/output.h"
+#include "lib/core/shape.h"
 #include "lib/core/status_macros.h"
 #include "proto/tensor_codec.h"
 
@@ -100,8 +101,8 @@ absl::StatusOr<int> RunRopeCache(VocabdClient& client, const GlobalOptions& g,
   ASSIGN_OR_RETURN(std::vector<float> sin,
                    DecodeMatrix(response.sin(), "sin", &sin_rows, &sin_cols));
   if (sin_rows != rows || sin_cols != cols) {
-    return absl::InternalError(absl::StrCat("server returned cos ", ShapeString(response.cos()),
-                                            " and sin ", ShapeString(response.sin())));
+    return absl::InternalError(absl::StrCat("server returned cos ", ShapeString(response.cos().shape()),
+                                            " and sin ", ShapeString(response.sin().shape())));
   }
   if (g.json) {
     PrintJsonCompact({{"model", g.model},
@@ -121,7 +122,7 @@ absl::StatusOr<int> RunRopeCache(VocabdClient& client, const GlobalOptions& g,
             << ", scaling " << v1::RopeScalingType_Name(r.scaling().type()) << "\n"
             << "attention_scaling: " << Num(response.attention_scaling())
             << (response.used_long_factor() ? "  (long_factor)" : "") << "\n"
-            << "cos/sin: " << ShapeString(response.cos()) << "\n";
+            << "cos/sin: " << ShapeString(response.cos().shape()) << "\n";
   const int64_t show = std::min<int64_t>(o.show, static_cast<int64_t>(inv_freq.size()));
   std::cout << absl::StrFormat("inv_freq, first %d of %d:", show, inv_freq.size())
             << CellRow(inv_freq.data(), show, show) << "\n";  // no " ..."
@@ -174,8 +175,8 @@ absl::StatusOr<int> RunRope(VocabdClient& client, const GlobalOptions& g, const 
   ASSIGN_OR_RETURN(std::vector<float> k_out, DecodeFloatTensor(response.k(), "k"));
   if (q_out.size() != nq || k_out.size() != nk) {
     return absl::InternalError(absl::StrCat(
-        "server returned q ", ShapeString(response.q()), " and k ", ShapeString(response.k()),
-        " for q ", ShapeString(request.q()), " and k ", ShapeString(request.k())));
+        "server returned q ", ShapeString(response.q().shape()), " and k ", ShapeString(response.k().shape()),
+        " for q ", ShapeString(request.q().shape()), " and k ", ShapeString(request.k().shape())));
   }
   if (g.json) {
     PrintJsonCompact({{"model", g.model},
@@ -190,9 +191,9 @@ absl::StatusOr<int> RunRope(VocabdClient& client, const GlobalOptions& g, const 
                       {"k_out", k_out}});
     return kExitOk;
   }
-  std::cout << "layout: " << o.layout << "  q: " << ShapeString(request.q())
-            << "  k: " << ShapeString(request.k()) << "  ->  q: " << ShapeString(response.q())
-            << "  k: " << ShapeString(response.k()) << "\n";
+  std::cout << "layout: " << o.layout << "  q: " << ShapeString(request.q().shape())
+            << "  k: " << ShapeString(request.k().shape()) << "  ->  q: " << ShapeString(response.q().shape())
+            << "  k: " << ShapeString(response.k().shape()) << "\n";
   const int64_t show = std::min(o.show, o.head_dim);
   const int64_t offset = o.offsets.empty() ? 0 : o.offsets[0];
   std::cout << "q[batch 0, head 0], first " << show << " of " << o.head_dim << " values:\n";

@@ -7,6 +7,7 @@
 
 #include "client/cli/commands.h"
 #include "client/cli/output.h"
+#include "lib/core/shape.h"
 #include "lib/core/status_macros.h"
 
 namespace vocabd::cli {
@@ -40,7 +41,7 @@ absl::StatusOr<int> RunSinusoidal(VocabdClient& client, const GlobalOptions& g,
                       {"table", MatrixJson(table.data(), rows, cols)}});
     return kExitOk;
   }
-  std::cout << "table: " << ShapeString(response.table()) << " "
+  std::cout << "table: " << ShapeString(response.table().shape()) << " "
             << v1::DType_Name(response.table().dtype()) << ", layout " << o.layout << "\n";
   PrintMatrix("table", table, rows, cols, o.start, o.show, o.show);
   return kExitOk;

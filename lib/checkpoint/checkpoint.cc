@@ -17,14 +17,11 @@
 #include "lib/checkpoint/hf_config.h"
 #include "lib/checkpoint/llama2c.h"
 #include "lib/checkpoint/safetensors.h"
+#include "lib/core/shape.h"
 #include "lib/core/status_macros.h"
 
 namespace vocabd {
 namespace {
-
-std::string ShapeString(const std::vector<int64_t>& shape) {
-  return absl::StrCat("[", absl::StrJoin(shape, ", "), "]");
-}
 
 bool IsFloating(DType d) { return d == DType::kF32 || d == DType::kF16 || d == DType::kBF16; }
 
@@ -58,18 +55,6 @@ PathKind Stat(const std::string& path) {
   if (S_ISREG(st.st_mode)) return PathKind::kFile;
   if (S_ISDIR(st.st_mode)) return PathKind::kDirectory;
   return PathKind::kOther;
-}
-
-SourceFileInfo InfoFor(const MappedFile& file, std::string format) {
-  SourceFileInfo info;
-  info.path = file.path();
-  info.format = std::move(format);
-  info.size_bytes = static_cast<int64_t>(file.size());
-  // Small JSON files are hashed now; weight files by Checkpoint::HashFiles.
-  if (info.format == "config.json" || info.format == "safetensors.index.json") {
-    info.sha256 = file.Sha256Hex();
-  }
-  return info;
 }
 
 bool IsCanonical(const std::string& name) { return IsCanonicalTensor(name); }
@@ -161,7 +146,7 @@ absl::Status LoadConfigJson(const std::string& config_path, Checkpoint* ckpt) {
   ASSIGN_OR_RETURN(std::unique_ptr<MappedFile> file, MappedFile::Open(config_path));
   const std::string text(reinterpret_cast<const char*>(file->data()), file->size());
   ASSIGN_OR_RETURN(ckpt->mutable_config(), ParseHfConfig(text, config_path));
-  ckpt->AddSourceInfo(InfoFor(*file, "config.json"));
+  ckpt->AddSourceInfo(DescribeSourceFile(*file, "config.json"));
   return absl::OkStatus();
 }
 
@@ -173,7 +158,7 @@ absl::StatusOr<std::unique_ptr<Checkpoint>> LoadSafetensorsSingle(
   ASSIGN_OR_RETURN(SafetensorsHeader header,
                    ParseSafetensorsHeader(file->data(), file->size(), weights_path));
   ASSIGN_OR_RETURN(bool mapped, AddSafetensorsTensors(*file, header, nullptr, "", ckpt.get()));
-  SourceFileInfo info = InfoFor(*file, "safetensors");
+  SourceFileInfo info = DescribeSourceFile(*file, "safetensors");
   info.memory_mapped = mapped;
   ckpt->AddFile(std::move(file), std::move(info));
   FoldGemmaNorm(ckpt.get());
@@ -213,7 +198,7 @@ absl::StatusOr<std::unique_ptr<Checkpoint>> LoadSafetensorsSharded(const std::st
     weight_map[it.key()] = shard;
     if (seen.insert(shard).second) shards.push_back(shard);
   }
-  ckpt->AddSourceInfo(InfoFor(*index_file, "safetensors.index.json"));
+  ckpt->AddSourceInfo(DescribeSourceFile(*index_file, "safetensors.index.json"));
   const std::string dir = DirName(index_path);
   for (const std::string& shard : shards) {
     ASSIGN_OR_RETURN(std::unique_ptr<MappedFile> file, MappedFile::Open(JoinPath(dir, shard)));
@@ -221,7 +206,7 @@ absl::StatusOr<std::unique_ptr<Checkpoint>> LoadSafetensorsSharded(const std::st
                      ParseSafetensorsHeader(file->data(), file->size(), file->path()));
     ASSIGN_OR_RETURN(bool mapped,
                      AddSafetensorsTensors(*file, header, &weight_map, shard, ckpt.get()));
-    SourceFileInfo info = InfoFor(*file, "safetensors");
+    SourceFileInfo info = DescribeSourceFile(*file, "safetensors");
     info.memory_mapped = mapped;
     ckpt->AddFile(std::move(file), std::move(info));
   }
@@ -314,6 +299,17 @@ void Checkpoint::ReleaseBuffer(const void* data) {
       return;
     }
   }
+}
+
+SourceFileInfo DescribeSourceFile(const MappedFile& file, std::string format) {
+  SourceFileInfo info;
+  info.path = file.path();
+  info.format = std::move(format);
+  info.size_bytes = static_cast<int64_t>(file.size());
+  if (info.format == "config.json" || info.format == "safetensors.index.json") {
+    info.sha256 = file.Sha256Hex();
+  }
+  return info;
 }
 
 void Checkpoint::AddFile(std::unique_ptr<MappedFile> file, SourceFileInfo info) {

@@ -51,6 +51,12 @@ struct SourceFileInfo {
   bool memory_mapped = false;
 };
 
+// What every loader records of an opened file: path, `format`, size. The
+// small JSON files ("config.json", "safetensors.index.json") are hashed now;
+// weight files later, by Checkpoint::HashFiles (LoadCheckpoint), possibly in
+// the background. memory_mapped is the loader's to set.
+SourceFileInfo DescribeSourceFile(const MappedFile& file, std::string format);
+
 // Canonical tensor names (Hugging Face Llama names, whatever the file form):
 //   kEmbedTokens  "model.embed_tokens.weight"  [vocab_size, hidden_size]
 //   kLmHead       "lm_head.weight"             [vocab_size, hidden_size]

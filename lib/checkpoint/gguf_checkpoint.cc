@@ -351,11 +351,7 @@ absl::StatusOr<std::unique_ptr<Checkpoint>> LoadGguf(const std::string& path) {
     }
     ckpt->AddTensor(*name, std::move(w));
   }
-  SourceFileInfo info;
-  info.path = file->path();
-  info.format = "gguf";
-  info.size_bytes = static_cast<int64_t>(file->size());
-  // sha256: Checkpoint::HashFiles (LoadCheckpoint), possibly in the background.
+  SourceFileInfo info = DescribeSourceFile(*file, "gguf");
   info.memory_mapped = any_mapped;
   ckpt->AddFile(std::move(file), std::move(info));
   RETURN_IF_ERROR(ckpt->Finalize());

@@ -163,11 +163,7 @@ absl::StatusOr<std::unique_ptr<Checkpoint>> LoadLlama2c(const std::string& path)
     add(p + "mlp.up_proj.weight", w3 + l * H * D, {H, D});    // w3
   }
 
-  SourceFileInfo info;
-  info.path = path;
-  info.format = "llama2c";
-  info.size_bytes = static_cast<int64_t>(file->size());
-  // sha256: Checkpoint::HashFiles (LoadCheckpoint), possibly in the background.
+  SourceFileInfo info = DescribeSourceFile(*file, "llama2c");
   info.memory_mapped = true;
   ckpt->AddFile(std::move(file), std::move(info));
   RETURN_IF_ERROR(ckpt->Finalize());

@@ -27,7 +27,8 @@ uint16_t FloatToBFloat16(float f);
 // Converts `n` elements of a floating dtype (F32/F16/BF16) at `src` to F32.
 // `src` may be unaligned.
 void ConvertToF32(DType src_dtype, const void* src, size_t n, float* dst);
-// Converts `n` F32 values to F32/F16/BF16 at `dst` (may be unaligned).
+// Converts `n` F32 values to F32/F16/BF16 at `dst` (may be unaligned); to
+// I32/I64 rounded to nearest (ties to even) and saturated, NaN giving 0.
 void ConvertFromF32(const float* src, size_t n, DType dst_dtype, void* dst);
 
 }  // namespace vocabd

@@ -1,7 +1,5 @@
 #include "lib/embedding/embedding.h"
 
-#include <algorithm>
-#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -12,9 +10,9 @@
 
 namespace vocabd {
 
-absl::Status EmbeddingLookup(const float* table, int64_t vocab_size, int64_t hidden_size,
-                             const std::vector<int64_t>& ids, const std::string& field_name,
-                             float* out) {
+absl::Status EmbeddingLookup(const void* table, DType table_dtype, int64_t vocab_size,
+                             int64_t hidden_size, const std::vector<int64_t>& ids,
+                             const std::string& field_name, float* out) {
   if (vocab_size <= 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("vocab_size = ", vocab_size, " must be > 0"));
@@ -34,37 +32,33 @@ absl::Status EmbeddingLookup(const float* table, int64_t vocab_size, int64_t hid
   if (ids.empty()) return absl::OkStatus();
   if (table == nullptr) return absl::InvalidArgumentError("embedding table is null");
   if (out == nullptr) return absl::InvalidArgumentError("output buffer is null");
-  const size_t row_bytes = static_cast<size_t>(hidden_size) * sizeof(float);
-  for (size_t i = 0; i < ids.size(); ++i) {
-    std::memcpy(out + static_cast<int64_t>(i) * hidden_size, table + ids[i] * hidden_size,
-                row_bytes);
-  }
-  return absl::OkStatus();
-}
-
-void ScaleRows(float* rows, int64_t count, float scale) {
-  if (scale == 1.0f || rows == nullptr) return;
-  for (int64_t i = 0; i < count; ++i) rows[i] *= scale;
-}
-
-void AddSinusoidalPositions(float* rows, int64_t num_rows, int64_t d,
-                            const std::vector<int64_t>& positions, double base) {
-  if (rows == nullptr || d <= 0) return;
-  const int64_t n = std::min<int64_t>(num_rows, static_cast<int64_t>(positions.size()));
-  // 1 / base^(2i/d) per pair, in double (shared by all rows).
-  std::vector<double> div((static_cast<size_t>(d) + 1) / 2);
-  for (size_t i = 0; i < div.size(); ++i) {
-    div[i] = std::pow(base, static_cast<double>(2 * i) / static_cast<double>(d));
-  }
-  for (int64_t r = 0; r < n; ++r) {
-    const double p = static_cast<double>(positions[static_cast<size_t>(r)]);
-    float* row = rows + r * d;
-    for (int64_t j = 0; j < d; ++j) {
-      const double angle = p / div[static_cast<size_t>(j / 2)];
-      const double pe = (j % 2 == 0) ? std::sin(angle) : std::cos(angle);
-      row[j] += static_cast<float>(pe);
+  const auto* bytes = static_cast<const uint8_t*>(table);
+  const size_t row_elements = static_cast<size_t>(hidden_size);
+  switch (table_dtype) {
+    case DType::kF32: {
+      const size_t row_bytes = row_elements * sizeof(float);
+      for (size_t i = 0; i < ids.size(); ++i) {
+        std::memcpy(out + i * row_elements, bytes + static_cast<size_t>(ids[i]) * row_bytes,
+                    row_bytes);
+      }
+      return absl::OkStatus();
     }
+    case DType::kF16:
+    case DType::kBF16: {
+      const size_t row_bytes = row_elements * DTypeSize(table_dtype);
+      for (size_t i = 0; i < ids.size(); ++i) {
+        ConvertToF32(table_dtype, bytes + static_cast<size_t>(ids[i]) * row_bytes, row_elements,
+                     out + i * row_elements);
+      }
+      return absl::OkStatus();
+    }
+    case DType::kI32:
+    case DType::kI64:
+      break;
   }
+  return absl::InvalidArgumentError(absl::StrCat("embedding table dtype ",
+                                                 std::string(DTypeName(table_dtype)),
+                                                 " is not a floating dtype"));
 }
 
 }  // namespace vocabd

@@ -1,8 +1,24 @@
 #include "lib/positions/position_ids.h"
 
+#include <limits>
+
 #include "absl/strings/str_cat.h"
 
 namespace vocabd {
+
+absl::Status ValidatePositionRange(int64_t start, int64_t count) {
+  if (count < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("num_positions = ", count, " is negative"));
+  }
+  if (start < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("start_position = ", start, " is negative"));
+  }
+  if (count > 0 && start > std::numeric_limits<int64_t>::max() - count) {
+    return absl::InvalidArgumentError(absl::StrCat("start_position + num_positions = ", start,
+                                                   " + ", count, " overflows int64"));
+  }
+  return absl::OkStatus();
+}
 
 absl::StatusOr<std::vector<int64_t>> PackedPositions(const std::vector<int64_t>& lengths,
                                                      const std::vector<int64_t>& offsets,

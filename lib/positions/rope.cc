@@ -13,6 +13,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "lib/core/status_macros.h"
+#include "lib/positions/position_ids.h"
 
 namespace vocabd {
 namespace {
@@ -103,16 +104,7 @@ absl::StatusOr<RopeCacheOutput> ComputeRopeCache(const RopeParams& params, int64
                                                  int64_t count, bool allow_beyond_trained_length,
                                                  bool high_precision,
                                                  std::string_view params_name) {
-  if (count < 0) {
-    return absl::InvalidArgumentError(absl::StrCat("num_positions = ", count, " is negative"));
-  }
-  if (start < 0) {
-    return absl::InvalidArgumentError(absl::StrCat("start_position = ", start, " is negative"));
-  }
-  if (count > 0 && start > std::numeric_limits<int64_t>::max() - count) {
-    return absl::InvalidArgumentError(absl::StrCat("start_position + num_positions = ", start,
-                                                   " + ", count, " overflows int64"));
-  }
+  RETURN_IF_ERROR(ValidatePositionRange(start, count));
   const int64_t last = count > 0 ? start + count - 1 : start;
   if (count > 0 && params.max_position_embeddings > 0 && last >= params.max_position_embeddings &&
       !allow_beyond_trained_length) {

@@ -187,18 +187,6 @@ absl::StatusOr<std::vector<T>> InvFreq(const RopeParams& p, int64_t seq_len, dou
 
 }  // namespace
 
-const char* RopeScalingTypeName(RopeScalingType type) {
-  switch (type) {
-    case RopeScalingType::kDefault: return "default";
-    case RopeScalingType::kLinear: return "linear";
-    case RopeScalingType::kDynamic: return "dynamic";
-    case RopeScalingType::kYarn: return "yarn";
-    case RopeScalingType::kLlama3: return "llama3";
-    case RopeScalingType::kLongrope: return "longrope";
-  }
-  return "unknown";
-}
-
 absl::StatusOr<RopeFrequencies> ComputeRopeFrequencies(const RopeParams& params, int64_t seq_len,
                                                        bool high_precision,
                                                        std::string_view params_name) {

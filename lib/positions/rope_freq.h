@@ -85,9 +85,6 @@ absl::StatusOr<RopeFrequencies> ComputeRopeFrequencies(const RopeParams& params,
                                                        bool high_precision,
                                                        std::string_view params_name = "params");
 
-// "default", "linear", ... (HF rope_type names).
-const char* RopeScalingTypeName(RopeScalingType type);
-
 }  // namespace vocabd
 
 #endif  // VOCABD_LIB_POSITIONS_ROPE_FREQ_H_

@@ -13,24 +13,6 @@ absl::Status Invalid(const std::string& field, const std::string& value, const s
 
 bool FinitePositive(double v) { return std::isfinite(v) && v > 0.0; }
 
-const char* ScalingName(RopeScalingType type) {
-  switch (type) {
-    case RopeScalingType::kDefault:
-      return "default";
-    case RopeScalingType::kLinear:
-      return "linear";
-    case RopeScalingType::kDynamic:
-      return "dynamic";
-    case RopeScalingType::kYarn:
-      return "yarn";
-    case RopeScalingType::kLlama3:
-      return "llama3";
-    case RopeScalingType::kLongrope:
-      return "longrope";
-  }
-  return "unknown";
-}
-
 // Trained length the scaling types fall back on (see lib/rope_freq.h).
 int64_t OriginalLength(const RopeParams& p) {
   return p.scaling.original_max_position_embeddings > 0 ? p.scaling.original_max_position_embeddings
@@ -47,7 +29,7 @@ absl::Status NeedLength(const RopeParams& p, const std::string& name, const char
 absl::Status ValidateScaling(const RopeParams& p, const std::string& name) {
   const RopeScaling& s = p.scaling;
   const int rotary_dim = p.rotary_dim;
-  const std::string prefix = absl::StrCat(name, ".scaling(", ScalingName(s.type), ").");
+  const std::string prefix = absl::StrCat(name, ".scaling(", RopeScalingTypeName(s.type), ").");
   if (s.type == RopeScalingType::kDefault) return absl::OkStatus();
   if (!FinitePositive(s.factor)) {
     return Invalid(prefix + "factor", absl::StrCat(s.factor), "must be finite and > 0");
@@ -132,6 +114,24 @@ absl::Status ValidateScaling(const RopeParams& p, const std::string& name) {
 }
 
 }  // namespace
+
+const char* RopeScalingTypeName(RopeScalingType type) {
+  switch (type) {
+    case RopeScalingType::kDefault:
+      return "default";
+    case RopeScalingType::kLinear:
+      return "linear";
+    case RopeScalingType::kDynamic:
+      return "dynamic";
+    case RopeScalingType::kYarn:
+      return "yarn";
+    case RopeScalingType::kLlama3:
+      return "llama3";
+    case RopeScalingType::kLongrope:
+      return "longrope";
+  }
+  return "unknown";
+}
 
 absl::Status RopeParams::Validate(std::string_view name_view) const {
   const std::string name(name_view);

@@ -20,6 +20,9 @@ enum class RopePairLayout { kInterleaved, kHalfSplit };
 // HF `rope_scaling.rope_type`.
 enum class RopeScalingType { kDefault, kLinear, kDynamic, kYarn, kLlama3, kLongrope };
 
+// "default", "linear", ... (HF rope_type names).
+const char* RopeScalingTypeName(RopeScalingType type);
+
 // HF rope_scaling parameters; defaults are the HF defaults.
 struct RopeScaling {
   RopeScalingType type = RopeScalingType::kDefault;

@@ -13,14 +13,9 @@
 #include "lib/head/norm.h"
 #include "lib/core/parallel.h"
 #include "lib/core/status_macros.h"
+#include "lib/positions/sinusoidal.h"
 
 namespace vocabd {
-namespace {
-
-// Where learned absolute position tables live (GPT-2 `wpe`).
-constexpr char kLearnedPositions[] = "transformer.wpe.weight";
-
-}  // namespace
 
 absl::StatusOr<std::unique_ptr<Model>> Model::Create(const Options& options) {
   if (options.name.empty()) return absl::InvalidArgumentError("model name is empty");
@@ -199,7 +194,7 @@ absl::Status Model::EmbedInto(const EmbedInput& input,
   // Learned table row of every token.
   std::vector<int64_t> learned_rows;
   if (positions_mode == AbsolutePositionsMode::kLearned) {
-    learned = checkpoint_->Find(kLearnedPositions);
+    learned = checkpoint_->Find(kPositionEmbeddings);
     if (learned == nullptr || learned->dtype != DType::kF32) {
       return absl::FailedPreconditionError(
           absl::StrCat("absolute_positions = LEARNED but model '", name_,
@@ -270,17 +265,10 @@ absl::Status Model::EmbedInto(const EmbedInput& input,
   const int64_t hidden = cfg.hidden_size;
   const int64_t num_floats = static_cast<int64_t>(ids.size()) * hidden;
   float* out = allocate(num_floats);
+  // F32 rows copied, BF16 rows widened exactly; ids were validated above.
   const WeightTensor& table = checkpoint_->embedding();
-  if (table.dtype == DType::kBF16) {
-    // BF16 -> F32 is exact; ids were validated above.
-    const auto* bits = static_cast<const uint8_t*>(table.data);
-    for (size_t t = 0; t < ids.size(); ++t) {
-      ConvertToF32(DType::kBF16, bits + static_cast<size_t>(ids[t] * hidden) * 2,
-                   static_cast<size_t>(hidden), out + t * hidden);
-    }
-  } else {
-    RETURN_IF_ERROR(EmbeddingLookup(table.f32(), cfg.vocab_size, hidden, ids, "token_ids", out));
-  }
+  RETURN_IF_ERROR(
+      EmbeddingLookup(table.data, table.dtype, cfg.vocab_size, hidden, ids, "token_ids", out));
   double scale = 1.0;
   switch (input.embedding_scale) {
     case EmbeddingScaleMode::kModelDefault:

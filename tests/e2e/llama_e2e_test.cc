@@ -56,7 +56,8 @@ LlamaSteps LocalSteps(const Checkpoint& ckpt, const RopeParams& rope) {
   LlamaSteps steps;
   steps.embed = [&ckpt, &c](int64_t token, int64_t pos) -> absl::StatusOr<std::vector<float>> {
     std::vector<float> out(c.hidden_size);
-    absl::Status s = EmbeddingLookup(ckpt.embedding().f32(), c.vocab_size, c.hidden_size,
+    const WeightTensor& table = ckpt.embedding();
+    absl::Status s = EmbeddingLookup(table.data, table.dtype, c.vocab_size, c.hidden_size,
                                      {token}, "token_ids", out.data());
     if (!s.ok()) return s;
     return out;

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Golden values for lib/positions/rope.cc and lib/embedding/embedding.cc (AddSinusoidalPositions).
+"""Golden values for lib/positions/rope.cc and lib/positions/sinusoidal.cc (AddSinusoidalPositions).
 
 Run with Debian's NumPy:  /usr/bin/python3 tests/golden/make_rope_golden.py
 Writes tests/golden/rope_golden.json next to this script.

@@ -1,5 +1,7 @@
 // ALiBi slopes/bias and sinusoidal tables against tests/golden/alibi_golden.json
-// (tests/golden/make_alibi_golden.py), RoPE params from GGUF keys, the
+// (tests/golden/make_alibi_golden.py), the sinusoidal positions Embed adds
+// against tests/golden/rope_golden.json ("sinusoidal_cases", float64 NumPy,
+// made by make_rope_golden.py), RoPE params from GGUF keys, the
 // GetRopeCache lib entry point, and the six position mistakes of the
 // Positions issue (each test fails if the mistake is introduced).
 #include <cmath>
@@ -98,6 +100,69 @@ TEST(SinusoidalTest, OddDimAndOtherBadInputs) {
               HasSubstr("start_position = -2"));
   EXPECT_THAT(SinusoidalTable(0, 1, 8, 0, SinusoidalLayout::kInterleaved).status().message(),
               HasSubstr("base = 0"));
+}
+
+// Golden: PE in float64 from NumPy. The C++ side computes PE in double and
+// casts once to float, so the result is within half a float ULP (<= 2^-25
+// for |PE| < 1, plus a few double ULPs of libm difference): tolerance 6e-8.
+TEST(AddSinusoidalPositionsTest, MatchesGoldenTable) {
+  const nlohmann::json golden = testing::ReadGolden("rope_golden.json");  // "sinusoidal_cases"
+  int cases = 0;
+  for (const auto& c : golden.at("sinusoidal_cases")) {
+    ++cases;
+    const int64_t d = c.at("d").get<int64_t>();
+    const double base = c.at("base").get<double>();
+    const std::vector<int64_t> positions = c.at("positions").get<std::vector<int64_t>>();
+    const std::vector<double> want = testing::ToDoubles(c.at("table"));
+    const int64_t n = static_cast<int64_t>(positions.size());
+    ASSERT_EQ(want.size(), static_cast<size_t>(n * d));
+    std::vector<float> rows(static_cast<size_t>(n * d), 0.0f);
+    AddSinusoidalPositions(rows.data(), n, d, positions, base);
+    for (size_t i = 0; i < rows.size(); ++i) {
+      EXPECT_NEAR(rows[i], want[i], 6e-8) << "d " << d << " base " << base << " row "
+                                          << i / d << " col " << i % d;
+    }
+    // Adding onto existing values: rows + float(PE) in fp32.
+    std::vector<float> base_rows = testing::RandomNormal(static_cast<size_t>(n * d), 4);
+    std::vector<float> sum = base_rows;
+    AddSinusoidalPositions(sum.data(), n, d, positions, base);
+    for (size_t i = 0; i < sum.size(); ++i) {
+      EXPECT_EQ(sum[i], base_rows[i] + rows[i]) << i;
+    }
+  }
+  EXPECT_EQ(cases, 3);
+}
+
+TEST(AddSinusoidalPositionsTest, KnownValues) {
+  // Position 0: sin(0) = 0, cos(0) = 1 in every pair. Position 1, d = 2:
+  // (sin 1, cos 1).
+  std::vector<float> rows(2 * 4, 0.0f);
+  AddSinusoidalPositions(rows.data(), 2, 4, {0, 1});
+  EXPECT_EQ(rows[0], 0.0f);
+  EXPECT_EQ(rows[1], 1.0f);
+  EXPECT_EQ(rows[2], 0.0f);
+  EXPECT_EQ(rows[3], 1.0f);
+  EXPECT_EQ(rows[4], static_cast<float>(std::sin(1.0)));
+  EXPECT_EQ(rows[5], static_cast<float>(std::cos(1.0)));
+  // Pair 1 of d = 4: angle = 1 / 10000^(2/4) = 0.01.
+  EXPECT_EQ(rows[6], static_cast<float>(std::sin(0.01)));
+  EXPECT_EQ(rows[7], static_cast<float>(std::cos(0.01)));
+}
+
+// The positions Embed adds are the GetSinusoidalPositions table's values,
+// bit for bit (one implementation: lib/positions/sinusoidal.cc).
+TEST(AddSinusoidalPositionsTest, OntoZerosIsTheInterleavedTable) {
+  for (const int64_t d : {2, 6, 64}) {
+    const int64_t start = 1000, count = 37;
+    auto table = SinusoidalTable(start, count, d, 10000.0, SinusoidalLayout::kInterleaved);
+    ASSERT_TRUE(table.ok());
+    std::vector<int64_t> positions(static_cast<size_t>(count));
+    for (int64_t r = 0; r < count; ++r) positions[static_cast<size_t>(r)] = start + r;
+    std::vector<float> rows(static_cast<size_t>(count * d), 0.0f);
+    AddSinusoidalPositions(rows.data(), count, d, positions);
+    ASSERT_EQ(rows.size(), table->size());
+    EXPECT_EQ(std::memcmp(rows.data(), table->data(), rows.size() * sizeof(float)), 0) << d;
+  }
 }
 
 // ---- GGUF keys ----

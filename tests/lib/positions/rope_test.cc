@@ -20,7 +20,6 @@
 #include <cstdint>
 #include <cstring>
 #include <fstream>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -289,13 +288,7 @@ RopeParams Params(int head_dim, int rotary_dim, RopePairLayout layout, double th
   return p;
 }
 
-std::vector<float> RandomVec(size_t n, uint32_t seed) {
-  std::mt19937 gen(seed);
-  std::normal_distribution<float> dist(0.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(gen);
-  return v;
-}
+std::vector<float> RandomVec(size_t n, uint32_t seed) { return testing::RandomNormal(n, seed); }
 
 // A decode step (seq 1 at offset n) must equal row n of a full-sequence
 // rotation, bit for bit, and must differ from rows n - 1 and n + 1.
