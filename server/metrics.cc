@@ -3,6 +3,7 @@
 #include <map>
 #include <mutex>
 
+#include <google/protobuf/descriptor.h>
 #include <prometheus/counter.h>
 #include <prometheus/family.h>
 #include <prometheus/gauge.h>
@@ -172,6 +173,19 @@ Metrics::~Metrics() = default;
 void Metrics::RecordRequest(const std::string& method, const std::string& code, double seconds) {
   impl_->requests.Add({{"method", method}, {"code", code}}).Increment();
   impl_->Latency(method).Observe(seconds);
+}
+
+std::string Metrics::MethodLabel(const std::string& path) {
+  // "/<package>.<Service>/<Method>"
+  const size_t slash = path.size() > 1 && path[0] == '/' ? path.find('/', 1) : std::string::npos;
+  if (slash == std::string::npos) return "unknown";
+  const google::protobuf::ServiceDescriptor* service =
+      google::protobuf::DescriptorPool::generated_pool()->FindServiceByName(
+          path.substr(1, slash - 1));
+  if (service == nullptr || service->FindMethodByName(path.substr(slash + 1)) == nullptr) {
+    return "unknown";
+  }
+  return path;
 }
 
 void Metrics::AddInFlight(int64_t delta) {

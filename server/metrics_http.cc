@@ -9,6 +9,7 @@
 #include <functional>
 #include <list>
 #include <mutex>
+#include <system_error>
 #include <thread>
 
 #include "absl/strings/numbers.h"
@@ -41,7 +42,14 @@ class ConnectionThreads final : public httplib::TaskQueue {
     // Every waiting thread takes one job; start one more if they are too few.
     if (jobs_.size() > waiting_ && workers_.size() < max_threads_) {
       Worker& worker = workers_.emplace_back();
-      worker.thread = std::thread([this, &worker] { Work(&worker); });
+      try {
+        worker.thread = std::thread([this, &worker] { Work(&worker); });
+      } catch (const std::system_error&) {
+        // No thread to be had (process or memory limits): the job waits for
+        // a started thread; never throw into httplib's accept loop.
+        workers_.pop_back();
+        cv_.notify_one();
+      }
     } else {
       cv_.notify_one();
     }
@@ -79,7 +87,12 @@ class ConnectionThreads final : public httplib::TaskQueue {
       std::function<void()> job = std::move(jobs_.front());
       jobs_.pop_front();
       lock.unlock();
-      job();
+      try {
+        job();  // serves one connection, then closes its socket
+      } catch (...) {
+        // httplib catches handler exceptions, not parsing ones (bad_alloc):
+        // losing one connection must not end the process.
+      }
       lock.lock();
     }
   }

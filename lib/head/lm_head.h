@@ -10,9 +10,10 @@
 // and f32 dst. The F32 hidden rows are rounded to bf16 (nearest even) per
 // call, so each product carries both roundings; the measured error bound vs
 // float64 is documented in README.md ("Scoring performance") and asserted by
-// tests/lib/lm_head_bf16_test.cc. Only offered where the CPU has native bf16
-// dot products (AVX512-BF16 or AMX; see Bf16Supported()); elsewhere Create
-// returns FAILED_PRECONDITION so the caller can fall back to F32.
+// tests/lib/head/lm_head_contract_test.cc and lm_head_kernel_test.cc. Only
+// offered where the CPU has native bf16 dot products (AVX512-BF16 or AMX;
+// see Bf16Supported()); elsewhere Create returns FAILED_PRECONDITION so the
+// caller can fall back to F32.
 //
 // Primitives use scratchpad_mode::user, so any thread may call Compute
 // concurrently: each call creates its own memory objects for the actual M,

@@ -13,7 +13,7 @@ absl::Status Invalid(const std::string& field, const std::string& value, const s
 
 bool FinitePositive(double v) { return std::isfinite(v) && v > 0.0; }
 
-// Trained length the scaling types fall back on (see lib/rope_freq.h).
+// Trained length the scaling types fall back on (see lib/positions/rope_freq.h).
 int64_t OriginalLength(const RopeParams& p) {
   return p.scaling.original_max_position_embeddings > 0 ? p.scaling.original_max_position_embeddings
                                                         : p.max_position_embeddings;

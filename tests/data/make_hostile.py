@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Hostile and broken checkpoint files, one model folder per case, for
-tests/lib/checkpoint/hostile_files_test.cc and tests/server/model_repository_test.cc.
+tests/lib/checkpoint/hostile_files_test.cc and tests/server/model_repository_server_test.cc.
 
 Run with Debian's NumPy: /usr/bin/python3 tests/data/make_hostile.py
 Writes tests/data/hostile/<case>/ (a model repository: each folder is a

@@ -6,7 +6,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "grpc/health/v1/health.pb.h"
 #include "tests/server/prometheus_text.h"
+#include "vocabd/v1/embedding.pb.h"
+#include "vocabd/v1/scoring.pb.h"
 
 namespace vocabd {
 namespace {
@@ -180,6 +183,26 @@ TEST(MetricsTest, ConcurrentRecordingAndScraping) {
   EXPECT_EQ(m->in_flight(), 0);
   m->Render();
   EXPECT_EQ(models_scraped, 51);
+}
+
+// Refused calls are labelled by a path the caller chose: only methods this
+// binary serves keep their name, anything else is one "unknown" value.
+TEST(MetricsTest, MethodLabelKeepsKnownMethodsOnly) {
+  // The server links these protos; here, touching a message links them too.
+  ASSERT_NE(v1::EmbedRequest::descriptor(), nullptr);
+  ASSERT_NE(v1::ScoreRequest::descriptor(), nullptr);
+  ASSERT_NE(grpc::health::v1::HealthCheckRequest::descriptor(), nullptr);
+  EXPECT_EQ(Metrics::MethodLabel("/vocabd.v1.EmbeddingService/Embed"),
+            "/vocabd.v1.EmbeddingService/Embed");
+  EXPECT_EQ(Metrics::MethodLabel("/vocabd.v1.ScoringService/ScoreStream"),
+            "/vocabd.v1.ScoringService/ScoreStream");
+  EXPECT_EQ(Metrics::MethodLabel("/grpc.health.v1.Health/Check"), "/grpc.health.v1.Health/Check");
+  for (const char* made_up :
+       {"", "/", "//", "Embed", "/vocabd.v1.EmbeddingService", "/vocabd.v1.EmbeddingService/",
+        "/vocabd.v1.EmbeddingService/Nope", "/vocabd.v1.Nope/Embed", "/x.y/z",
+        "vocabd.v1.EmbeddingService/Embed", "/vocabd.v1.EmbeddingService/Embed/extra"}) {
+    EXPECT_EQ(Metrics::MethodLabel(made_up), "unknown") << made_up;
+  }
 }
 
 TEST(MetricsTest, RejectsBadBuckets) {
