@@ -38,36 +38,16 @@ struct DecodedQk {
   QkTensor view;
 };
 
-// Reads dims according to `layout`:
-//   BHSD [B, H, S, D]   BSHD [B, S, H, D]   THD [T, H, D]
+// Decodes q or k to F32 and reads its sizes for `layout`
+// (lib/positions/rope.h QkTensorFromShape).
 absl::StatusOr<DecodedQk> DecodeQk(const v1::Tensor& tensor, QkvLayout layout,
                                    const std::string& field) {
-  const int want_dims = layout == QkvLayout::kTHD ? 3 : 4;
-  if (tensor.shape_size() != want_dims) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        field, ".shape = ", ShapeString(tensor.shape()), " must have ", want_dims,
-        " dims for layout ", layout == QkvLayout::kTHD ? "THD" : (layout == QkvLayout::kBHSD ? "BHSD" : "BSHD")));
-  }
   DecodedQk out;
+  out.shape.assign(tensor.shape().begin(), tensor.shape().end());
+  ASSIGN_OR_RETURN(out.view, QkTensorFromShape(out.shape, layout, field));
   ASSIGN_OR_RETURN(out.values, DecodeFloatTensor(tensor, field));
   ASSIGN_OR_RETURN(out.dtype, DTypeFromProto(tensor.dtype(), field + ".dtype"));
-  out.shape.assign(tensor.shape().begin(), tensor.shape().end());
-  QkTensor& v = out.view;
-  switch (layout) {
-    case QkvLayout::kBHSD:
-      v.batch = out.shape[0], v.num_heads = out.shape[1], v.seq_len = out.shape[2];
-      v.head_dim = out.shape[3];
-      break;
-    case QkvLayout::kBSHD:
-      v.batch = out.shape[0], v.seq_len = out.shape[1], v.num_heads = out.shape[2];
-      v.head_dim = out.shape[3];
-      break;
-    case QkvLayout::kTHD:
-      v.batch = 1, v.seq_len = out.shape[0], v.num_heads = out.shape[1];
-      v.head_dim = out.shape[2];
-      break;
-  }
-  v.data = out.values.data();
+  out.view.data = out.values.data();
   return out;
 }
 
@@ -101,16 +81,15 @@ absl::StatusOr<std::vector<int64_t>> RequestPositions(const v1::ApplyRopeRequest
   return PositionsFromOffsets(offsets, q.batch, q.seq_len);
 }
 
-// RoPE params for a request: the model's config (model named, or the
-// default model) with the request's `rope` fields on top, or `rope` alone
-// when no model is named and rope.pair_layout is set.
+// RoPE params for a request (lib/positions/rope_overrides.h decides which
+// model, if any, gives the defaults and how the request goes over them).
 absl::StatusOr<RopeParams> ResolveRopeParams(const ServiceContext& context,
                                              const std::string& model_name,
                                              const v1::RopeConfig& rope, int64_t head_dim) {
   const RopeParams* model_params = nullptr;
   std::shared_ptr<const Model> model;
-  const bool standalone =
-      model_name.empty() && rope.pair_layout() != v1::ROPE_PAIR_LAYOUT_UNSPECIFIED;
+  const bool standalone = RopeRequestStandsAlone(
+      !model_name.empty(), rope.pair_layout() != v1::ROPE_PAIR_LAYOUT_UNSPECIFIED);
   if (!standalone) {
     ASSIGN_OR_RETURN(model, context.registry->Get(model_name));
     if (model->config().position_scheme != PositionScheme::kRope) {

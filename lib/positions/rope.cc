@@ -12,6 +12,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "lib/core/shape.h"
 #include "lib/core/status_macros.h"
 #include "lib/positions/position_ids.h"
 
@@ -37,6 +38,39 @@ AxisNames AxesOf(QkvLayout layout) {
   }
   return {0, 1, 2, 3};
 }
+
+}  // namespace
+
+const char* QkvLayoutName(QkvLayout layout) {
+  switch (layout) {
+    case QkvLayout::kBHSD:
+      return "BHSD";
+    case QkvLayout::kBSHD:
+      return "BSHD";
+    case QkvLayout::kTHD:
+      return "THD";
+  }
+  return "BHSD";
+}
+
+absl::StatusOr<QkTensor> QkTensorFromShape(const std::vector<int64_t>& shape, QkvLayout layout,
+                                           std::string_view field) {
+  const size_t want_dims = layout == QkvLayout::kTHD ? 3 : 4;
+  if (shape.size() != want_dims) {
+    return absl::InvalidArgumentError(absl::StrCat(std::string(field), ".shape = ",
+                                                   ShapeString(shape), " must have ", want_dims,
+                                                   " dims for layout ", QkvLayoutName(layout)));
+  }
+  const AxisNames ax = AxesOf(layout);
+  QkTensor t;
+  t.batch = ax.batch < 0 ? 1 : shape[ax.batch];
+  t.num_heads = shape[ax.heads];
+  t.seq_len = shape[ax.seq];
+  t.head_dim = shape[ax.dim];
+  return t;
+}
+
+namespace {
 
 // "q.shape[3] (head_dim)"
 std::string AxisField(const char* tensor, int axis, const char* what) {

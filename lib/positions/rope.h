@@ -58,6 +58,18 @@ struct QkTensor {
   int64_t head_dim = 0;   // D
 };
 
+// "BHSD", "BSHD" or "THD".
+const char* QkvLayoutName(QkvLayout layout);
+
+// The B, H, S, D sizes of a q or k tensor of `shape` in `layout` (data left
+// null for the caller to set):
+//   BHSD [B, H, S, D]   BSHD [B, S, H, D]   THD [T, H, D] (B = 1, S = T)
+// INVALID_ARGUMENT when the rank does not fit the layout, naming `field`:
+//   "q.shape = [2, 8] must have 4 dims for layout BHSD".
+// Sizes are not checked here (ApplyRope does, naming the axis).
+absl::StatusOr<QkTensor> QkTensorFromShape(const std::vector<int64_t>& shape, QkvLayout layout,
+                                           std::string_view field);
+
 struct ApplyRopeOptions {
   QkvLayout layout = QkvLayout::kBHSD;
   // Allow positions >= params.max_position_embeddings (when > 0).

@@ -7,6 +7,10 @@
 
 namespace vocabd {
 
+bool RopeRequestStandsAlone(bool names_model, bool sets_pair_layout) {
+  return !names_model && sets_pair_layout;
+}
+
 absl::StatusOr<RopeParams> MergeRopeParams(const RopeParams* model_defaults,
                                            const RopeOverrides& request, int64_t tensor_head_dim,
                                            std::string_view name) {

@@ -62,6 +62,12 @@ struct RopeOverrides {
   std::optional<int64_t> max_position_embeddings;
 };
 
+// Whether a request starts from a model's RoPE params at all: it stands
+// alone (MergeRopeParams with model_defaults = nullptr) when it names no
+// model and sets its own pair layout; otherwise the named model's params,
+// or the default model's when it names none, are its defaults.
+bool RopeRequestStandsAlone(bool names_model, bool sets_pair_layout);
+
 // `model_defaults` (nullptr = no model: theta 10000, head_dim from the
 // request or `tensor_head_dim`, pair_layout from the request) with `request`
 // applied by the rules above. INVALID_ARGUMENT, fields named under `name`:

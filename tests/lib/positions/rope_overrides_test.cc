@@ -54,6 +54,42 @@ void ExpectSameParams(const RopeParams& a, const RopeParams& b) {
   EXPECT_EQ(a.scaling.long_factor, b.scaling.long_factor);
 }
 
+TEST(MergeRopeParamsTest, OnlyARequestWithoutModelButWithALayoutStandsAlone) {
+  EXPECT_TRUE(RopeRequestStandsAlone(/*names_model=*/false, /*sets_pair_layout=*/true));
+  EXPECT_FALSE(RopeRequestStandsAlone(false, false));  // the default model's params
+  EXPECT_FALSE(RopeRequestStandsAlone(true, true));    // the named model's params
+  EXPECT_FALSE(RopeRequestStandsAlone(true, false));
+}
+
+// The sizes of q/k per layout, and the rank error naming the field.
+TEST(QkTensorFromShapeTest, ReadsEachLayoutsAxes) {
+  auto bhsd = QkTensorFromShape({2, 8, 5, 64}, QkvLayout::kBHSD, "q");
+  ASSERT_TRUE(bhsd.ok()) << bhsd.status();
+  EXPECT_EQ(bhsd->batch, 2);
+  EXPECT_EQ(bhsd->num_heads, 8);
+  EXPECT_EQ(bhsd->seq_len, 5);
+  EXPECT_EQ(bhsd->head_dim, 64);
+  EXPECT_EQ(bhsd->data, nullptr);
+  auto bshd = QkTensorFromShape({2, 5, 8, 64}, QkvLayout::kBSHD, "q");
+  ASSERT_TRUE(bshd.ok()) << bshd.status();
+  EXPECT_EQ(bshd->batch, 2);
+  EXPECT_EQ(bshd->num_heads, 8);
+  EXPECT_EQ(bshd->seq_len, 5);
+  EXPECT_EQ(bshd->head_dim, 64);
+  auto thd = QkTensorFromShape({7, 4, 16}, QkvLayout::kTHD, "k");
+  ASSERT_TRUE(thd.ok()) << thd.status();
+  EXPECT_EQ(thd->batch, 1);
+  EXPECT_EQ(thd->num_heads, 4);
+  EXPECT_EQ(thd->seq_len, 7);
+  EXPECT_EQ(thd->head_dim, 16);
+  EXPECT_EQ(QkTensorFromShape({2, 8}, QkvLayout::kBHSD, "q").status().message(),
+            "q.shape = [2, 8] must have 4 dims for layout BHSD");
+  EXPECT_EQ(QkTensorFromShape({1, 2, 3, 4}, QkvLayout::kTHD, "k").status().message(),
+            "k.shape = [1, 2, 3, 4] must have 3 dims for layout THD");
+  EXPECT_EQ(QkTensorFromShape({}, QkvLayout::kBSHD, "q").status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 TEST(MergeRopeParamsTest, NoOverridesKeepTheModelDefaults) {
   const RopeParams model = Model();
   auto merged = MergeRopeParams(&model, {}, /*tensor_head_dim=*/128);
