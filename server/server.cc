@@ -271,8 +271,10 @@ absl::StatusOr<std::unique_ptr<VocabdServer>> VocabdServer::Create(const Options
       return http.status();
     }
     impl->metrics_http = std::move(*http);
-    spdlog::info("metrics on http://{}/metrics (port {})", options.metrics_listen,
-                 impl->metrics_http->port());
+    // The bound port, also when --metrics-listen asked for port 0.
+    const std::string& listen = options.metrics_listen;
+    spdlog::info("metrics on http://{}:{}/metrics (port {})", listen.substr(0, listen.rfind(':')),
+                 impl->metrics_http->port(), impl->metrics_http->port());
   }
   impl->health_service->SetServingStatus("", true);
   for (const char* name : kServiceNames) impl->health_service->SetServingStatus(name, true);
