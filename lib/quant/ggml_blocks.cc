@@ -1,0 +1,1 @@
+#include "lib/quant/ggml_blocks.h"
