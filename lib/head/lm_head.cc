@@ -203,6 +203,9 @@ absl::StatusOr<std::unique_ptr<LmHead>> LmHead::Create(const Options& options) {
   if (options.weights == nullptr) {
     return absl::InvalidArgumentError("LmHead: weights is null");
   }
+  if (options.weights_quant.has_value()) {
+    return absl::FailedPreconditionError("LmHead: quantized weights are not served yet");
+  }
   if (options.vocab_size <= 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("LmHead: vocab_size = ", options.vocab_size, " must be > 0"));

@@ -60,11 +60,13 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "lib/core/dtype.h"
+#include "lib/quant/ggml_blocks.h"
 
 namespace vocabd {
 
@@ -88,6 +90,10 @@ class LmHead {
     // BF16 weights: run vocabd's kernel on AMX tiles where the CPU and OS
     // allow it and hidden_size % 32 == 0 (false: the AVX512_BF16 kernel).
     bool allow_amx = true;
+    // Set: `weights` are ggml-quantized rows read in place (issue 16):
+    // vocab_size rows of hidden_size / block_size blocks of this type
+    // (lib/quant/ggml_blocks.h), weights_dtype is ignored.
+    std::optional<quant::GgmlType> weights_quant;
   };
   // The measured crossovers against oneDNN's fixed-M primitives
   // (bench/head_bench --paths, Llama-3 head, 2 cores; README "Scoring

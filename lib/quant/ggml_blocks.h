@@ -43,6 +43,14 @@
 
 namespace vocabd::quant {
 
+// ggml.h `enum ggml_type` ids of the types vocabd reads (the GGUF tensor-info
+// type field). kF32/kF16/kBF16 are plain element types (block of 1).
+enum class GgmlType : uint32_t {
+  kF32 = 0, kF16 = 1, kQ4_0 = 2, kQ4_1 = 3, kQ5_0 = 6, kQ5_1 = 7, kQ8_0 = 8, kQ8_1 = 9,
+  kQ2_K = 10, kQ3_K = 11, kQ4_K = 12, kQ5_K = 13, kQ6_K = 14, kQ8_K = 15, kIQ4_NL = 20,
+  kBF16 = 30,
+};
+
 inline constexpr int kQK = 32;      // ggml QK4_0 .. QK8_1, QK4_NL
 inline constexpr int kQK_K = 256;   // ggml QK_K
 inline constexpr int kKScaleSize = 12;  // ggml K_SCALE_SIZE
