@@ -1,0 +1,80 @@
+// A model's tokenizer: text <-> token ids, and the vocabulary itself.
+//
+// Loaded with the model from what the checkpoint carries (issue 14):
+//   GGUF tokenizer.ggml.*  model "llama" (SentencePiece-style, scores, byte
+//                          fallback), "gpt2" (byte-level BPE, merges,
+//                          pre-tokenizer named by tokenizer.ggml.pre),
+//                          "bert" (WordPiece)
+//   HF folder              tokenizer.json (+ tokenizer_config.json), else
+//                          tokenizer.model (SentencePiece)
+//   llama2.c               tok*.bin beside the .bin, or an explicit path
+//
+// Thread-safe: every const method may be called concurrently.
+#ifndef VOCABD_LIB_TOKENIZER_TOKENIZER_H_
+#define VOCABD_LIB_TOKENIZER_TOKENIZER_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+
+namespace vocabd {
+
+// Token types (SentencePiece ModelProto.SentencePiece.Type, the values GGUF's
+// tokenizer.ggml.token_type uses).
+enum class TokenType : int32_t {
+  kNormal = 1,
+  kUnknown = 2,
+  kControl = 3,
+  kUserDefined = 4,
+  kUnused = 5,
+  kByte = 6,
+};
+
+struct Encoding {
+  std::vector<int32_t> ids;
+  // Byte offsets [begin, end) into the input text, one per id (special
+  // tokens added by add_special_tokens get {0, 0} / {size, size}).
+  std::vector<std::pair<int64_t, int64_t>> offsets;
+};
+
+class Tokenizer {
+ public:
+  virtual ~Tokenizer() = default;
+
+  // "sentencepiece", "bpe", "wordpiece", "llama2c" ...
+  virtual std::string kind() const = 0;
+  // Where it was loaded from, e.g. "/m/tokenizer.json" or
+  // "/m/model.gguf (tokenizer.ggml.*, model gpt2, pre llama-bpe)".
+  virtual std::string source() const = 0;
+  virtual int64_t vocab_size() const = 0;
+
+  // text must be valid UTF-8 (INVALID_ARGUMENT naming the byte offset of
+  // the first bad sequence otherwise). add_special_tokens: BOS/EOS/CLS/SEP
+  // as the tokenizer's config says.
+  virtual absl::StatusOr<Encoding> Encode(std::string_view text,
+                                          bool add_special_tokens) const = 0;
+  // INVALID_ARGUMENT naming the index and value of an id outside
+  // [0, vocab_size). The result may end in an incomplete UTF-8 sequence
+  // only when the ids do (byte tokens); see DecodeIncremental for streams.
+  virtual absl::StatusOr<std::string> Decode(absl::Span<const int32_t> ids,
+                                             bool skip_special_tokens) const = 0;
+
+  // The vocabulary entry as stored (e.g. "▁the", "Ġthe", "<0x0A>", "##ing").
+  virtual std::string Piece(int32_t id) const = 0;
+  // The bytes this token contributes to decoded text (may be partial UTF-8).
+  virtual std::string TokenBytes(int32_t id) const = 0;
+  virtual TokenType Type(int32_t id) const = 0;
+  virtual float Score(int32_t id) const = 0;
+
+  virtual std::optional<int32_t> bos_id() const = 0;
+  virtual std::optional<int32_t> eos_id() const = 0;
+};
+
+}  // namespace vocabd
+
+#endif  // VOCABD_LIB_TOKENIZER_TOKENIZER_H_
