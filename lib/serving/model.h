@@ -19,6 +19,7 @@
 #include "lib/serving/dynamic_batcher.h"
 #include "lib/head/lm_head.h"
 #include "lib/head/scoring.h"
+#include "lib/tokenizer/tokenizer.h"
 
 namespace vocabd {
 
@@ -112,6 +113,10 @@ class Model {
   WeightsDType requested_weights_dtype() const { return requested_dtype_; }
   // Why BF16 was asked for but F32 is served (empty when no fallback).
   const std::string& fallback_reason() const { return fallback_reason_; }
+  // The model's tokenizer, or nullptr when the checkpoint carries none;
+  // tokenizer_missing_reason() then says what was looked for.
+  const Tokenizer* tokenizer() const { return tokenizer_.get(); }
+  const std::string& tokenizer_missing_reason() const { return tokenizer_missing_reason_; }
   // oneDNN implementation of the head matmul (e.g. "brg:avx512_core_bf16").
   std::string lm_head_implementation() const { return lm_head_->implementation(); }
   // The head itself (kernel choice, crossover, sizes).
@@ -192,6 +197,8 @@ class Model {
   std::shared_ptr<const LmHead> lm_head_;
   WeightsDType requested_dtype_ = WeightsDType::kAuto;
   std::string fallback_reason_;
+  std::unique_ptr<Tokenizer> tokenizer_;
+  std::string tokenizer_missing_reason_ = "no tokenizer loader yet";
   ComputePool* pool_ = nullptr;
   std::unique_ptr<DynamicBatcher> batcher_;
 };
