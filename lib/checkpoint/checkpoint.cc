@@ -314,8 +314,16 @@ SourceFileInfo DescribeSourceFile(const MappedFile& file, std::string format) {
 
 void Checkpoint::AddFile(std::unique_ptr<MappedFile> file, SourceFileInfo info) {
   if (info.sha256.empty()) to_hash_.emplace_back(files_.size(), file.get());
+  if (info.memory_mapped) served_mappings_.push_back(file.get());
   mappings_.push_back(std::move(file));
   files_.push_back(std::move(info));
+}
+
+absl::Status Checkpoint::CheckFiles() const {
+  for (const MappedFile* file : served_mappings_) {
+    if (absl::Status s = file->CheckIntact(); !s.ok()) return s;
+  }
+  return absl::OkStatus();
 }
 
 Checkpoint::~Checkpoint() {

@@ -115,6 +115,12 @@ class Checkpoint {
   const WeightTensor& embedding() const;
   // The LM head [vocab_size, hidden_size]: the embedding itself when tied.
   const WeightTensor& lm_head() const;
+  // OK while every file tensors are served from in place (memory_mapped) is
+  // unchanged on disk; FAILED_PRECONDITION naming the file once one was
+  // truncated or modified in place (MappedFile::CheckIntact). Model checks
+  // this before and after each computation that reads the weights, so a
+  // changed file gives an error, never a SIGBUS or a silently wrong answer.
+  absl::Status CheckFiles() const;
   // Bytes of tensor data held (mapped or owned) over all tensors(), tied
   // head counted once.
   int64_t resident_bytes() const;
@@ -143,6 +149,7 @@ class Checkpoint {
   ModelConfig config_;
   std::vector<SourceFileInfo> files_;
   std::vector<std::unique_ptr<MappedFile>> mappings_;
+  std::vector<const MappedFile*> served_mappings_;  // those with memory_mapped
   std::vector<std::unique_ptr<std::vector<uint8_t>>> owned_;
   std::map<std::string, WeightTensor> tensors_;
   // (index in files_, mapping) of files still to hash.

@@ -111,6 +111,7 @@ absl::Status Model::Embed(const EmbedInput& input, EmbedOutput* output) const {
 absl::Status Model::EmbedInto(const EmbedInput& input,
                               absl::FunctionRef<float*(int64_t num_floats)> allocate,
                               std::vector<int64_t>* sequence_offsets) const {
+  RETURN_IF_ERROR(checkpoint_->CheckFiles());
   const ModelConfig& cfg = config();
   const size_t num_seqs = input.token_ids.size();
   if (!input.position_offsets.empty() && input.position_offsets.size() != num_seqs) {
@@ -292,10 +293,11 @@ absl::Status Model::EmbedInto(const EmbedInput& input,
       for (int64_t j = 0; j < hidden; ++j) row[j] += pos_row[j];
     }
   }
-  return absl::OkStatus();
+  return checkpoint_->CheckFiles();  // a file truncated meanwhile: discard (read zeros)
 }
 
 absl::Status Model::ValidateHead(const HeadInput& input) const {
+  RETURN_IF_ERROR(checkpoint_->CheckFiles());
   const ModelConfig& cfg = config();
   if (!cfg.lm_head_unsupported_reason.empty()) {
     return absl::FailedPreconditionError(absl::StrCat(
@@ -369,6 +371,7 @@ absl::Status Model::ComputeLogits(const HeadInput& input, bool log_softmax,
   std::vector<float> rows(static_cast<size_t>(input.rows * input.width));
   RETURN_IF_ERROR(PrepareRows(input, rows.data()));
   RETURN_IF_ERROR(lm_head_->Compute(rows.data(), input.rows, logits->data()));
+  RETURN_IF_ERROR(checkpoint_->CheckFiles());
   FinishLogits(input, log_softmax, logits->data());
   return absl::OkStatus();
 }
@@ -482,6 +485,7 @@ void Model::ComputeLogitsAsync(const HeadInput& input, bool log_softmax,
   item.prepare = [this, input](float* dst) { return PrepareRows(input, dst); };
   auto shared_done = std::make_shared<LogitsDone>(std::move(done));
   item.finish = [this, input, log_softmax, shared_done](absl::Status st, float* logits) {
+    if (st.ok()) st = checkpoint_->CheckFiles();
     if (!st.ok()) {
       (*shared_done)(std::move(st), {});
       return;
@@ -511,6 +515,7 @@ void Model::ScoreAsync(const ScoreInput& input, std::function<absl::Status()> ch
   item.prepare = [this, shared_input](float* dst) { return PrepareRows(shared_input->head, dst); };
   auto shared_done = std::make_shared<ScoreDone>(std::move(done));
   item.finish = [this, shared_input, shared_done](absl::Status st, float* logits) {
+    if (st.ok()) st = checkpoint_->CheckFiles();
     if (!st.ok()) {
       (*shared_done)(std::move(st), {});
       return;

@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "lib/core/model_file.h"
 
 namespace vocabd {
 namespace {
@@ -113,7 +114,13 @@ std::vector<std::string> ModelRepository::Available() const {
 
 absl::StatusOr<std::shared_ptr<const Model>> ModelRepository::DoLoad(const std::string& name,
                                                                      const std::string& path) {
-  absl::StatusOr<std::unique_ptr<Model>> model = options_.factory(name, path);
+  absl::StatusOr<std::unique_ptr<Model>> model;
+  {
+    // Every file the load opens (lib/core/model_file.h) must stay inside
+    // the repository root, be a regular file, and never block on open.
+    ScopedFileRoot confine(root_);
+    model = options_.factory(name, path);
+  }
   absl::StatusOr<std::shared_ptr<const Model>> result =
       model.ok() ? absl::StatusOr<std::shared_ptr<const Model>>(
                        std::shared_ptr<const Model>(std::move(*model)))

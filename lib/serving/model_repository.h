@@ -5,6 +5,13 @@
 //   <root>/<name>/   any form LoadCheckpoint accepts for a directory:
 //                    config.json + model.safetensors[.index.json], or
 //                    <name>.bin (llama2.c), or <name>.gguf.
+//
+// Sealing: the factory runs under a ScopedFileRoot(root) (see
+// lib/core/model_file.h), so every file a load opens (config.json, the
+// index, shards, .bin, .gguf, tokenizer files) must resolve inside the root
+// (INVALID_ARGUMENT for a link out of it) and be a regular file
+// (INVALID_ARGUMENT for a FIFO, device, socket or directory, refused before
+// it is opened, so no load blocks on one).
 #ifndef VOCABD_LIB_SERVING_MODEL_REPOSITORY_H_
 #define VOCABD_LIB_SERVING_MODEL_REPOSITORY_H_
 
