@@ -8,7 +8,9 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "lib/core/happens_before.h"
+#include "server/logging.h"
 #include "server/request_info.h"
 
 namespace vocabd {
@@ -82,16 +84,18 @@ class CallInterceptor final : public grpc::experimental::Interceptor {
     const std::string peer = context != nullptr ? context->peer() : "";
     const std::string rpc =
         method_.empty() ? std::string("unknown") : method_.substr(1);  // drop leading '/'
-    if (status.ok()) {
-      spdlog::debug("request id={} rpc={} model={} rows={} status={} latency_ms={:.3f} peer={}",
-                    id, rpc, request.model.empty() ? "(default)" : request.model,
-                    request.tokens, code, seconds * 1e3, peer);
-    } else {
-      spdlog::debug(
-          "request id={} rpc={} model={} rows={} status={} latency_ms={:.3f} peer={} error: {}",
-          id, rpc, request.model.empty() ? "(default)" : request.model, request.tokens, code,
-          seconds * 1e3, peer, status.error_message());
-    }
+    // Client text (id, model, error) goes into fields, never into the
+    // message: it cannot forge another field or line (server/logging.h).
+    std::vector<LogField> fields = {
+        {"id", id},
+        {"rpc", rpc},
+        {"model", request.model.empty() ? std::string("(default)") : request.model},
+        {"rows", absl::StrCat(request.tokens)},
+        {"status", code},
+        {"latency_ms", absl::StrFormat("%.3f", seconds * 1e3)},
+        {"peer", peer}};
+    if (!status.ok()) fields.emplace_back("error", status.error_message());
+    LogEvent(spdlog::level::debug, "request", fields);
   }
 
   CallTracker* tracker_;

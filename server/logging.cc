@@ -11,32 +11,47 @@
 namespace vocabd {
 namespace {
 
-// Splits "text key=value key2=value2" style messages: every whitespace-
-// separated token of the form key=value (key = [a-z_]+) becomes a field.
-void AddKeyValues(const std::string& msg, nlohmann::json* out) {
-  size_t i = 0;
-  while (i < msg.size()) {
-    while (i < msg.size() && msg[i] == ' ') ++i;
-    size_t end = msg.find(' ', i);
-    if (end == std::string::npos) end = msg.size();
-    const std::string token = msg.substr(i, end - i);
-    const size_t eq = token.find('=');
-    if (eq != std::string::npos && eq > 0) {
-      const std::string key = token.substr(0, eq);
-      bool ok = true;
-      for (char c : key) ok = ok && ((c >= 'a' && c <= 'z') || c == '_');
-      if (ok && key != "ts" && key != "level" && key != "msg" && key != "thread") {
-        std::string value = token.substr(eq + 1);
-        // "tls=false," / "rows=4096)": punctuation of the prose, not the value.
-        while (!value.empty() && (value.back() == ',' || value.back() == ';' ||
-                                  (value.back() == ')' && value.find('(') == std::string::npos))) {
-          value.pop_back();
-        }
-        (*out)[key] = value;
-      }
-    }
-    i = end;
+// The fields of the event being logged on this thread (LogEvent), read by
+// the JSON formatter. Null for plain spdlog calls: they have no fields.
+thread_local const std::vector<LogField>* t_fields = nullptr;
+
+bool Reserved(const std::string& key) {
+  return key == "ts" || key == "level" || key == "msg" || key == "thread";
+}
+
+bool NeedsQuotes(std::string_view value) {
+  if (value.empty()) return true;
+  for (unsigned char c : value) {
+    if (c <= 0x20 || c == 0x7f || c == '"' || c == '=' || c == '\\') return true;
   }
+  return false;
+}
+
+void AppendValue(std::string_view value, std::string* out) {
+  if (!NeedsQuotes(value)) {
+    out->append(value);
+    return;
+  }
+  out->push_back('"');
+  for (unsigned char c : value) {
+    switch (c) {
+      case '"': out->append("\\\""); break;
+      case '\\': out->append("\\\\"); break;
+      case '\n': out->append("\\n"); break;
+      case '\r': out->append("\\r"); break;
+      case '\t': out->append("\\t"); break;
+      default:
+        if (c < 0x20 || c == 0x7f) {
+          static constexpr char kHex[] = "0123456789abcdef";
+          out->append("\\x");
+          out->push_back(kHex[c >> 4]);
+          out->push_back(kHex[c & 0xf]);
+        } else {
+          out->push_back(static_cast<char>(c));
+        }
+    }
+  }
+  out->push_back('"');
 }
 
 class JsonFormatter final : public spdlog::formatter {
@@ -59,7 +74,11 @@ class JsonFormatter final : public spdlog::formatter {
     line["level"] = std::string(level.data(), level.size());
     line["thread"] = msg.thread_id;
     line["msg"] = text;
-    AddKeyValues(text, &line);
+    if (t_fields != nullptr) {
+      for (const auto& [key, value] : *t_fields) {
+        if (!Reserved(key)) line[key] = value;
+      }
+    }
     // Invalid UTF-8 in a message must not throw out of the logger.
     const std::string s =
         line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
@@ -85,6 +104,28 @@ absl::Status ParseLogFormat(const std::string& name, LogFormat* format) {
 }
 
 std::unique_ptr<spdlog::formatter> MakeJsonFormatter() { return std::make_unique<JsonFormatter>(); }
+
+std::string FormatLogText(std::string_view msg, const std::vector<LogField>& fields) {
+  std::string text(msg);
+  for (const auto& [key, value] : fields) {
+    if (Reserved(key)) continue;
+    text.push_back(' ');
+    text.append(key);
+    text.push_back('=');
+    AppendValue(value, &text);
+  }
+  return text;
+}
+
+void LogEvent(spdlog::level::level_enum level, std::string_view msg,
+              const std::vector<LogField>& fields) {
+  if (!spdlog::should_log(level)) return;
+  const std::string text = FormatLogText(msg, fields);
+  const std::vector<LogField>* previous = t_fields;
+  t_fields = &fields;
+  spdlog::log(level, "{}", text);
+  t_fields = previous;
+}
 
 absl::Status ConfigureLogging(const std::string& level, LogFormat format) {
   const spdlog::level::level_enum parsed = spdlog::level::from_str(level);

@@ -1,5 +1,12 @@
 #include "server/model_service.h"
 
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+
 #include "server/grpc_status.h"
 #include "server/proto_convert.h"
 
@@ -29,6 +36,66 @@ v1::ModelInfo StatusToProto(const ModelStatus& status) {
                                          : status.reason);
   return info;
 }
+
+// LoadModel's reactor. The load runs on a repository thread and may take
+// long (or, on a hung filesystem, never end); the call must not outlive a
+// cancel: the client going away, its deadline, or the drain's deadline
+// (grpc::Server::Shutdown cancels calls still open then). OnCancel answers
+// CANCELLED at once and the load goes on in the background (GetModel shows
+// its state); whichever of the load and the cancel comes first finishes the
+// call, the other finds it finished.
+class LoadReactor final : public grpc::ServerUnaryReactor {
+ public:
+  struct State {
+    std::mutex mu;
+    bool finished = false;
+    LoadReactor* reactor = nullptr;
+    v1::ModelInfo* response = nullptr;
+  };
+  LoadReactor(std::string name, v1::ModelInfo* response)
+      : name_(std::move(name)), state_(std::make_shared<State>()) {
+    state_->reactor = this;
+    state_->response = response;
+  }
+  std::shared_ptr<State> state() const { return state_; }
+
+  // Finishes the call unless it already was; `fill` writes the response
+  // first (only when this call finishes it).
+  static void FinishOnce(const std::shared_ptr<State>& state, const grpc::Status& status,
+                         const std::function<void(v1::ModelInfo*)>& fill) {
+    LoadReactor* reactor = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(state->mu);
+      if (state->finished || state->reactor == nullptr) return;
+      state->finished = true;
+      if (fill && status.ok()) fill(state->response);
+      reactor = state->reactor;
+    }
+    // The reactor lives until OnDone, which follows this Finish.
+    reactor->Finish(status);
+  }
+
+  void OnCancel() override {
+    FinishOnce(state_,
+               ToGrpcStatus(absl::CancelledError(absl::StrCat(
+                   "LoadModel '", name_,
+                   "' cancelled (client gone, deadline passed or server draining); the load "
+                   "goes on in the background: GetModel shows its state"))),
+               nullptr);
+  }
+  void OnDone() override {
+    {
+      std::lock_guard<std::mutex> lock(state_->mu);
+      state_->reactor = nullptr;
+      state_->response = nullptr;
+    }
+    delete this;
+  }
+
+ private:
+  const std::string name_;
+  std::shared_ptr<State> state_;
+};
 
 }  // namespace
 
@@ -64,24 +131,26 @@ grpc::ServerUnaryReactor* ModelServiceImpl::GetModel(grpc::CallbackServerContext
 grpc::ServerUnaryReactor* ModelServiceImpl::LoadModel(grpc::CallbackServerContext* context,
                                                       const v1::LoadModelRequest* request,
                                                       v1::ModelInfo* response) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   if (context_.repository == nullptr) {
+    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
     reactor->Finish(ToGrpcStatus(absl::FailedPreconditionError(
         "no model repository: start vocabd with --model-repository DIR")));
     return reactor;
   }
-  // The load runs on a repository thread; the reactor finishes from there,
-  // so no gRPC thread waits for it.
+  // The load runs on a repository thread; the reactor finishes from there
+  // (or at once on cancel), so no gRPC thread waits for it.
+  auto* reactor = new LoadReactor(request->name(), response);
   ModelRegistry* registry = context_.registry;
   context_.repository->LoadAsync(
       request->name(),
-      [reactor, response, registry](absl::StatusOr<std::shared_ptr<const Model>> model) {
+      [state = reactor->state(), registry](absl::StatusOr<std::shared_ptr<const Model>> model) {
         if (!model.ok()) {
-          reactor->Finish(ToGrpcStatus(model.status()));
+          LoadReactor::FinishOnce(state, ToGrpcStatus(model.status()), nullptr);
           return;
         }
-        *response = ModelToProto(**model, (*model)->name() == registry->default_name());
-        reactor->Finish(grpc::Status::OK);
+        LoadReactor::FinishOnce(state, grpc::Status::OK, [&](v1::ModelInfo* response) {
+          *response = ModelToProto(**model, (*model)->name() == registry->default_name());
+        });
       });
   return reactor;
 }

@@ -19,6 +19,7 @@
 #include "server/call_tracker.h"
 #include "server/embedding_service.h"
 #include "server/health_service.h"
+#include "server/logging.h"
 #include "server/metrics_http.h"
 #include "server/model_service.h"
 #include "server/position_service.h"
@@ -35,17 +36,24 @@ const char* const kServiceNames[] = {
 // Logs how a model's head is served (dtype, oneDNN kernel, batching) and
 // warns when BF16 was asked for but the CPU cannot run it.
 void LogServing(const Model& model) {
+  // Names come from LoadModel requests: fields, never formatted into the
+  // message (server/logging.h).
   const DynamicBatcher* b = model.batcher();
-  spdlog::info(
-      "model '{}': weights {} (asked {}), LM head kernel {}, dynamic batching {}", model.name(),
-      std::string(DTypeName(model.serving_dtype())),
-      WeightsDTypeName(model.requested_weights_dtype()), model.lm_head_implementation(),
-      b == nullptr ? std::string("off")
-                   : absl::StrCat("on (max_batch_rows=", b->options().max_batch_rows,
-                                  " max_queue_delay_us=", b->options().max_queue_delay_us,
-                                  " max_queue_rows=", b->options().max_queue_rows, ")"));
+  std::vector<LogField> fields = {
+      {"model", model.name()},
+      {"weights", std::string(DTypeName(model.serving_dtype()))},
+      {"weights_asked", WeightsDTypeName(model.requested_weights_dtype())},
+      {"lm_head_kernel", model.lm_head_implementation()},
+      {"dynamic_batching", b == nullptr ? "off" : "on"}};
+  if (b != nullptr) {
+    fields.emplace_back("max_batch_rows", absl::StrCat(b->options().max_batch_rows));
+    fields.emplace_back("max_queue_delay_us", absl::StrCat(b->options().max_queue_delay_us));
+    fields.emplace_back("max_queue_rows", absl::StrCat(b->options().max_queue_rows));
+  }
+  LogEvent(spdlog::level::info, "model serving:", fields);
   if (!model.fallback_reason().empty()) {
-    spdlog::warn("model '{}': {}", model.name(), model.fallback_reason());
+    LogEvent(spdlog::level::warn, "model weights fallback:",
+             {{"model", model.name()}, {"reason", model.fallback_reason()}});
   }
 }
 
@@ -132,6 +140,24 @@ struct VocabdServer::Impl {
   std::condition_variable cv;
   bool shutdown_started = false;
   bool shutdown_done = false;
+
+  // Overall health follows the default model (UpdateHealth); `accepting`
+  // turns true once the server is up.
+  std::mutex health_mu;
+  bool accepting = false;
+
+  // Before any member goes: no registry change may reach the health service
+  // (a repository thread finishing a load while the members are destroyed).
+  ~Impl() { registry.set_on_change(nullptr); }
+
+  // Overall health ("") is SERVING only while the default model is READY:
+  // NOT_SERVING while it loads, after a failed load, once unloaded (the
+  // per-service statuses and ModelService stay as they are).
+  void UpdateHealth() {
+    std::lock_guard<std::mutex> lock(health_mu);
+    if (!accepting || health_service == nullptr) return;
+    health_service->SetServingStatus("", registry.default_ready());
+  }
 };
 
 VocabdServer::VocabdServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -143,7 +169,7 @@ absl::StatusOr<std::unique_ptr<VocabdServer>> VocabdServer::Create(const Options
   auto impl = std::make_unique<Impl>();
   impl->options = options;
   const BuildInfo& build = GetBuildInfo();
-  spdlog::info("vocabd starting: {}", build.ToString());
+  LogEvent(spdlog::level::info, "vocabd starting:", build.Labels());
   ASSIGN_OR_RETURN(impl->metrics, Metrics::Create(Metrics::Options()));
   impl->metrics->SetBuildInfo(build.Labels());
   CallTracker::Options tracker_options;
@@ -172,12 +198,16 @@ absl::StatusOr<std::unique_ptr<VocabdServer>> VocabdServer::Create(const Options
                                        model.status().message()));
     }
     const ModelConfig& cfg = (*model)->config();
-    spdlog::info(
-        "model '{}': {} vocab_size={} hidden_size={} layers={} heads={}/{} head_dim={} "
-        "tied={} resident_bytes={}",
-        spec.name, cfg.architecture, cfg.vocab_size, cfg.hidden_size, cfg.num_hidden_layers,
-        cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_dim, cfg.tie_word_embeddings,
-        (*model)->checkpoint().resident_bytes());
+    LogEvent(spdlog::level::info, "model loaded:",
+             {{"model", spec.name},
+              {"architecture", cfg.architecture},
+              {"vocab_size", absl::StrCat(cfg.vocab_size)},
+              {"hidden_size", absl::StrCat(cfg.hidden_size)},
+              {"layers", absl::StrCat(cfg.num_hidden_layers)},
+              {"heads", absl::StrCat(cfg.num_attention_heads, "/", cfg.num_key_value_heads)},
+              {"head_dim", absl::StrCat(cfg.head_dim)},
+              {"tied", cfg.tie_word_embeddings ? "true" : "false"},
+              {"resident_bytes", absl::StrCat((*model)->checkpoint().resident_bytes())}});
     LogServing(**model);
     RETURN_IF_ERROR(impl->registry.Add(std::shared_ptr<const Model>(std::move(*model))));
   }
@@ -185,6 +215,7 @@ absl::StatusOr<std::unique_ptr<VocabdServer>> VocabdServer::Create(const Options
   ModelRepository::Options repository_options;
   repository_options.root = options.model_repository;
   repository_options.registry = &impl->registry;
+  repository_options.stop_timeout = options.drain_timeout;
   repository_options.factory = [model_options](const std::string& name, const std::string& path)
       -> absl::StatusOr<std::unique_ptr<Model>> {
     auto model = Model::Create(model_options(name, path));
@@ -276,8 +307,13 @@ absl::StatusOr<std::unique_ptr<VocabdServer>> VocabdServer::Create(const Options
     spdlog::info("metrics on http://{}:{}/metrics (port {})", listen.substr(0, listen.rfind(':')),
                  impl->metrics_http->port(), impl->metrics_http->port());
   }
-  impl->health_service->SetServingStatus("", true);
   for (const char* name : kServiceNames) impl->health_service->SetServingStatus(name, true);
+  impl->registry.set_on_change([impl = impl.get()] { impl->UpdateHealth(); });
+  {
+    std::lock_guard<std::mutex> lock(impl->health_mu);
+    impl->accepting = true;
+  }
+  impl->UpdateHealth();
   spdlog::info("vocabd listening on port {} ({} model(s), default '{}', tls={}, mtls={}, "
                "token_auth={})",
                impl->port, options.models.size(), impl->registry.default_name(),

@@ -7,7 +7,7 @@
 
 namespace vocabd {
 
-absl::Status ModelRegistry::Add(std::shared_ptr<const Model> model) {
+absl::Status ModelRegistry::AddImpl(std::shared_ptr<const Model> model) {
   std::lock_guard<std::mutex> lock(mu_);
   const std::string name = model->name();
   if (entries_.count(name) != 0) {
@@ -88,13 +88,13 @@ std::string ModelRegistry::default_name() const {
   return default_name_;
 }
 
-void ModelRegistry::set_default_name(const std::string& name) {
+void ModelRegistry::SetDefaultNameImpl(const std::string& name) {
   std::lock_guard<std::mutex> lock(mu_);
   default_name_ = name;
   default_chosen_ = true;
 }
 
-absl::Status ModelRegistry::BeginLoad(const std::string& name) {
+absl::Status ModelRegistry::BeginLoadImpl(const std::string& name) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = entries_.find(name);
   if (it != entries_.end()) {
@@ -121,8 +121,8 @@ absl::Status ModelRegistry::BeginLoad(const std::string& name) {
   return absl::OkStatus();
 }
 
-void ModelRegistry::FinishLoad(const std::string& name,
-                               absl::StatusOr<std::shared_ptr<const Model>> result) {
+void ModelRegistry::FinishLoadImpl(const std::string& name,
+                                   absl::StatusOr<std::shared_ptr<const Model>> result) {
   std::shared_ptr<const Model> old;  // released outside the lock
   std::lock_guard<std::mutex> lock(mu_);
   auto it = entries_.find(name);
@@ -143,7 +143,7 @@ void ModelRegistry::FinishLoad(const std::string& name,
   // READY (reload failed): keep serving the previous version untouched.
 }
 
-absl::StatusOr<std::weak_ptr<const Model>> ModelRegistry::BeginUnload(const std::string& name) {
+absl::StatusOr<std::weak_ptr<const Model>> ModelRegistry::BeginUnloadImpl(const std::string& name) {
   std::shared_ptr<const Model> released;  // dropped after the lock
   std::lock_guard<std::mutex> lock(mu_);
   auto it = entries_.find(name);
@@ -169,10 +169,64 @@ absl::StatusOr<std::weak_ptr<const Model>> ModelRegistry::BeginUnload(const std:
   return weak;
 }
 
-void ModelRegistry::FinishUnload(const std::string& name) {
+void ModelRegistry::FinishUnloadImpl(const std::string& name) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = entries_.find(name);
   if (it != entries_.end() && it->second.state == ModelState::kUnloading) entries_.erase(it);
+}
+
+// The public mutators: the change under the lock (the *Impl bodies), then
+// the listener outside it.
+absl::Status ModelRegistry::Add(std::shared_ptr<const Model> model) {
+  absl::Status s = AddImpl(std::move(model));
+  Notify();
+  return s;
+}
+
+void ModelRegistry::set_default_name(const std::string& name) {
+  SetDefaultNameImpl(name);
+  Notify();
+}
+
+absl::Status ModelRegistry::BeginLoad(const std::string& name) {
+  absl::Status s = BeginLoadImpl(name);
+  Notify();
+  return s;
+}
+
+void ModelRegistry::FinishLoad(const std::string& name,
+                               absl::StatusOr<std::shared_ptr<const Model>> result) {
+  FinishLoadImpl(name, std::move(result));
+  Notify();
+}
+
+absl::StatusOr<std::weak_ptr<const Model>> ModelRegistry::BeginUnload(const std::string& name) {
+  auto weak = BeginUnloadImpl(name);
+  Notify();
+  return weak;
+}
+
+void ModelRegistry::FinishUnload(const std::string& name) {
+  FinishUnloadImpl(name);
+  Notify();
+}
+
+void ModelRegistry::set_on_change(std::function<void()> on_change) {
+  std::lock_guard<std::mutex> lock(listener_mu_);
+  on_change_ = std::move(on_change);
+}
+
+void ModelRegistry::Notify() {
+  // Serialized, so listeners see changes in order and a slow listener
+  // cannot publish an older state after a newer one.
+  std::lock_guard<std::mutex> lock(listener_mu_);
+  if (on_change_) on_change_();
+}
+
+bool ModelRegistry::default_ready() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = entries_.find(default_name_);
+  return it != entries_.end() && it->second.state == ModelState::kReady;
 }
 
 }  // namespace vocabd

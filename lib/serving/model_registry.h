@@ -10,6 +10,7 @@
 #ifndef VOCABD_LIB_SERVING_MODEL_REGISTRY_H_
 #define VOCABD_LIB_SERVING_MODEL_REGISTRY_H_
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -76,7 +77,29 @@ class ModelRegistry {
   absl::StatusOr<std::weak_ptr<const Model>> BeginUnload(const std::string& name);
   void FinishUnload(const std::string& name);
 
+  // True when the default model (default_name()) is READY (also while a
+  // reload of it runs); false while it is LOADING, FAILED, UNLOADING or
+  // absent. The server's overall health follows this.
+  bool default_ready() const;
+  // Called after every change of an entry's state or of the default name
+  // (Add, set_default_name, Begin/FinishLoad, Begin/FinishUnload), on the
+  // thread that made it, outside the registry's lock (it may call the
+  // getters above), one call at a time. Empty = none.
+  void set_on_change(std::function<void()> on_change);
+
  private:
+  absl::Status AddImpl(std::shared_ptr<const Model> model);
+  void SetDefaultNameImpl(const std::string& name);
+  absl::Status BeginLoadImpl(const std::string& name);
+  void FinishLoadImpl(const std::string& name,
+                      absl::StatusOr<std::shared_ptr<const Model>> result);
+  absl::StatusOr<std::weak_ptr<const Model>> BeginUnloadImpl(const std::string& name);
+  void FinishUnloadImpl(const std::string& name);
+  void Notify();
+
+  std::mutex listener_mu_;  // taken after mu_ is released, never with it
+  std::function<void()> on_change_;
+
   struct Entry {
     ModelState state = ModelState::kLoading;
     std::string reason;

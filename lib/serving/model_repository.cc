@@ -67,7 +67,25 @@ ModelRepository::~ModelRepository() {
     std::lock_guard<std::mutex> lock(threads_mu_);
     workers.swap(workers_);
   }
-  for (Worker& w : workers) w.thread.join();
+  const auto deadline = std::chrono::steady_clock::now() + options_.stop_timeout;
+  for (Worker& w : workers) {
+    while (w.abandonable && !w.finished->load() &&
+           std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+  {
+    // From here no worker reports to the registry or its caller.
+    std::lock_guard<std::mutex> lock(abandon_->mu);
+    abandon_->abandoned = true;
+  }
+  for (Worker& w : workers) {
+    if (w.finished->load() || !w.abandonable) {
+      w.thread.join();  // unloads end at once on stopping_
+    } else {
+      w.thread.detach();  // a load stuck in the factory: left behind, see the header
+    }
+  }
 }
 
 absl::StatusOr<std::string> ModelRepository::Resolve(const std::string& name) const {
@@ -114,12 +132,18 @@ std::vector<std::string> ModelRepository::Available() const {
 
 absl::StatusOr<std::shared_ptr<const Model>> ModelRepository::DoLoad(const std::string& name,
                                                                      const std::string& path) {
+  return RunLoad(options_.factory, root_, name, path);
+}
+
+absl::StatusOr<std::shared_ptr<const Model>> ModelRepository::RunLoad(
+    const ModelFactory& factory, const std::string& root, const std::string& name,
+    const std::string& path) {
   absl::StatusOr<std::unique_ptr<Model>> model;
   {
     // Every file the load opens (lib/core/model_file.h) must stay inside
     // the repository root, be a regular file, and never block on open.
-    ScopedFileRoot confine(root_);
-    model = options_.factory(name, path);
+    ScopedFileRoot confine(root);
+    model = factory(name, path);
   }
   absl::StatusOr<std::shared_ptr<const Model>> result =
       model.ok() ? absl::StatusOr<std::shared_ptr<const Model>>(
@@ -127,7 +151,6 @@ absl::StatusOr<std::shared_ptr<const Model>> ModelRepository::DoLoad(const std::
                  : absl::StatusOr<std::shared_ptr<const Model>>(absl::Status(
                        model.status().code(), absl::StrCat("loading model '", name, "' from ",
                                                            path, ": ", model.status().message())));
-  options_.registry->FinishLoad(name, result);
   return result;
 }
 
@@ -135,7 +158,9 @@ absl::StatusOr<std::shared_ptr<const Model>> ModelRepository::Load(const std::st
   auto path = Resolve(name);
   if (!path.ok()) return path.status();
   if (absl::Status s = options_.registry->BeginLoad(name); !s.ok()) return s;
-  return DoLoad(name, *path);
+  auto result = DoLoad(name, *path);
+  options_.registry->FinishLoad(name, result);
+  return result;
 }
 
 void ModelRepository::LoadAsync(const std::string& name, LoadDone done) {
@@ -148,7 +173,16 @@ void ModelRepository::LoadAsync(const std::string& name, LoadDone done) {
     done(s);
     return;
   }
-  Spawn([this, name, path = *path, done = std::move(done)] { done(DoLoad(name, path)); });
+  // The thread touches nothing of `this`: a load the destructor abandons
+  // (stop_timeout) may end after the repository is gone.
+  Spawn([factory = options_.factory, root = root_, registry = options_.registry,
+         abandon = abandon_, name, path = *path, done = std::move(done)] {
+    auto result = RunLoad(factory, root, name, path);
+    std::lock_guard<std::mutex> lock(abandon->mu);
+    if (abandon->abandoned) return;
+    registry->FinishLoad(name, result);
+    done(std::move(result));
+  }, /*abandonable=*/true);
 }
 
 void ModelRepository::UnloadAsync(const std::string& name, UnloadDone done) {
@@ -170,10 +204,10 @@ void ModelRepository::UnloadAsync(const std::string& name, UnloadDone done) {
                         : absl::CancelledError(absl::StrCat(
                               "server shutting down before in-flight calls on model '", name,
                               "' ended")));
-  });
+  }, /*abandonable=*/false);
 }
 
-void ModelRepository::Spawn(std::function<void()> work) {
+void ModelRepository::Spawn(std::function<void()> work, bool abandonable) {
   std::lock_guard<std::mutex> lock(threads_mu_);
   // Reap finished workers.
   for (auto it = workers_.begin(); it != workers_.end();) {
@@ -189,7 +223,7 @@ void ModelRepository::Spawn(std::function<void()> work) {
                               work();
                               finished->store(true);
                             }),
-                            finished});
+                            finished, abandonable});
 }
 
 }  // namespace vocabd

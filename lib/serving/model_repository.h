@@ -46,11 +46,18 @@ class ModelRepository {
     ModelFactory factory;
     // How often an unload re-checks that in-flight calls released the model.
     std::chrono::milliseconds unload_poll{2};
+    // How long the destructor waits for running loads (the server passes
+    // --drain-timeout-ms). A load still running then (a factory stuck in
+    // the kernel, e.g. on a hung network filesystem) is abandoned: its
+    // thread is detached, and when it ends it reports to nobody (neither
+    // the registry nor its LoadDone). Meant for process exit.
+    std::chrono::milliseconds stop_timeout{30000};
     // INVALID_ARGUMENT for a null registry, a root that is not a directory.
     absl::Status Validate() const;
   };
   static absl::StatusOr<std::unique_ptr<ModelRepository>> Create(const Options& options);
-  // Stops waiting unloads and joins every background thread.
+  // Stops waiting unloads and joins every background thread that ends
+  // within options.stop_timeout (see there for the others).
   ~ModelRepository();
 
   const std::string& root() const { return root_; }
@@ -83,15 +90,29 @@ class ModelRepository {
       : options_(std::move(options)), root_(std::move(root)) {}
   absl::StatusOr<std::shared_ptr<const Model>> DoLoad(const std::string& name,
                                                       const std::string& path);
-  void Spawn(std::function<void()> work);
+  // The factory under the file root; touches no member.
+  static absl::StatusOr<std::shared_ptr<const Model>> RunLoad(const ModelFactory& factory,
+                                                              const std::string& root,
+                                                              const std::string& name,
+                                                              const std::string& path);
+  // `abandonable`: a load thread the destructor may detach (touches no
+  // member); unload threads are always joined.
+  void Spawn(std::function<void()> work, bool abandonable);
 
   Options options_;
   std::string root_;  // realpath of options_.root ("" = none)
   std::atomic<bool> stopping_{false};
+  // Shared with load threads: once `abandoned`, they report to nobody.
+  struct Abandon {
+    std::mutex mu;
+    bool abandoned = false;
+  };
+  std::shared_ptr<Abandon> abandon_ = std::make_shared<Abandon>();
   std::mutex threads_mu_;
   struct Worker {
     std::thread thread;
     std::shared_ptr<std::atomic<bool>> finished;
+    bool abandonable = false;
   };
   std::vector<Worker> workers_;
 };
