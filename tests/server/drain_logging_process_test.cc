@@ -418,8 +418,7 @@ TEST(LoggingTest, JsonRequestLinesAndStartupBuildInfo) {
                   line.contains("compiler") && line.contains("onednn"))
           << line.dump();
     }
-    if (msg.find("model 'stories260K'") != std::string::npos &&
-        msg.find("vocab_size=512") != std::string::npos) {
+    if (line.value("model", "") == "stories260K" && line.value("vocab_size", "") == "512") {
       saw_model = true;
     }
   }
@@ -427,6 +426,65 @@ TEST(LoggingTest, JsonRequestLinesAndStartupBuildInfo) {
   EXPECT_TRUE(saw_bad) << vocabd.log();
   EXPECT_TRUE(saw_build) << vocabd.log();
   EXPECT_TRUE(saw_model) << vocabd.log();
+}
+
+// Client-controlled text (request id, model name, the error message that
+// quotes them) cannot forge log fields or lines: fields are structured data,
+// never re-parsed from the message (server/logging.h).
+constexpr char kForgedModel[] = "x\" status=OK rows=9 rpc=forged\n{\"level\":\"error\",\"rpc\":\"forged\"}";
+constexpr char kForgedId[] = "id\" rpc=forged status=OK latency_ms=0 ";
+
+void SendForgingEmbed(const std::string& target) {
+  VocabdClient::Options options;
+  options.target = target;
+  auto client = VocabdClient::Create(options);
+  ASSERT_TRUE(client.ok());
+  v1::EmbedRequest bad;
+  bad.set_model(kForgedModel);
+  bad.set_request_id(kForgedId);
+  bad.add_sequences()->add_token_ids(1);
+  EXPECT_EQ((*client)->Embed(bad).status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST(LoggingTest, ClientTextCannotForgeJsonFields) {
+  VocabdProcess vocabd({"--log-level", "debug", "--log-format", "json"});
+  ASSERT_NE(vocabd.port(), 0) << vocabd.log();
+  SendForgingEmbed(vocabd.target());
+  std::chrono::milliseconds took{0};
+  ASSERT_EQ(vocabd.TerminateAndWait(std::chrono::seconds(20), &took), 0);
+  int requests = 0;
+  for (const nlohmann::json& line : JsonLines(vocabd.log())) {  // every line is JSON
+    EXPECT_NE(line.value("rpc", ""), "forged") << line.dump();
+    EXPECT_NE(line.value("level", ""), "error") << line.dump();
+    if (!line.contains("rpc")) continue;
+    ++requests;
+    EXPECT_EQ(line["id"], kForgedId);
+    EXPECT_EQ(line["model"], kForgedModel);
+    EXPECT_EQ(line["rpc"], "vocabd.v1.EmbeddingService/Embed");
+    EXPECT_EQ(line["status"], "NOT_FOUND");
+    EXPECT_EQ(line["rows"], "1");
+    EXPECT_NE(line["latency_ms"], "0");
+    EXPECT_THAT(line["error"].get<std::string>(), HasSubstr("not found"));
+  }
+  EXPECT_EQ(requests, 1) << vocabd.log();
+}
+
+TEST(LoggingTest, ClientTextIsQuotedInTextLogs) {
+  VocabdProcess vocabd({"--log-level", "debug", "--log-format", "text"});
+  ASSERT_NE(vocabd.port(), 0) << vocabd.log();
+  SendForgingEmbed(vocabd.target());
+  std::chrono::milliseconds took{0};
+  ASSERT_EQ(vocabd.TerminateAndWait(std::chrono::seconds(20), &took), 0);
+  const std::string log = vocabd.log();
+  // One line, the newline escaped, the quotes escaped inside quoted values.
+  EXPECT_THAT(log, HasSubstr(" request id=\"id\\\" rpc=forged status=OK latency_ms=0 \" "
+                             "rpc=vocabd.v1.EmbeddingService/Embed model=\"x\\\" status=OK "
+                             "rows=9 rpc=forged\\n{\\\"level\\\":"));
+  std::istringstream in(log);
+  std::string line;
+  while (std::getline(in, line)) {
+    EXPECT_NE(line.rfind("{", 0), 0u) << "a forged line: " << line;
+  }
 }
 
 TEST(LoggingTest, TextFormatAtInfoHasNoRequestLines) {

@@ -10,7 +10,9 @@
 #include <condition_variable>
 #include <filesystem>
 #include <fstream>
+#include <atomic>
 #include <future>
+#include <thread>
 #include <mutex>
 
 #include <gmock/gmock.h>
@@ -173,6 +175,58 @@ TEST_F(RepositoryTest, UnloadOfFailedEntryRemovesIt) {
   repo->UnloadAsync("broken", [&](absl::Status s) { done.set_value(s); });
   EXPECT_TRUE(done.get_future().get().ok());
   EXPECT_FALSE(registry_.Status("broken").ok());
+}
+
+// A load that cannot finish (a factory stuck in the kernel) must not hold
+// the destructor, i.e. the server's exit after a drain: past stop_timeout it
+// is abandoned and, when it ends later, reports to nobody.
+TEST_F(RepositoryTest, DestructorAbandonsALoadStuckPastStopTimeout) {
+  auto gate = std::make_shared<std::promise<void>>();
+  std::shared_future<void> opened = gate->get_future().share();
+  std::atomic<bool> done_called{false};
+  std::atomic<bool> factory_returned{false};
+  {
+    ModelRepository::Options options;
+    options.root = root_;
+    options.registry = &registry_;
+    options.stop_timeout = std::chrono::milliseconds(50);
+    options.factory = [opened, &factory_returned](const std::string&, const std::string&)
+        -> absl::StatusOr<std::unique_ptr<Model>> {
+      opened.wait();
+      factory_returned = true;
+      return absl::UnavailableError("never served");
+    };
+    auto repo = ModelRepository::Create(options);
+    ASSERT_TRUE(repo.ok()) << repo.status();
+    (*repo)->LoadAsync("good", [&](absl::StatusOr<std::shared_ptr<const Model>>) {
+      done_called = true;
+    });
+    EXPECT_EQ(registry_.Status("good")->state, ModelState::kLoading);
+    const auto start = std::chrono::steady_clock::now();
+    repo->reset();
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(1000));
+  }
+  gate->set_value();
+  ASSERT_TRUE(testing::WaitFor([&] { return factory_returned.load(); },
+                               std::chrono::milliseconds(5000)));
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_FALSE(done_called);
+  EXPECT_EQ(registry_.Status("good")->state, ModelState::kLoading);  // nobody reported
+}
+
+// The repository confines each load's file opens to its root: a model
+// directory whose config.json links out of it fails with INVALID_ARGUMENT.
+TEST_F(RepositoryTest, LoadOfAFileLinkedOutOfTheRootFails) {
+  fs::create_directories(root_ + "/linked");
+  fs::create_symlink(testing::Stories260KHfDir() + "/config.json", root_ + "/linked/config.json");
+  fs::copy_file(testing::Stories260KHfDir() + "/model.safetensors",
+                root_ + "/linked/model.safetensors");
+  auto repo = Make();
+  auto model = repo->Load("linked");
+  ASSERT_FALSE(model.ok());
+  EXPECT_EQ(model.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(model.status().message(), HasSubstr("outside the model repository root"));
+  EXPECT_TRUE(repo->Load("good").ok());
 }
 
 }  // namespace
