@@ -3,6 +3,7 @@
 // fails, exit 0 within --drain-timeout-ms), JSON request logs, startup build
 // info, and `vocabctl` over TLS + token.
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -10,6 +11,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -30,6 +32,7 @@
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "lib/core/happens_before.h"
 #include "tests/test_util.h"
+#include "vocabd/v1/model.grpc.pb.h"
 
 namespace vocabd::testing {
 namespace {
@@ -101,6 +104,7 @@ class VocabdProcess {
     return -1;
   }
   int port() const { return port_; }
+  pid_t pid() const { return pid_; }
   int metrics_port() const { return metrics_port_; }
   std::string target() const { return "127.0.0.1:" + std::to_string(port_); }
   std::string log() const { return ReadFileOrEmpty(log_path_); }
@@ -426,6 +430,67 @@ TEST(LoggingTest, JsonRequestLinesAndStartupBuildInfo) {
   EXPECT_TRUE(saw_bad) << vocabd.log();
   EXPECT_TRUE(saw_build) << vocabd.log();
   EXPECT_TRUE(saw_model) << vocabd.log();
+}
+
+// VmRSS of a process, bytes (-1 if unreadable).
+int64_t VmRssBytes(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string key;
+  while (in >> key) {
+    if (key == "VmRSS:") {
+      int64_t kb = 0;
+      in >> kb;
+      return kb * 1024;
+    }
+    std::string rest;
+    std::getline(in, rest);
+  }
+  return -1;
+}
+
+// issue 13 item 5: a shard that is a FIFO blocked LoadModel forever (the
+// name stayed LOADING) and SIGTERM never finished the drain. Now the load
+// is refused before the open, at once, and the drain is not held.
+TEST(DrainTest, FifoShardLoadIsRefusedAtOnceAndSigtermStillDrains) {
+  namespace fs = std::filesystem;
+  const std::string root = MakeTempDir() + "/repo";
+  fs::create_directories(root + "/fifo");
+  fs::copy_file(Stories260KHfDir() + "/config.json", root + "/fifo/config.json");
+  std::ofstream(root + "/fifo/model.safetensors.index.json")
+      << R"({"weight_map": {"model.embed_tokens.weight": "model-00001-of-00001.safetensors"}})";
+  const std::string fifo = root + "/fifo/model-00001-of-00001.safetensors";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  VocabdProcess vocabd({"--model-repository", root, "--drain-timeout-ms", "30000"});
+  ASSERT_NE(vocabd.port(), 0) << vocabd.log();
+  auto channel = grpc::CreateChannel(vocabd.target(), grpc::InsecureChannelCredentials());
+  auto models = v1::ModelService::NewStub(channel);
+  for (int attempt = 0; attempt < 2; ++attempt) {  // a retry: same answer, not "already loading"
+    const int64_t rss_before = VmRssBytes(vocabd.pid());
+    const auto start = std::chrono::steady_clock::now();
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    v1::LoadModelRequest request;
+    request.set_name("fifo");
+    v1::ModelInfo info;
+    grpc::Status s = models->LoadModel(&ctx, request, &info);
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(1000));
+    EXPECT_LT(VmRssBytes(vocabd.pid()) - rss_before, int64_t{16} << 20);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message();
+    EXPECT_THAT(s.error_message(), HasSubstr(fifo + " is a FIFO (named pipe), not a regular file"));
+    grpc::ClientContext get_ctx;
+    v1::GetModelRequest get;
+    get.set_name("fifo");
+    ASSERT_TRUE(models->GetModel(&get_ctx, get, &info).ok());
+    EXPECT_EQ(info.state(), v1::FAILED);
+  }
+  // Close the client first: an idle synchronous client would answer the
+  // drain's GOAWAY ping only after gRPC's 5 s backup poll (see README).
+  models.reset();
+  channel.reset();
+  std::chrono::milliseconds took{0};
+  ASSERT_EQ(vocabd.TerminateAndWait(std::chrono::seconds(20), &took), 0) << vocabd.log();
+  EXPECT_LT(took.count(), 2000) << "the 30 s drain timeout must not be needed";
+  EXPECT_THAT(vocabd.log(), HasSubstr("vocabd stopped"));
 }
 
 // Client-controlled text (request id, model name, the error message that
