@@ -54,6 +54,21 @@ MappedFile::~MappedFile() {
   if (data_ != nullptr) ::munmap(const_cast<uint8_t*>(data_), size_);
 }
 
+bool MappedFile::Contains(const void* p, size_t n) const {
+  const auto a = reinterpret_cast<uintptr_t>(p);
+  const auto base = reinterpret_cast<uintptr_t>(data_);
+  return data_ != nullptr && a >= base && n <= size_ && a - base <= size_ - n;
+}
+
+void MappedFile::DropResidentPages(const void* p, size_t n) const {
+  if (!Contains(p, n)) return;
+  const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const auto a = reinterpret_cast<uintptr_t>(p);
+  const uintptr_t begin = (a + page - 1) / page * page;
+  const uintptr_t end = (a + n) / page * page;
+  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+}
+
 std::string MappedFile::Sha256Hex(const std::atomic<bool>* cancel) const {
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int digest_len = 0;
@@ -69,6 +84,7 @@ std::string MappedFile::Sha256Hex(const std::atomic<bool>* cancel) const {
     }
     const size_t n = size_ - offset < kChunk ? size_ - offset : kChunk;
     ok = EVP_DigestUpdate(ctx, data_ + offset, n) == 1;
+    DropResidentPages(data_ + offset, n);
   }
   ok = ok && EVP_DigestFinal_ex(ctx, digest, &digest_len) == 1;
   EVP_MD_CTX_free(ctx);

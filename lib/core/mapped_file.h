@@ -26,7 +26,19 @@ class MappedFile {
   const std::string& path() const { return path_; }
   // Lowercase hex sha256 of the contents (OpenSSL EVP).
   // Returns "" when `cancel` becomes true midway (checked every 64 MiB).
+  // Each hashed 64 MiB piece is dropped from the process's resident pages
+  // afterwards (DropResidentPages), so hashing a file never holds more than
+  // one piece of it in RSS.
   std::string Sha256Hex(const std::atomic<bool>* cancel = nullptr) const;
+  // True when [p, p + n) lies inside this mapping.
+  bool Contains(const void* p, size_t n) const;
+  // Drops this process's resident pages wholly inside [p, p + n) (a range of
+  // this mapping; others are ignored) with madvise(MADV_DONTNEED). The
+  // mapping is read-only and private, so nothing is lost: a later read
+  // faults the page back in from the file (page cache). Used after a pass
+  // that reads a source once (conversion, quantization, hashing) so peak
+  // RSS stays near the bytes actually served.
+  void DropResidentPages(const void* p, size_t n) const;
 
  private:
   MappedFile(std::string path, const uint8_t* data, size_t size)
