@@ -37,8 +37,9 @@ const char* const kServiceNames[] = {
 void LogServing(const Model& model) {
   const DynamicBatcher* b = model.batcher();
   spdlog::info(
-      "model '{}': weights {} (asked {}), LM head kernel {}, dynamic batching {}", model.name(),
-      std::string(DTypeName(model.serving_dtype())),
+      "model '{}': weights {} (embedding {}, asked {}), LM head kernel {}, dynamic batching {}",
+      model.name(), quant::GgmlTypeName(model.lm_head_type()),
+      quant::GgmlTypeName(model.embedding_type()),
       WeightsDTypeName(model.requested_weights_dtype()), model.lm_head_implementation(),
       b == nullptr ? std::string("off")
                    : absl::StrCat("on (max_batch_rows=", b->options().max_batch_rows,
