@@ -25,8 +25,8 @@ class MappedFile {
   size_t size() const { return size_; }
   const std::string& path() const { return path_; }
   // Lowercase hex sha256 of the contents (OpenSSL EVP).
-  // Returns "" when `cancel` becomes true midway (checked every 64 MiB).
-  // Each hashed 64 MiB piece is dropped from the process's resident pages
+  // Returns "" when `cancel` becomes true midway (checked every 16 MiB).
+  // Each hashed 16 MiB piece is dropped from the process's resident pages
   // afterwards (DropResidentPages), so hashing a file never holds more than
   // one piece of it in RSS.
   std::string Sha256Hex(const std::atomic<bool>* cancel = nullptr) const;

@@ -121,12 +121,12 @@ absl::Status Model::ServeTableAs(const char* name, quant::GgmlType type) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "model '", name_, "': cannot allocate ", rows * dst_row, " bytes for ", name));
   }
-  // Chunks of ~16 MiB of source rows, each converted in parallel over rows;
+  // Chunks of ~4 MiB of source rows, each converted in parallel over rows;
   // a mapped source chunk is then dropped from RSS (one copy resident).
   const quant::GgmlType src_type = t->ggml_type();
   const auto* src = static_cast<const uint8_t*>(t->data);
   const MappedFile* mapping = checkpoint_->MappingOf(t->data, t->nbytes);
-  const int64_t chunk_rows = std::max<int64_t>(1, (int64_t{16} << 20) / std::max<int64_t>(src_row, 1));
+  const int64_t chunk_rows = std::max<int64_t>(1, (int64_t{4} << 20) / std::max<int64_t>(src_row, 1));
   for (int64_t r0 = 0; r0 < rows; r0 += chunk_rows) {
     const int64_t r1 = std::min(rows, r0 + chunk_rows);
     ParallelFor(r1 - r0, [&](int64_t i) {
