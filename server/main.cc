@@ -72,10 +72,12 @@ int main(int argc, char** argv) {
   // LM-head serving (server/model_serving_options.h).
   std::vector<std::string> weights_dtype_flags, batching_flags;
   app.add_option("--weights-dtype", weights_dtype_flags,
-                 "[NAME=]auto|f32|bf16: dtype the embedding table and LM head are served in "
-                 "(repeatable; no NAME = every model; auto = the checkpoint's own: BF16 "
-                 "checkpoints in BF16, F32/F16 in F32). bf16 falls back to f32 (logged, shown "
-                 "by GetModel) on CPUs without AVX512-BF16/AMX");
+                 "[NAME=]auto|f32|bf16|q8_0: type the embedding table and LM head are served in "
+                 "(repeatable; no NAME = every model; auto = the checkpoint's own: quantized "
+                 "GGUF tables as stored, BF16 checkpoints in BF16, F32/F16 in F32; q8_0 "
+                 "quantizes F32/BF16/F16 tables at load, like llama.cpp --output-tensor-type). "
+                 "bf16 falls back to f32 (logged, shown by GetModel) on CPUs without "
+                 "AVX512-BF16/AMX");
   app.add_option("--dynamic-batching", options.serving.dynamic_batching,
                  "Batch concurrent ComputeLogits/Score rows into one GEMM (false: one GEMM per "
                  "call)")

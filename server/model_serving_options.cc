@@ -11,8 +11,9 @@ absl::StatusOr<WeightsDType> ParseWeightsDType(const std::string& text) {
   if (lower == "auto") return WeightsDType::kAuto;
   if (lower == "f32" || lower == "float32") return WeightsDType::kF32;
   if (lower == "bf16" || lower == "bfloat16") return WeightsDType::kBF16;
+  if (lower == "q8_0") return WeightsDType::kQ8_0;
   return absl::InvalidArgumentError(
-      absl::StrCat("--weights-dtype: '", text, "' is not auto, f32 or bf16"));
+      absl::StrCat("--weights-dtype: '", text, "' is not auto, f32, bf16 or q8_0"));
 }
 
 const char* WeightsDTypeName(WeightsDType dtype) {
@@ -20,6 +21,7 @@ const char* WeightsDTypeName(WeightsDType dtype) {
     case WeightsDType::kAuto: return "auto";
     case WeightsDType::kF32: return "f32";
     case WeightsDType::kBF16: return "bf16";
+    case WeightsDType::kQ8_0: return "q8_0";
   }
   return "?";
 }
@@ -35,7 +37,7 @@ absl::Status ModelServingOptions::AddWeightsDTypeFlag(const std::string& flag) {
   auto dtype = ParseWeightsDType(value);
   if (!dtype.ok()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("--weights-dtype '", flag, "': '", value, "' is not auto, f32 or bf16"));
+        absl::StrCat("--weights-dtype '", flag, "': '", value, "' is not auto, f32, bf16 or q8_0"));
   }
   weights_dtype[name] = *dtype;
   return absl::OkStatus();

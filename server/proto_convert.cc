@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "proto/tensor_codec.h"
+#include "server/model_serving_options.h"
 
 namespace vocabd {
 namespace {
@@ -156,7 +157,7 @@ v1::ModelInfo ModelToProto(const Model& model, bool is_default) {
   info.set_num_key_value_heads(cfg.num_key_value_heads);
   info.set_head_dim(cfg.head_dim);
   info.set_max_position_embeddings(cfg.max_position_embeddings);
-  info.set_dtype(DTypeToProto(model.checkpoint().lm_head().dtype));
+  info.set_dtype(DTypeToProto(model.serving_dtype()));
   info.set_tie_word_embeddings(cfg.tie_word_embeddings);
   info.set_position_scheme(PositionSchemeToProto(cfg.position_scheme));
   if (cfg.position_scheme == PositionScheme::kRope) {
@@ -185,6 +186,17 @@ v1::ModelInfo ModelToProto(const Model& model, bool is_default) {
     case WeightsDType::kAuto: info.set_requested_dtype(v1::DTYPE_UNSPECIFIED); break;
     case WeightsDType::kF32: info.set_requested_dtype(v1::F32); break;
     case WeightsDType::kBF16: info.set_requested_dtype(v1::BF16); break;
+    case WeightsDType::kQ8_0: info.set_requested_dtype(v1::DTYPE_UNSPECIFIED); break;
+  }
+  info.set_requested_weights_type(WeightsDTypeName(model.requested_weights_dtype()));
+  for (const auto& [name, t] : model.checkpoint().tensors()) {
+    if (!IsCanonicalTensor(name)) continue;
+    v1::ServedTensor* out = info.add_served_tensors();
+    out->set_name(name);
+    out->set_ggml_type(t.type_name());
+    out->set_stored_ggml_type(quant::GgmlTypeName(t.stored_type));
+    for (int64_t d : t.shape) out->add_shape(d);
+    out->set_bytes(static_cast<int64_t>(t.nbytes));
   }
   info.set_dtype_fallback_reason(model.fallback_reason());
   info.set_lm_head_implementation(model.lm_head_implementation());

@@ -41,7 +41,8 @@ void LogServing(const Model& model) {
   const DynamicBatcher* b = model.batcher();
   std::vector<LogField> fields = {
       {"model", model.name()},
-      {"weights", std::string(DTypeName(model.serving_dtype()))},
+      {"weights", quant::GgmlTypeName(model.lm_head_type())},
+      {"embedding", quant::GgmlTypeName(model.embedding_type())},
       {"weights_asked", WeightsDTypeName(model.requested_weights_dtype())},
       {"lm_head_kernel", model.lm_head_implementation()},
       {"dynamic_batching", b == nullptr ? "off" : "on"}};

@@ -71,9 +71,20 @@ void PrintModelDetail(const v1::ModelInfo& m) {
                                               Num(m.final_norm().eps()))});
   rows.push_back({"embedding scale:", Num(m.embedding_scale())});
   rows.push_back({"bos/eos:", absl::StrCat(m.bos_token_id(), " / ", m.eos_token_id())});
-  rows.push_back({"requested dtype:", m.requested_dtype() == v1::DTYPE_UNSPECIFIED
+  rows.push_back({"requested dtype:", !m.requested_weights_type().empty()
+                                          ? m.requested_weights_type()
+                                      : m.requested_dtype() == v1::DTYPE_UNSPECIFIED
                                           ? std::string("auto")
                                           : v1::DType_Name(m.requested_dtype())});
+  for (const auto& t : m.served_tensors()) {
+    std::string shape;
+    for (int64_t d : t.shape()) absl::StrAppend(&shape, shape.empty() ? "" : ", ", d);
+    rows.push_back({"served:", absl::StrCat(t.name(), " ", t.ggml_type(), " [", shape, "] ",
+                                            HumanBytes(t.bytes()),
+                                            t.stored_ggml_type() != t.ggml_type()
+                                                ? absl::StrCat(" (stored ", t.stored_ggml_type(), ")")
+                                                : "")});
+  }
   if (!m.dtype_fallback_reason().empty()) {
     rows.push_back({"dtype fallback:", m.dtype_fallback_reason()});
   }

@@ -116,8 +116,11 @@ absl::StatusOr<bool> AddSafetensorsTensors(const MappedFile& file, const Safeten
     WeightTensor t;
     t.shape = entry.shape;
     t.stored_dtype = entry.dtype;
-    if (IsCanonical(name) && IsFloating(entry.dtype) && entry.dtype != DType::kF32) {
-      // Converted once to an owned F32 buffer.
+    t.stored_type = GgmlTypeOf(entry.dtype);
+    if (IsCanonical(name) && !IsTableTensor(name) && IsFloating(entry.dtype) &&
+        entry.dtype != DType::kF32) {
+      // Small canonical tensors (norms, biases, positions): converted once
+      // to an owned F32 buffer.
       std::vector<uint8_t> buffer(n * sizeof(float));
       ConvertToF32(entry.dtype, src, n, reinterpret_cast<float*>(buffer.data()));
       ckpt->AdoptBuffer(std::move(buffer));
@@ -132,6 +135,9 @@ absl::StatusOr<bool> AddSafetensorsTensors(const MappedFile& file, const Safeten
       t.data = ckpt->last_buffer().data();
       t.nbytes = nbytes;
     } else {
+      // In place from the mapping: F32, BF16 and F16 tables (the model
+      // converts F16 straight from here into its serving dtype) and every
+      // other tensor.
       t.dtype = entry.dtype;
       t.data = src;
       t.nbytes = nbytes;
@@ -257,6 +263,27 @@ const WeightTensor& EmptyTensor() {
 
 }  // namespace
 
+bool IsTableTensor(const std::string& name) { return name == kEmbedTokens || name == kLmHead; }
+
+quant::GgmlType GgmlTypeOf(DType dtype) {
+  switch (dtype) {
+    case DType::kF16: return quant::GgmlType::kF16;
+    case DType::kBF16: return quant::GgmlType::kBF16;
+    default: return quant::GgmlType::kF32;
+  }
+}
+
+quant::GgmlType WeightTensor::ggml_type() const {
+  return quant_type.has_value() ? *quant_type : GgmlTypeOf(dtype);
+}
+
+std::string WeightTensor::type_name() const {
+  if (quant_type.has_value()) return quant::GgmlTypeName(*quant_type);
+  if (dtype == DType::kI32) return "i32";
+  if (dtype == DType::kI64) return "i64";
+  return quant::GgmlTypeName(GgmlTypeOf(dtype));
+}
+
 bool IsCanonicalTensor(const std::string& name) {
   return name == kEmbedTokens || name == kLmHead || name == kFinalNorm ||
          name == kFinalNormBias || name == kLmHeadBias || name == kPositionEmbeddings;
@@ -288,8 +315,17 @@ const WeightTensor& Checkpoint::lm_head() const {
 
 int64_t Checkpoint::resident_bytes() const {
   int64_t total = 0;
-  for (const auto& [name, t] : tensors_) total += static_cast<int64_t>(t.nbytes);
+  for (const auto& [name, t] : tensors_) {
+    if (IsCanonicalTensor(name)) total += static_cast<int64_t>(t.nbytes);
+  }
   return total;
+}
+
+const MappedFile* Checkpoint::MappingOf(const void* p, size_t n) const {
+  for (const auto& m : mappings_) {
+    if (m->Contains(p, n)) return m.get();
+  }
+  return nullptr;
 }
 
 void Checkpoint::ReleaseBuffer(const void* data) {
@@ -384,9 +420,14 @@ absl::Status Checkpoint::Finalize() {
   }
   for (const auto& [name, t] : tensors_) {
     const int64_t n = t.num_elements();
-    if (n < 0 || static_cast<size_t>(n) * DTypeSize(t.dtype) != t.nbytes ||
-        (t.nbytes > 0 && t.data == nullptr)) {
-      return absl::InternalError(absl::StrCat(where, ": tensor \"", name, "\" ", std::string(DTypeName(t.dtype)),
+    size_t want_bytes = static_cast<size_t>(n) * DTypeSize(t.dtype);
+    if (t.quant_type.has_value()) {
+      const int64_t row = t.shape.empty() ? 0 : t.shape.back();
+      const int64_t row_bytes = quant::RowBytes(*t.quant_type, row);
+      want_bytes = row_bytes < 0 || row == 0 ? 0 : static_cast<size_t>(n / row * row_bytes);
+    }
+    if (n < 0 || want_bytes != t.nbytes || (t.nbytes > 0 && t.data == nullptr)) {
+      return absl::InternalError(absl::StrCat(where, ": tensor \"", name, "\" ", t.type_name(),
                                               " ", ShapeString(t.shape), " holds ", t.nbytes,
                                               " bytes"));
     }
@@ -402,7 +443,13 @@ absl::Status Checkpoint::Finalize() {
                                                      ShapeString(t->shape), " but the config needs ",
                                                      ShapeString(want)));
     }
-    if (!IsFloating(t->dtype)) {
+    if (t->quant_type.has_value()) {
+      if (!IsTableTensor(name) || !quant::IsServedType(*t->quant_type)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            where, ": tensor \"", name, "\" has ggml type ", t->type_name(),
+            ", which vocabd does not serve for it"));
+      }
+    } else if (!IsFloating(t->dtype)) {
       return absl::InvalidArgumentError(absl::StrCat(where, ": tensor \"", name, "\" has dtype ",
                                                      std::string(DTypeName(t->dtype)),
                                                      ", not a float type (F32/F16/BF16)"));

@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -19,22 +20,50 @@
 #include "lib/core/dtype.h"
 #include "lib/core/mapped_file.h"
 #include "lib/checkpoint/model_config.h"
+#include "lib/quant/ggml_types.h"
 
 namespace vocabd {
 
 // A read-only view of one tensor. Row-major; `data` stays valid as long as
 // the Checkpoint that owns it.
+//
+// Quantized tensors (quant_type set; GGUF token_embd/output of a served
+// ggml type, or a table quantized at load by --weights-dtype q8_0): each
+// row of shape.back() elements is quant::RowBytes(*quant_type,
+// shape.back()) bytes of ggml blocks (lib/quant/ggml_blocks.h), rows
+// consecutive:
+//
+//   data -> | row 0: block 0 | block 1 | ... | row 1: block 0 | ...
+//
+// `dtype` is then kF32 and says nothing; read rows with
+// quant::DequantizeRow(ggml_type(), ...).
 struct WeightTensor {
   DType dtype = DType::kF32;
-  // The dtype in the file; differs from `dtype` when the loader converted the
-  // tensor (canonical F16/BF16 -> F32). Decides the default serving dtype.
+  // The float dtype of the values in the file (F32 for a quantized tensor:
+  // ggml dequantizes to F32); differs from `dtype` when the loader or the
+  // model converted the tensor. Decides the default serving dtype and the
+  // dtype Gemma's embedding scale is applied in.
   DType stored_dtype = DType::kF32;
+  // Set for ggml block-quantized data (see above).
+  std::optional<quant::GgmlType> quant_type;
+  // The ggml type of the data in the file (what GetModel calls the stored
+  // type): quant types, f32/f16/bf16.
+  quant::GgmlType stored_type = quant::GgmlType::kF32;
   std::vector<int64_t> shape;
   const void* data = nullptr;
   size_t nbytes = 0;
   int64_t num_elements() const;
   const float* f32() const { return static_cast<const float*>(data); }
+  // The served ggml type: *quant_type, else F32/F16/BF16 for dtype
+  // (integer tensors report kF32; see type_name()).
+  quant::GgmlType ggml_type() const;
+  // ggml's name of the served type: "q4_K", "q8_0", "bf16", "f32"; "i32" /
+  // "i64" for integer tensors.
+  std::string type_name() const;
 };
+
+// The ggml type of a plain dtype (F32/F16/BF16; integers -> kF32).
+quant::GgmlType GgmlTypeOf(DType dtype);
 
 struct SourceFileInfo {
   std::string path;
@@ -69,10 +98,14 @@ SourceFileInfo DescribeSourceFile(const MappedFile& file, std::string format);
 //   model.layers.N.mlp.{gate,up,down}_proj.weight  [out, in]
 // Note: llama2.c q/k rows are in INTERLEAVED rotary order; HF safetensors
 // Llama files are permuted for HALF_SPLIT. `config.rope.pair_layout` tells.
-// Dtypes: the three canonical tensors are always F32 after loading (F16/BF16
-// safetensors are converted once into owned buffers; F32 is used in place
-// from the mapping). Other tensors keep their stored dtype and point into
-// the mapping (copied only when misaligned for their element type).
+// Dtypes: the embedding table and the LM head ("tables") are served from
+// the mapping without a copy in their stored type: F32, BF16, F16 (the
+// model converts F16 once, straight from the mapping, into its serving
+// dtype) or a served ggml quant type (GGUF). The other canonical tensors
+// (norms, biases, learned positions) are small and always F32 after
+// loading (F16/BF16/quantized ones converted once into owned buffers).
+// Other tensors keep their stored dtype and point into the mapping (copied
+// only when misaligned for their element type).
 inline constexpr char kEmbedTokens[] = "model.embed_tokens.weight";
 inline constexpr char kLmHead[] = "lm_head.weight";
 inline constexpr char kFinalNorm[] = "model.norm.weight";
@@ -86,9 +119,10 @@ inline constexpr char kFinalNorm[] = "model.norm.weight";
 inline constexpr char kFinalNormBias[] = "model.norm.bias";
 inline constexpr char kLmHeadBias[] = "lm_head.bias";
 inline constexpr char kPositionEmbeddings[] = "transformer.wpe.weight";
-// True for the canonical tensors above (served in F32 whatever the stored
-// float dtype).
+// True for the canonical tensors above (the served ones).
 bool IsCanonicalTensor(const std::string& name);
+// True for kEmbedTokens and kLmHead (served in their stored type).
+bool IsTableTensor(const std::string& name);
 
 class Checkpoint {
  public:
@@ -121,9 +155,13 @@ class Checkpoint {
   // this before and after each computation that reads the weights, so a
   // changed file gives an error, never a SIGBUS or a silently wrong answer.
   absl::Status CheckFiles() const;
-  // Bytes of tensor data held (mapped or owned) over all tensors(), tied
-  // head counted once.
+  // Bytes of the served tensors (the canonical ones: embedding table, LM
+  // head, final norm and biases, learned positions), mapped or owned, tied
+  // head counted once. Transformer-layer tensors a file also holds are
+  // not counted (nothing reads them while serving).
   int64_t resident_bytes() const;
+  // The mapping that holds [p, p + n), or nullptr (owned buffer).
+  const MappedFile* MappingOf(const void* p, size_t n) const;
 
   // Builder interface used by the loaders.
   ModelConfig& mutable_config() { return config_; }
@@ -143,6 +181,8 @@ class Checkpoint {
   void ReleaseBuffer(const void* data);
   // Checks the canonical tensors exist with the config's shapes and the head
   // rule (untied without lm_head -> FAILED_PRECONDITION naming the tensor).
+  // Tables may be F32/F16/BF16 or a served quant type whose block size
+  // divides hidden_size; other canonical tensors must be F32/F16/BF16.
   absl::Status Finalize();
 
  private:

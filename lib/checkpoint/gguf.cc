@@ -13,18 +13,6 @@
 namespace vocabd {
 namespace {
 
-// ggml.h `enum ggml_type` (block size, bytes per block).
-constexpr GgmlTypeInfo kTypes[] = {
-    {"F32", 1, 4},       {"F16", 1, 2},       {"Q4_0", 32, 18},    {"Q4_1", 32, 20},
-    {nullptr, 0, 0},     {nullptr, 0, 0},     {"Q5_0", 32, 22},    {"Q5_1", 32, 24},
-    {"Q8_0", 32, 34},    {"Q8_1", 32, 36},    {"Q2_K", 256, 84},   {"Q3_K", 256, 110},
-    {"Q4_K", 256, 144},  {"Q5_K", 256, 176},  {"Q6_K", 256, 210},  {"Q8_K", 256, 292},
-    {"IQ2_XXS", 256, 66}, {"IQ2_XS", 256, 74}, {"IQ3_XXS", 256, 98}, {"IQ1_S", 256, 50},
-    {"IQ4_NL", 32, 18},  {"IQ3_S", 256, 110}, {"IQ2_S", 256, 82},  {"IQ4_XS", 256, 136},
-    {"I8", 1, 1},        {"I16", 1, 2},       {"I32", 1, 4},       {"I64", 1, 8},
-    {"F64", 1, 8},       {"IQ1_M", 256, 56},  {"BF16", 1, 2},
-};
-
 // Minimum encoded size of one metadata kv (empty key + type + u8 value)
 // and one tensor info (empty name + n_dims + 1 dim + type + offset).
 constexpr uint64_t kMinKvBytes = 8 + 4 + 1;
@@ -196,11 +184,6 @@ bool GgufValue::is_integer() const {
   }
 }
 
-const GgmlTypeInfo* GgmlType(uint32_t type_id) {
-  if (type_id >= sizeof(kTypes) / sizeof(kTypes[0])) return nullptr;
-  return kTypes[type_id].name == nullptr ? nullptr : &kTypes[type_id];
-}
-
 std::vector<int64_t> GgufTensorInfo::shape() const {
   std::vector<int64_t> out(ne.rbegin(), ne.rend());
   return out;
@@ -301,13 +284,24 @@ absl::StatusOr<GgufFile> ParseGguf(const uint8_t* data, size_t size, const std::
       info.ne.push_back(n);
     }
     if (auto s = r.Read(where + " type", &info.type); !s.ok()) return s;
-    const GgmlTypeInfo* type = GgmlType(info.type);
+    const quant::GgmlTypeInfo* type = quant::FindGgmlType(info.type);
     if (type == nullptr) {
-      return r.Error(absl::StrCat(where, " has unknown ggml type id ", info.type));
+      return r.Error(absl::StrCat(where, " has unknown ggml type id ", info.type,
+                                  " (known ggml types: ids 0..3, 6..30)"));
     }
-    if (info.ne[0] % static_cast<uint64_t>(type->block_size) != 0) {
-      return r.Error(absl::StrCat(where, " ne[0] = ", info.ne[0], " is not a multiple of the ",
-                                  type->name, " block size ", type->block_size));
+    const uint64_t block_size = static_cast<uint64_t>(type->block_size);
+    if (info.ne[0] % block_size != 0 && elements % block_size == 0) {
+      // Whole blocks in total, but not per row: blocks would straddle rows.
+      const uint64_t rows = elements / info.ne[0];
+      return r.Error(absl::StrCat(where, " of type ", type->name, ": its ", elements / block_size,
+                                  " blocks of ", block_size, " elements do not divide into its ",
+                                  rows, " rows of ne[0] = ", info.ne[0],
+                                  " elements (each row must hold whole blocks)"));
+    }
+    if (info.ne[0] % block_size != 0) {
+      return r.Error(absl::StrCat(where, " of type ", type->name, " has a row length ne[0] = ",
+                                  info.ne[0], " that is not a multiple of the ", type->name,
+                                  " block size ", block_size));
     }
     const uint64_t blocks = elements / static_cast<uint64_t>(type->block_size);
     if (__builtin_mul_overflow(blocks, static_cast<uint64_t>(type->type_size), &info.nbytes)) {
@@ -331,10 +325,19 @@ absl::StatusOr<GgufFile> ParseGguf(const uint8_t* data, size_t size, const std::
   const uint64_t data_bytes = size >= out.data_start ? size - out.data_start : 0;
   std::vector<const GgufTensorInfo*> sorted;
   for (GgufTensorInfo& t : out.tensors) {
-    if (t.offset > data_bytes || t.nbytes > data_bytes - t.offset) {
+    if (t.offset > data_bytes) {
       return r.Error(absl::StrCat("tensor \"", t.name, "\" [offset ", t.offset, ", +", t.nbytes,
                                   " bytes) is out of bounds: the data section holds ",
                                   data_bytes, " bytes"));
+    }
+    if (t.nbytes > data_bytes - t.offset) {
+      const quant::GgmlTypeInfo* type = quant::FindGgmlType(t.type);
+      return r.Error(absl::StrCat(
+          "tensor \"", t.name, "\" [offset ", t.offset, ", +", t.nbytes,
+          " bytes) is out of bounds (truncated data): its ", type->name, " data (",
+          t.num_elements() / type->block_size, " blocks of ", type->type_size,
+          " bytes) needs ", t.nbytes, " bytes but the data section holds ",
+          data_bytes - t.offset, " from its offset"));
     }
     t.offset += out.data_start;
     sorted.push_back(&t);

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "lib/quant/ggml_types.h"
 
 namespace vocabd {
 
@@ -52,19 +53,8 @@ struct GgufValue {
   bool is_float() const { return type == GgufValueType::kF32 || type == GgufValueType::kF64; }
 };
 
-// ggml tensor types (ggml.h `enum ggml_type`) the parser knows the block
-// layout of. Ids 4 and 5 (removed Q4_2/Q4_3) and ids > 30 are unknown.
-struct GgmlTypeInfo {
-  const char* name;
-  int64_t block_size;  // elements per block
-  int64_t type_size;   // bytes per block
-};
-// nullptr for an unknown type id.
-const GgmlTypeInfo* GgmlType(uint32_t type_id);
-inline constexpr uint32_t kGgmlF32 = 0;
-inline constexpr uint32_t kGgmlF16 = 1;
-inline constexpr uint32_t kGgmlQ8_0 = 8;
-inline constexpr uint32_t kGgmlBF16 = 30;
+// Tensor types: the one ggml type table is lib/quant/ggml_types.h
+// (quant::FindGgmlType: name, block size, bytes per block).
 
 struct GgufTensorInfo {
   std::string name;
@@ -99,9 +89,15 @@ inline constexpr int kMaxGgufDims = 4;
 // tensor/kv counts or string/array lengths larger than the bytes left in
 // the file; unknown value types; duplicate keys or tensor names;
 // general.alignment not a u32 power of two; n_dims 0 or > 4; a dim of 0;
-// element/byte counts that overflow int64; unknown ggml type ids; ne[0]
-// not a multiple of the type's block size; offsets not aligned, out of the
-// file, or tensors overlapping.
+// element/byte counts that overflow int64; unknown ggml type ids ("tensor
+// \"X\" has unknown ggml type id N"); ne[0] (the row length) not a
+// multiple of the type's block size: "its N blocks ... do not divide into
+// its R rows" when the element count is whole blocks, else "has a row
+// length ne[0] = 100 that is not a multiple of the q4_K block size 256";
+// offsets not
+// aligned; a tensor's data running past the end of the file ("truncated":
+// names the tensor, its type, the bytes it needs and the bytes left);
+// tensors overlapping.
 absl::StatusOr<GgufFile> ParseGguf(const uint8_t* data, size_t size, const std::string& file_name);
 
 }  // namespace vocabd

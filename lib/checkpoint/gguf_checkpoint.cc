@@ -9,6 +9,8 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "lib/core/dtype.h"
+#include "lib/quant/dequantize.h"
+#include "lib/quant/ggml_types.h"
 #include "lib/positions/rope_gguf.h"
 #include "lib/core/status_macros.h"
 
@@ -125,9 +127,9 @@ std::optional<std::string> CanonicalName(const std::string& name) {
 
 std::optional<DType> PlainDType(uint32_t type) {
   switch (type) {
-    case kGgmlF32: return DType::kF32;
-    case kGgmlF16: return DType::kF16;
-    case kGgmlBF16: return DType::kBF16;
+    case static_cast<uint32_t>(quant::GgmlType::kF32): return DType::kF32;
+    case static_cast<uint32_t>(quant::GgmlType::kF16): return DType::kF16;
+    case static_cast<uint32_t>(quant::GgmlType::kBF16): return DType::kBF16;
     case 26: return DType::kI32;
     case 27: return DType::kI64;
     default: return std::nullopt;
@@ -140,7 +142,7 @@ absl::StatusOr<std::vector<double>> FactorTensor(const GgufTensorInfo& t, const 
   const std::optional<DType> dtype = PlainDType(t.type);
   if (t.ne.size() != 1 || !dtype.has_value() ||
       (*dtype != DType::kF32 && *dtype != DType::kF16 && *dtype != DType::kBF16)) {
-    const GgmlTypeInfo* type = GgmlType(t.type);
+    const quant::GgmlTypeInfo* type = quant::FindGgmlType(t.type);
     return absl::InvalidArgumentError(absl::StrCat(
         path, ": tensor \"", t.name, "\" must be a 1-D F32/F16/BF16 tensor, got ", t.ne.size(),
         " dims of ggml type ", type != nullptr ? type->name : "?"));
@@ -192,18 +194,6 @@ absl::StatusOr<GgufRopeInput> RopeInputFromGguf(const GgufFile& gguf, const Mapp
 }
 
 }  // namespace
-
-void DequantizeQ8_0(const uint8_t* src, size_t n, float* dst) {
-  constexpr size_t kBlock = 32;
-  for (size_t b = 0; b < n / kBlock; ++b) {
-    const uint8_t* block = src + b * 34;
-    uint16_t d_bits;
-    std::memcpy(&d_bits, block, 2);
-    const float d = HalfToFloat(d_bits);
-    const int8_t* q = reinterpret_cast<const int8_t*>(block + 2);
-    for (size_t j = 0; j < kBlock; ++j) dst[b * kBlock + j] = static_cast<float>(q[j]) * d;
-  }
-}
 
 absl::StatusOr<std::unique_ptr<Checkpoint>> LoadGguf(const std::string& path) {
   ASSIGN_OR_RETURN(std::unique_ptr<MappedFile> file, MappedFile::Open(path));
@@ -315,28 +305,56 @@ absl::StatusOr<std::unique_ptr<Checkpoint>> LoadGguf(const std::string& path) {
     WeightTensor w;
     w.shape = t.shape();
     const std::optional<DType> plain = PlainDType(t.type);
-    // Q8_0 has no serving dtype of its own: it is dequantized to F32.
+    const quant::GgmlTypeInfo* type = quant::FindGgmlType(t.type);  // known: ParseGguf checked
+    const bool quantized = type->block_size > 1;
+    // Quantized data holds F32 values once dequantized (as ggml computes).
     w.stored_dtype = plain.value_or(DType::kF32);
-    if (canonical && (t.type == kGgmlQ8_0 || (plain.has_value() && *plain != DType::kF32 &&
-                                              *plain != DType::kI32 && *plain != DType::kI64))) {
-      std::vector<uint8_t> buffer(n * sizeof(float));
-      float* dst = reinterpret_cast<float*>(buffer.data());
-      if (t.type == kGgmlQ8_0) {
-        DequantizeQ8_0(src, n, dst);
-      } else {
-        ConvertToF32(*plain, src, n, dst);
+    w.stored_type = quant::GgmlType::kF32;
+    if (plain.has_value()) {
+      w.stored_type = *plain == DType::kF16    ? quant::GgmlType::kF16
+                      : *plain == DType::kBF16 ? quant::GgmlType::kBF16
+                                               : quant::GgmlType::kF32;
+    } else if (quantized) {
+      w.stored_type = static_cast<quant::GgmlType>(t.type);
+    }
+    const bool table = canonical && IsTableTensor(*name);
+    const bool served_quant =
+        quantized && quant::IsServedType(static_cast<quant::GgmlType>(t.type));
+    if (table && quantized) {
+      if (!served_quant) {
+        return invalid(absl::StrCat(
+            "tensor \"", t.name, "\" has ggml type ", type->name,
+            ", which vocabd does not serve (served: f32, f16, bf16, q4_0, q4_1, q5_0, q5_1, "
+            "q8_0, q2_K, q3_K, q4_K, q5_K, q6_K, iq4_nl)"));
       }
+      // Served in place from the mapping: no dequantization, no copy (ggml
+      // blocks are byte-aligned structs).
+      w.quant_type = static_cast<quant::GgmlType>(t.type);
+      w.dtype = DType::kF32;
+      w.data = src;
+      w.nbytes = static_cast<size_t>(t.nbytes);
+      any_mapped = true;
+    } else if (canonical && !table &&
+               (served_quant || (plain.has_value() && (*plain == DType::kF16 ||
+                                                       *plain == DType::kBF16)))) {
+      // Small canonical tensors (norms, biases, positions): F32, converted
+      // once (quantized ones dequantized exactly as ggml).
+      std::vector<uint8_t> buffer(n * sizeof(float));
+      quant::DequantizeRow(served_quant ? static_cast<quant::GgmlType>(t.type)
+                                        : GgmlTypeOf(*plain),
+                           src, static_cast<int64_t>(n), reinterpret_cast<float*>(buffer.data()));
       ckpt->AdoptBuffer(std::move(buffer));
       w.dtype = DType::kF32;
       w.data = ckpt->last_buffer().data();
       w.nbytes = n * sizeof(float);
     } else if (canonical && !plain.has_value()) {
-      const GgmlTypeInfo* type = GgmlType(t.type);
       return invalid(absl::StrCat("tensor \"", t.name, "\" has ggml type ", type->name,
-                                  "; served tensors must be F32, F16, BF16 or Q8_0"));
+                                  ", which vocabd does not serve for it (f32, f16, bf16 or a "
+                                  "served quant type)"));
     } else if (plain.has_value()) {
       // In place (data offsets are aligned to general.alignment >= 1; copy
-      // when the element type needs more).
+      // when the element type needs more). F32/BF16/F16 tables included:
+      // the model converts an F16 table once, from here, into its dtype.
       if (reinterpret_cast<uintptr_t>(src) % DTypeSize(*plain) != 0) {
         ckpt->AdoptBuffer(std::vector<uint8_t>(src, src + t.nbytes));
         w.data = ckpt->last_buffer().data();

@@ -43,10 +43,15 @@ namespace vocabd {
 // Tensors: token_embd.weight -> model.embed_tokens.weight, output.weight ->
 // lm_head.weight (absent -> tied head), output.bias -> lm_head.bias,
 // output_norm.{weight,bias} -> model.norm.{weight,bias},
-// position_embd.weight -> transformer.wpe.weight. These canonical tensors
-// may be F32 (served in place from the mapping), F16 or BF16 (converted to
-// F32 once) or Q8_0 (dequantized to F32 at load: block = f16 scale d +
-// 32 int8 q, value = d * q, exactly as ggml's dequantize_row_q8_0).
+// position_embd.weight -> transformer.wpe.weight. token_embd and output
+// are served in place from the mapping, never copied or dequantized at
+// load, in any mix of: f32, bf16, f16 (the model converts f16 once into its
+// serving dtype) and the quantized types q4_0, q4_1, q5_0, q5_1, q8_0,
+// q2_K, q3_K, q4_K, q5_K, q6_K, iq4_nl (WeightTensor::quant_type; rows of
+// ggml blocks, lib/quant). Another ggml type there is INVALID_ARGUMENT
+// naming the tensor and the type. The small canonical tensors (norms,
+// biases, positions) are F32 after loading (f16/bf16/quantized converted
+// once, quantized ones dequantized bit-exactly as ggml).
 // For llama, blk.N.{attn_norm, attn_q, attn_k, attn_v, attn_output,
 // ffn_norm, ffn_gate, ffn_up, ffn_down}.weight are exposed under the HF
 // per-layer names of checkpoint.h (other archs keep GGUF names); other
@@ -54,9 +59,6 @@ namespace vocabd {
 // Errors: INVALID_ARGUMENT naming the file and the key/tensor/rule,
 // FAILED_PRECONDITION for a missing token_embd.weight or output_norm.
 absl::StatusOr<std::unique_ptr<Checkpoint>> LoadGguf(const std::string& path);
-
-// Dequantizes `n` Q8_0 values (n a multiple of 32) at `src` to F32.
-void DequantizeQ8_0(const uint8_t* src, size_t n, float* dst);
 
 }  // namespace vocabd
 

@@ -46,8 +46,20 @@ class MappedFile {
   size_t size() const { return size_; }
   const std::string& path() const { return path_; }
   // Lowercase hex sha256 of the contents (OpenSSL EVP).
-  // Returns "" when `cancel` becomes true midway (checked every 64 MiB).
+  // Returns "" when `cancel` becomes true midway (checked every 16 MiB).
+  // Each hashed 16 MiB piece is dropped from the process's resident pages
+  // afterwards (DropResidentPages), so hashing a file never holds more than
+  // one piece of it in RSS.
   std::string Sha256Hex(const std::atomic<bool>* cancel = nullptr) const;
+  // True when [p, p + n) lies inside this mapping.
+  bool Contains(const void* p, size_t n) const;
+  // Drops this process's resident pages wholly inside [p, p + n) (a range of
+  // this mapping; others are ignored) with madvise(MADV_DONTNEED). The
+  // mapping is read-only and private, so nothing is lost: a later read
+  // faults the page back in from the file (page cache). Used after a pass
+  // that reads a source once (conversion, quantization, hashing) so peak
+  // RSS stays near the bytes actually served.
+  void DropResidentPages(const void* p, size_t n) const;
 
   // OK while the file is as it was mapped. FAILED_PRECONDITION naming the
   // path when it was truncated (a read past the new end was caught, or

@@ -1,6 +1,8 @@
-// Token-embedding lookup: an indexed copy of table rows, widened to F32.
+// Token-embedding lookup: an indexed copy of table rows, widened or
+// dequantized to F32.
 //
-//   table [vocab_size, hidden_size] F32, F16 or BF16
+//   table [vocab_size, hidden_size] F32, F16, BF16, or a served ggml quant
+//         type (rows of hidden_size / block_size ggml blocks, lib/quant)
 //   ids   [total_tokens]  (ragged sequences concatenated)
 //   out   [total_tokens, hidden_size] F32,  out[t, :] = table[ids[t], :]
 //
@@ -16,6 +18,7 @@
 
 #include "absl/status/status.h"
 #include "lib/core/dtype.h"
+#include "lib/quant/ggml_blocks.h"
 
 namespace vocabd {
 
@@ -24,6 +27,15 @@ namespace vocabd {
 // [0, vocab_size), or for an integer `table_dtype`. Nothing is written on
 // error.
 absl::Status EmbeddingLookup(const void* table, DType table_dtype, int64_t vocab_size,
+                             int64_t hidden_size, const std::vector<int64_t>& ids,
+                             const std::string& field_name, float* out);
+
+// The same for a table of any served ggml type (quant::IsServedType):
+// F32/F16/BF16 as above; quantized rows are dequantized -- only the
+// requested rows -- bit for bit as ggml's dequantize_row_* (lib/quant/
+// dequantize.h). INVALID_ARGUMENT also when hidden_size is not a multiple
+// of the type's block size or the type is not served.
+absl::Status EmbeddingLookup(const void* table, quant::GgmlType table_type, int64_t vocab_size,
                              int64_t hidden_size, const std::vector<int64_t>& ids,
                              const std::string& field_name, float* out);
 

@@ -14,6 +14,9 @@
 #include "lib/core/parallel.h"
 #include "lib/core/status_macros.h"
 #include "lib/positions/sinusoidal.h"
+#include "lib/quant/dequantize.h"
+#include "lib/quant/ggml_types.h"
+#include "lib/quant/quantize.h"
 
 namespace vocabd {
 
@@ -25,27 +28,51 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Create(const Options& options) {
   model->checkpoint_ = std::move(checkpoint);
   model->requested_dtype_ = options.weights_dtype;
   model->pool_ = options.compute_pool;
-  DType want = DType::kF32;
-  switch (options.weights_dtype) {
-    case WeightsDType::kAuto: {
-      const DType stored = model->checkpoint_->lm_head().stored_dtype;
-      want = stored == DType::kBF16 ? DType::kBF16 : DType::kF32;
-      break;
+  const bool bf16_ok = LmHead::Bf16Supported();
+  const char* const kBf16Fallback =
+      "BF16 weights need a CPU with AVX512-BF16 or AMX (oneDNN effective ISA has neither); "
+      "serving F32";
+  for (const char* name : {kLmHead, kEmbedTokens}) {  // the head first: it decides kAuto
+    const WeightTensor* t = model->checkpoint_->Find(name);
+    if (t == nullptr) continue;  // tied: the embedding is the head
+    const bool is_head = std::string(name) == kLmHead || model->config().tie_word_embeddings;
+    quant::GgmlType want = t->ggml_type();
+    switch (options.weights_dtype) {
+      case WeightsDType::kAuto: {
+        if (t->quant_type.has_value()) break;  // served as stored
+        // Float tables follow the head's stored dtype (the embedding's when
+        // the head is quantized or tied).
+        const WeightTensor& head = model->checkpoint_->lm_head();
+        const DType rule = head.quant_type.has_value() ? t->stored_dtype : head.stored_dtype;
+        want = rule == DType::kBF16 ? quant::GgmlType::kBF16 : quant::GgmlType::kF32;
+        break;
+      }
+      case WeightsDType::kF32: want = quant::GgmlType::kF32; break;
+      case WeightsDType::kBF16: want = quant::GgmlType::kBF16; break;
+      case WeightsDType::kQ8_0:
+        if (t->quant_type.has_value() && *t->quant_type != quant::GgmlType::kQ8_0) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "model '", options.name, "': --weights-dtype q8_0 quantizes F32/BF16/F16 tables; "
+              "tensor \"", name, "\" is already ", t->type_name(), " (serve it as stored: auto)"));
+        }
+        want = quant::GgmlType::kQ8_0;
+        break;
     }
-    case WeightsDType::kF32: want = DType::kF32; break;
-    case WeightsDType::kBF16: want = DType::kBF16; break;
+    // Without native bf16 dot products the head falls back to F32, and so
+    // does an embedding served with it (a BF16 embedding beside a
+    // quantized head is fine: Embed only widens rows).
+    if (want == quant::GgmlType::kBF16 && !bf16_ok &&
+        (is_head || !model->checkpoint_->lm_head().quant_type.has_value())) {
+      model->fallback_reason_ = kBf16Fallback;
+      want = quant::GgmlType::kF32;
+    }
+    RETURN_IF_ERROR(model->ServeTableAs(name, want));
   }
-  if (want == DType::kBF16 && !LmHead::Bf16Supported()) {
-    model->fallback_reason_ =
-        "BF16 weights need a CPU with AVX512-BF16 or AMX (oneDNN effective ISA has neither); "
-        "serving F32";
-    want = DType::kF32;
-  }
-  RETURN_IF_ERROR(model->ServeInDType(want));
   const WeightTensor& head = model->checkpoint_->lm_head();
   LmHead::Options head_options;
   head_options.weights = head.data;
   head_options.weights_dtype = head.dtype;
+  if (head.quant_type.has_value()) head_options.weights_quant = *head.quant_type;
   head_options.vocab_size = model->config().vocab_size;
   head_options.hidden_size = model->config().hidden_size;
   ASSIGN_OR_RETURN(std::unique_ptr<LmHead> lm_head, LmHead::Create(head_options));
@@ -66,35 +93,66 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Create(const Options& options) {
   return model;
 }
 
-absl::Status Model::ServeInDType(DType dtype) {
-  // Re-encodes the embedding and (untied) head tensors in `dtype`, replacing
-  // them in the checkpoint so exactly one copy stays resident.
-  for (const char* name : {kEmbedTokens, kLmHead}) {
-    const WeightTensor* t = checkpoint_->Find(name);
-    if (t == nullptr || t->dtype == dtype) continue;
-    if (t->dtype != DType::kF32 || dtype != DType::kBF16) {
-      return absl::InternalError(absl::StrCat("model '", name_, "': cannot serve ", name, " (",
-                                              std::string(DTypeName(t->dtype)), ") as ",
-                                              std::string(DTypeName(dtype))));
-    }
-    const size_t n = static_cast<size_t>(t->num_elements());
-    std::vector<uint8_t> buffer;
-    try {
-      buffer.resize(n * DTypeSize(dtype));
-    } catch (const std::bad_alloc&) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "model '", name_, "': cannot allocate ", n * DTypeSize(dtype), " bytes for ", name));
-    }
-    ConvertFromF32(t->f32(), n, dtype, buffer.data());
-    checkpoint_->AdoptBuffer(std::move(buffer));
-    WeightTensor converted = *t;
-    const void* old_data = t->data;
-    converted.dtype = dtype;
-    converted.data = checkpoint_->last_buffer().data();
-    converted.nbytes = n * DTypeSize(dtype);
-    checkpoint_->AddTensor(name, std::move(converted));
-    checkpoint_->ReleaseBuffer(old_data);  // no-op for a memory mapping
+DType Model::serving_dtype() const {
+  const WeightTensor& head = checkpoint_->lm_head();
+  return head.quant_type.has_value() ? DType::kF32 : head.dtype;
+}
+
+absl::Status Model::ServeTableAs(const char* name, quant::GgmlType type) {
+  const WeightTensor* t = checkpoint_->Find(name);
+  if (t == nullptr || t->ggml_type() == type) return absl::OkStatus();
+  if (type != quant::GgmlType::kF32 && type != quant::GgmlType::kBF16 &&
+      type != quant::GgmlType::kQ8_0) {
+    return absl::InternalError(absl::StrCat("model '", name_, "': cannot serve ", name, " as ",
+                                            quant::GgmlTypeName(type)));
   }
+  const int64_t rows = t->shape.at(0), cols = t->shape.at(1);
+  const int64_t dst_row = quant::RowBytes(type, cols);
+  const int64_t src_row = static_cast<int64_t>(t->nbytes) / rows;
+  if (dst_row < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "model '", name_, "': ", name, " rows of ", cols, " elements cannot be served as ",
+        quant::GgmlTypeName(type), " (block size ", quant::TypeInfo(type).block_size, ")"));
+  }
+  std::vector<uint8_t> buffer;
+  try {
+    buffer.resize(static_cast<size_t>(rows * dst_row));
+  } catch (const std::bad_alloc&) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "model '", name_, "': cannot allocate ", rows * dst_row, " bytes for ", name));
+  }
+  // Chunks of ~4 MiB of source rows, each converted in parallel over rows;
+  // a mapped source chunk is then dropped from RSS (one copy resident).
+  const quant::GgmlType src_type = t->ggml_type();
+  const auto* src = static_cast<const uint8_t*>(t->data);
+  const MappedFile* mapping = checkpoint_->MappingOf(t->data, t->nbytes);
+  const int64_t chunk_rows = std::max<int64_t>(1, (int64_t{4} << 20) / std::max<int64_t>(src_row, 1));
+  for (int64_t r0 = 0; r0 < rows; r0 += chunk_rows) {
+    const int64_t r1 = std::min(rows, r0 + chunk_rows);
+    ParallelFor(r1 - r0, [&](int64_t i) {
+      const int64_t r = r0 + i;
+      std::vector<float> row(static_cast<size_t>(cols));
+      quant::DequantizeRow(src_type, src + r * src_row, cols, row.data());
+      quant::QuantizeRow(type, row.data(), cols, buffer.data() + r * dst_row);
+    });
+    if (mapping != nullptr) {
+      mapping->DropResidentPages(src + r0 * src_row, static_cast<size_t>((r1 - r0) * src_row));
+    }
+  }
+  checkpoint_->AdoptBuffer(std::move(buffer));
+  WeightTensor converted = *t;
+  const void* old_data = t->data;
+  converted.data = checkpoint_->last_buffer().data();
+  converted.nbytes = static_cast<size_t>(rows * dst_row);
+  converted.quant_type.reset();
+  if (type == quant::GgmlType::kQ8_0) {
+    converted.quant_type = type;
+    converted.dtype = DType::kF32;
+  } else {
+    converted.dtype = type == quant::GgmlType::kBF16 ? DType::kBF16 : DType::kF32;
+  }
+  checkpoint_->AddTensor(name, std::move(converted));
+  checkpoint_->ReleaseBuffer(old_data);  // no-op for a memory mapping
   return absl::OkStatus();
 }
 
@@ -266,10 +324,11 @@ absl::Status Model::EmbedInto(const EmbedInput& input,
   const int64_t hidden = cfg.hidden_size;
   const int64_t num_floats = static_cast<int64_t>(ids.size()) * hidden;
   float* out = allocate(num_floats);
-  // F32 rows copied, BF16 rows widened exactly; ids were validated above.
+  // F32 rows copied, BF16 rows widened exactly, quantized rows dequantized
+  // as ggml (only these rows); ids were validated above.
   const WeightTensor& table = checkpoint_->embedding();
-  RETURN_IF_ERROR(
-      EmbeddingLookup(table.data, table.dtype, cfg.vocab_size, hidden, ids, "token_ids", out));
+  RETURN_IF_ERROR(EmbeddingLookup(table.data, table.ggml_type(), cfg.vocab_size, hidden, ids,
+                                  "token_ids", out));
   double scale = 1.0;
   switch (input.embedding_scale) {
     case EmbeddingScaleMode::kModelDefault:

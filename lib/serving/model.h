@@ -23,13 +23,31 @@
 
 namespace vocabd {
 
-// Dtype the embedding table and LM head are served in.
-//   kAuto: the checkpoint's own: BF16-stored tables are served in BF16, F32
-//          and F16 ones in F32 (F16 -> F32 is exact; F16 -> BF16 would drop
-//          3 mantissa bits, so it is only done when asked for).
-//   kF32 / kBF16: as asked. BF16 falls back to F32 (with fallback_reason())
-//          where LmHead::Bf16Supported() is false.
-enum class WeightsDType { kAuto, kF32, kBF16 };
+// Type the embedding table and LM head are served in.
+//   kAuto: the checkpoint's own. Quantized GGUF tables (q4_0 .. q6_K,
+//          iq4_nl) are served as stored, in place from the mapping, each
+//          table in its own type (any mix, e.g. Q4_K_M's q4_K embedding
+//          with a q6_K head). Float tables: BF16-stored ones in BF16 (in
+//          place), F32 and F16 ones in F32 (F16 -> F32 is exact; F16 ->
+//          BF16 would drop 3 mantissa bits, so it is only done when asked
+//          for); which of the two follows the head (the embedding when the
+//          head is quantized).
+//   kF32 / kBF16: every table as asked (quantized tables dequantized once,
+//          exactly as ggml). BF16 falls back to F32 (with
+//          fallback_reason()) where LmHead::Bf16Supported() is false.
+//   kQ8_0: F32/BF16/F16 tables quantized at load to ggml q8_0 (one copy,
+//          per block of 32: d = max|x| / 127, q = round(x / d); a tied
+//          head shares the embedding's copy), like llama.cpp's
+//          --output-tensor-type q8_0. Each weight moves by at most half a
+//          step: |w - q8_0(w)| <= d / 2 + f16 rounding of d (<= max|x| of
+//          its block / 254 * (1 + 2^-10)); tests/lib/serving/
+//          model_quant_test.cc checks it. Tables already q8_0 are kept;
+//          other quantized tables are INVALID_ARGUMENT (re-quantizing would
+//          stack two roundings).
+// F16 tables are converted once, straight from the file mapping into the
+// serving type; the source pages are dropped from RSS as they are read
+// (MappedFile::DropResidentPages), so loading peaks near the served bytes.
+enum class WeightsDType { kAuto, kF32, kBF16, kQ8_0 };
 
 enum class AbsolutePositionsMode { kModelDefault, kNone, kSinusoidal, kLearned };
 enum class EmbeddingScaleMode { kModelDefault, kNone, kSqrtHidden };
@@ -107,8 +125,13 @@ class Model {
   // buffer is freed) and builds the LM head primitive.
   static absl::StatusOr<std::unique_ptr<Model>> Create(const Options& options);
 
-  // F32 or BF16: the dtype the embedding table and LM head are served in.
-  DType serving_dtype() const { return lm_head_->weights_dtype(); }
+  // F32 or BF16: the dtype the LM head is served in when it is a float
+  // table (F32 for a quantized head: see lm_head_type()).
+  DType serving_dtype() const;
+  // The served ggml types of the LM head and the embedding table ("the
+  // served type": f32, bf16, or a quant type such as q8_0, q4_K).
+  quant::GgmlType lm_head_type() const { return checkpoint_->lm_head().ggml_type(); }
+  quant::GgmlType embedding_type() const { return checkpoint_->embedding().ggml_type(); }
   // What Options::weights_dtype asked for.
   WeightsDType requested_weights_dtype() const { return requested_dtype_; }
   // Why BF16 was asked for but F32 is served (empty when no fallback).
@@ -190,7 +213,9 @@ class Model {
   void FinishScore(const ScoreInput& input, const float* logits, ScoreOutput* output) const;
   // Runs `item` through the batcher, or as one pool task, or inline.
   void RunHead(DynamicBatcher::Item item) const;
-  absl::Status ServeInDType(DType dtype);
+  // Re-encodes table `name` (kEmbedTokens / kLmHead) into `type` (F32,
+  // BF16 or Q8_0), replacing it in the checkpoint so one copy stays.
+  absl::Status ServeTableAs(const char* name, quant::GgmlType type);
 
   std::string name_;
   std::unique_ptr<Checkpoint> checkpoint_;

@@ -194,6 +194,38 @@ gguf_case("gguf_tensors_overlap", "INVALID_ARGUMENT", ["overlaps tensor \"token_
                        tinfo("output_norm.weight", [H], 0, 480)]))
 gguf_case("gguf_truncated", "INVALID_ARGUMENT", ["metadata_kv_count 6 is larger than the 16 bytes left"],
           gguf()[:40])
+# Quantized tables (issue 16): the row/block rules, truncated block data,
+# unknown and unserved ggml types. Each message names the tensor, the type
+# and the rule.
+NORM_T = tinfo("output_norm.weight", [H], 0, 0)
+gguf_case("gguf_quant_row_not_multiple_of_block", "INVALID_ARGUMENT",
+          ["tensor \"token_embd.weight\" of type q4_K has a row length ne[0] = 8",
+           "not a multiple of the q4_K block size 256"],
+          gguf(tinfos=[NORM_T, tinfo("token_embd.weight", [H, V], 12, 64)],
+               data=NORM.tobytes() + bytes(32) + bytes(V * H)))
+gguf_case("gguf_quant_blocks_straddle_rows", "INVALID_ARGUMENT",
+          ["tensor \"token_embd.weight\" of type q8_0: its 3 blocks of 32 elements do not "
+           "divide into its 2 rows of ne[0] = 48 elements"],
+          gguf(tinfos=[NORM_T, tinfo("token_embd.weight", [48, 2], 8, 64)],
+               data=NORM.tobytes() + bytes(32) + bytes(3 * 34)))
+gguf_case("gguf_quant_truncated", "INVALID_ARGUMENT",
+          ["tensor \"token_embd.weight\"", "truncated data", "q8_0 data (16 blocks of 34 bytes)",
+           "needs 544 bytes"],
+          gguf(tinfos=[NORM_T, tinfo("token_embd.weight", [32, V], 8, 64)],
+               data=NORM.tobytes() + bytes(32) + bytes(300)))
+gguf_case("gguf_removed_type_id_4", "INVALID_ARGUMENT",
+          ["tensor \"token_embd.weight\" has unknown ggml type id 4"],
+          gguf(tinfos=[NORM_T, tinfo("token_embd.weight", [H, V], 4, 64)],
+               data=NORM.tobytes() + bytes(32) + bytes(V * H * 4)))
+gguf_case("gguf_table_unserved_type", "INVALID_ARGUMENT",
+          ["tensor \"token_embd.weight\" has ggml type iq2_xxs, which vocabd does not serve"],
+          gguf(kvs=[kv_str("general.architecture", "llama"), kv_u32("llama.context_length", 32),
+                    kv_u32("llama.embedding_length", 256), kv_u32("llama.block_count", 0),
+                    kv_u32("llama.attention.head_count", 2),
+                    kv_f32("llama.attention.layer_norm_rms_epsilon", 1e-5)],
+               tinfos=[tinfo("output_norm.weight", [256], 0, 0),
+                       tinfo("token_embd.weight", [256, V], 16, 1024)],
+               data=np.ones(256, np.float32).tobytes() + bytes(V * 66)))
 # RoPE keys go through RopeParamsFromGguf (lib/positions/rope_gguf.h); errors name
 # the file and the key or parameter.
 gguf_case("gguf_rope_freq_base_string", "INVALID_ARGUMENT",

@@ -20,6 +20,7 @@
 #include "lib/serving/model.h"
 #include "lib/head/norm.h"
 #include "lib/positions/rope_freq.h"
+#include "lib/quant/dequantize.h"
 #include "tests/test_util.h"
 
 namespace vocabd {
@@ -68,9 +69,16 @@ void ExpectNear(const std::vector<float>& got, const std::vector<float>& want, f
   }
 }
 
+// Any served type, widened or dequantized (as ggml) row by row.
 std::vector<float> Values(const WeightTensor& t) {
-  EXPECT_EQ(t.dtype, DType::kF32);
-  return std::vector<float>(t.f32(), t.f32() + t.num_elements());
+  std::vector<float> out(static_cast<size_t>(t.num_elements()));
+  const int64_t cols = t.shape.back(), rows = t.num_elements() / cols;
+  const int64_t row_bytes = static_cast<int64_t>(t.nbytes) / rows;
+  for (int64_t r = 0; r < rows; ++r) {
+    EXPECT_TRUE(quant::DequantizeRow(t.ggml_type(), static_cast<const uint8_t*>(t.data) + r * row_bytes,
+                                     cols, out.data() + r * cols));
+  }
+  return out;
 }
 
 // ---------------------------------------------------------------- LayerNorm
@@ -223,6 +231,14 @@ TEST(HfFamiliesTest, TextConfigWrongType) {
 
 void CheckGgufCase(const std::string& name, bool expect_mapped_head) {
   SCOPED_TRACE(name);
+  // The checkpoint alone: the tables' values (served in place, any type).
+  {
+    auto ckpt = LoadCheckpoint(FormDir(name) + "/" + name + ".gguf");
+    ASSERT_TRUE(ckpt.ok()) << ckpt.status();
+    const nlohmann::json& g = Golden()["gguf"][name];
+    ExpectNear(Values((*ckpt)->embedding()), ToFloats(g["embedding"]), 0);
+    ExpectNear(Values((*ckpt)->lm_head()), ToFloats(g["head"]), 0);
+  }
   auto model = CreateModel(name, FormDir(name) + "/" + name + ".gguf");
   ASSERT_NE(model, nullptr);
   const nlohmann::json& g = Golden()["gguf"][name];
@@ -238,8 +254,23 @@ void CheckGgufCase(const std::string& name, bool expect_mapped_head) {
   EXPECT_EQ(ck.source_files().at(0).memory_mapped, expect_mapped_head);
 }
 
-TEST(GgufTest, Q8_0DequantizedAtLoad) { CheckGgufCase("gguf_q8_0", /*mapped: output_norm*/ true); }
-TEST(GgufTest, Bf16Converted) { CheckGgufCase("gguf_bf16", true); }
+// q8_0 tables are served in place (no dequantization at load). The model
+// part (logits through a q8_0 head) needs the quantized LM-head kernels.
+TEST(GgufTest, Q8_0ServedInPlace) {
+  auto ckpt = LoadCheckpoint(FormDir("gguf_q8_0") + "/gguf_q8_0.gguf");
+  ASSERT_TRUE(ckpt.ok()) << ckpt.status();
+  EXPECT_EQ((*ckpt)->embedding().quant_type, quant::GgmlType::kQ8_0);
+  EXPECT_EQ((*ckpt)->embedding().type_name(), "q8_0");
+  EXPECT_EQ((*ckpt)->embedding().nbytes, 16u * 64 / 32 * 34);
+  EXPECT_TRUE((*ckpt)->source_files().at(0).memory_mapped);
+  CheckGgufCase("gguf_q8_0", /*mapped*/ true);
+}
+TEST(GgufTest, Bf16InPlace) {
+  CheckGgufCase("gguf_bf16", true);
+  auto ckpt = LoadCheckpoint(FormDir("gguf_bf16") + "/gguf_bf16.gguf");
+  ASSERT_TRUE(ckpt.ok());
+  EXPECT_EQ((*ckpt)->embedding().dtype, DType::kBF16);  // zero copies
+}
 TEST(GgufTest, F32InPlace) {
   CheckGgufCase("gguf_f32", true);
   auto ckpt = LoadCheckpoint(FormDir("gguf_f32") + "/gguf_f32.gguf");
@@ -409,10 +440,10 @@ TEST(GgufTest, LlamaTinyRandomF16Untied) {
   EXPECT_FALSE(c.tie_word_embeddings);
   const WeightTensor& e = (*ckpt)->embedding();
   const WeightTensor& h = (*ckpt)->lm_head();
-  EXPECT_EQ(e.dtype, DType::kF32);  // F16 converted once
+  EXPECT_EQ(e.dtype, DType::kF16);  // in place: the model converts it once
   EXPECT_EQ(e.shape, (std::vector<int64_t>{32000, 8}));
   EXPECT_NE(0, std::memcmp(e.data, h.data, e.nbytes));  // untied: different values
-  for (int j = 0; j < 8; ++j) EXPECT_EQ(e.f32()[j], 0.0f);  // row 0 all zeros (HF init)
+  for (int j = 0; j < 8; ++j) EXPECT_EQ(Values(e)[j], 0.0f);  // row 0 all zeros (HF init)
   // Per-layer F16 tensors are exposed in place under HF names.
   const WeightTensor* q = (*ckpt)->Find("model.layers.0.self_attn.q_proj.weight");
   ASSERT_NE(q, nullptr);
@@ -426,7 +457,7 @@ TEST(GgufTest, LlamaTinyRandomF16Untied) {
   ASSERT_NE(out, nullptr);
   std::vector<float> want(32000 * 8);
   ConvertToF32(DType::kF16, (*file)->data() + out->offset, want.size(), want.data());
-  EXPECT_EQ(0, std::memcmp(h.data, want.data(), h.nbytes));
+  EXPECT_EQ(Values(h), want);
 }
 
 TEST(GgufTest, Version1IsRefusedClearly) {
@@ -460,7 +491,7 @@ TEST(GgufTest, DequantizeQ8_0Block) {
   std::memcpy(block, &half_half, 2);
   for (int j = 0; j < 32; ++j) block[2 + j] = static_cast<uint8_t>(static_cast<int8_t>(j - 16));
   float out[32];
-  DequantizeQ8_0(block, 32, out);
+  ASSERT_TRUE(quant::DequantizeRow(quant::GgmlType::kQ8_0, block, 32, out));
   for (int j = 0; j < 32; ++j) EXPECT_EQ(out[j], 0.5f * static_cast<float>(j - 16));
 }
 

@@ -31,6 +31,9 @@ constexpr char kStSha[] = "b9a4b28abe841d11ac0ca747203d67e61b76238bf0c264bf0f44b
 constexpr char kConfigSha[] = "13dfdb165acac83f88be12ad3c7244d85b79a3f41b8f4504a12f5e71b033f478";
 // All weight tensors of stories260K (everything but freq_cis) in bytes.
 constexpr int64_t kStoriesWeightBytes = 1040128;
+// The served tensors of stories260K: embedding [512, 64] F32 (tied head) +
+// final norm [64]; the layer tensors are not counted in resident_bytes.
+constexpr int64_t kStoriesServedBytes = 512 * 64 * 4 + 64 * 4;
 
 std::unique_ptr<Checkpoint> LoadOrDie(const std::string& path) {
   absl::StatusOr<std::unique_ptr<Checkpoint>> c = LoadCheckpoint(path);
@@ -302,8 +305,8 @@ TEST(CheckpointTest, TiedHeadSharesEmbeddingMemory) {
     EXPECT_EQ(&c->lm_head(), &c->embedding()) << path;
     EXPECT_EQ(c->lm_head().data, c->embedding().data) << path;
     EXPECT_EQ(c->lm_head().shape, (std::vector<int64_t>{512, 64}));
-    // Tied head counted once: exactly the weight bytes of the model.
-    EXPECT_EQ(c->resident_bytes(), kStoriesWeightBytes) << path;
+    // Tied head counted once; served tensors only (not the layers).
+    EXPECT_EQ(c->resident_bytes(), kStoriesServedBytes) << path;
   }
 }
 
@@ -394,7 +397,7 @@ std::string TinyConfig(bool tied) {
 const std::vector<float> kTinyEmb = {0.5f, -1.0f, 0.1f, 2.0f, 3.0f, -0.25f, 1e-3f, 7.0f};
 const std::vector<float> kTinyHead = {1.0f, 2.0f, 3.0f, 4.0f, 1.0f / 3.0f, 6.0f, -7.0f, 8.0f};
 
-TEST(CheckpointTest, UntiedHeadConvertedFromHalfTypes) {
+TEST(CheckpointTest, UntiedHalfTypeTablesServedInPlace) {
   const std::string dir = testing::MakeTempDir();
   WriteFile(dir + "/config.json", TinyConfig(/*tied=*/false));
   WriteFile(dir + "/model.safetensors",
@@ -411,9 +414,11 @@ TEST(CheckpointTest, UntiedHeadConvertedFromHalfTypes) {
   const WeightTensor& emb = c->embedding();
   const WeightTensor& head = c->lm_head();
   EXPECT_NE(emb.data, head.data);
-  ASSERT_EQ(emb.dtype, DType::kF32);
-  ASSERT_EQ(head.dtype, DType::kF32);
-  EXPECT_EQ(emb.nbytes, 32u);
+  // Served from the mapping in their stored dtypes (no widening at load).
+  ASSERT_EQ(emb.dtype, DType::kF16);
+  ASSERT_EQ(head.dtype, DType::kBF16);
+  EXPECT_EQ(emb.nbytes, 16u);
+  EXPECT_TRUE(c->source_files().back().memory_mapped);
   // Exact values after F16 / BF16 rounding.
   std::vector<float> want_emb, want_head;
   for (float v : kTinyEmb) want_emb.push_back(HalfToFloat(FloatToHalf(v)));
@@ -427,8 +432,8 @@ TEST(CheckpointTest, UntiedHeadConvertedFromHalfTypes) {
   ASSERT_NE(extra, nullptr);
   EXPECT_EQ(extra->dtype, DType::kF16);
   EXPECT_EQ(ToVector(*extra), (std::vector<float>{1, 2, 3}));
-  // emb 32 + head 32 (both F32 now) + norm 8 + extra 6.
-  EXPECT_EQ(c->resident_bytes(), 32 + 32 + 8 + 6);
+  // emb 16 (F16) + head 16 (BF16) + norm 8; extra.weight is not served.
+  EXPECT_EQ(c->resident_bytes(), 16 + 16 + 8);
 }
 
 TEST(CheckpointTest, TiedConfigIgnoresStoredHeadCopy) {
@@ -498,7 +503,7 @@ TEST(CheckpointTest, ShardedSafetensorsMatchesSingleFile) {
   auto sharded = LoadOrDie(dir);
   ASSERT_NE(sharded, nullptr);
   EXPECT_EQ(sharded->source_files().size(), 4u);  // config, index, 2 shards
-  EXPECT_EQ(sharded->resident_bytes(), kStoriesWeightBytes);
+  EXPECT_EQ(sharded->resident_bytes(), kStoriesServedBytes);
   ASSERT_EQ(sharded->tensors().size(), single->tensors().size());
   for (const auto& [name, t] : single->tensors()) {
     const WeightTensor* s = sharded->Find(name);
@@ -554,8 +559,8 @@ TEST(Llama2cTest, UntiedClassifierFollowsFreqCis) {
   const float gate0 = c->Find("model.layers.0.mlp.gate_proj.weight")->f32()[0];
   EXPECT_EQ(c->Find("model.layers.0.mlp.down_proj.weight")->f32()[0], gate0 + hidden * dim);
   EXPECT_EQ(c->Find("model.layers.0.mlp.up_proj.weight")->f32()[0], gate0 + 2 * hidden * dim);
-  EXPECT_EQ(c->resident_bytes(),
-            static_cast<int64_t>((floats - 2 * seq * (hs / 2)) * sizeof(float)));
+  // Served tensors only: embedding, final norm, classifier (not the layer).
+  EXPECT_EQ(c->resident_bytes(), static_cast<int64_t>((2 * vocab * dim + dim) * sizeof(float)));
 }
 
 TEST(Llama2cTest, MalformedFilesAreRejected) {

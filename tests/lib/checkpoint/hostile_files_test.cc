@@ -57,8 +57,9 @@ INSTANTIATE_TEST_SUITE_P(Manifest, HostileFileTest, ::testing::ValuesIn(LoadMani
                          });
 
 TEST(HostileManifestTest, CoversEveryRuleOfTheIssue) {
-  // 13 safetensors + 21 GGUF (4 of them RoPE keys) + 12 config.json cases.
-  EXPECT_EQ(LoadManifest().size(), 46u);
+  // 13 safetensors + 26 GGUF (4 of them RoPE keys, 5 quantized-table
+  // rules) + 12 config.json cases.
+  EXPECT_EQ(LoadManifest().size(), 51u);
 }
 
 }  // namespace

@@ -1,0 +1,60 @@
+// tools/vocabd_make_gguf: the files it writes load with the asked ggml
+// types, and --from quantizes the checkpoint's own rows (q8_0 exactly as
+// lib/quant's ggml reference rounding).
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "lib/checkpoint/checkpoint.h"
+#include "lib/quant/ggml_types.h"
+#include "lib/quant/quantize.h"
+#include "tests/test_util.h"
+
+namespace vocabd {
+namespace {
+
+int Run(const std::string& args) {
+  const std::string cmd = std::string(VOCABD_BINARY_DIR) + "/tools/vocabd_make_gguf " + args +
+                          " > /dev/null 2>&1";
+  return std::system(cmd.c_str());
+}
+
+TEST(MakeGgufToolTest, RandomHeadOfEveryServedType) {
+  const std::string dir = testing::MakeTempDir();
+  for (quant::GgmlType type : quant::kQuantizedServedTypes) {
+    const std::string name = quant::GgmlTypeName(type);
+    SCOPED_TRACE(name);
+    const std::string out = dir + "/" + name + ".gguf";
+    ASSERT_EQ(Run("--random 64x512 --embd-type " + name + " --output-type q6_K -o " + out), 0);
+    auto c = LoadCheckpoint(out);
+    ASSERT_TRUE(c.ok()) << c.status();
+    EXPECT_EQ((*c)->embedding().type_name(), name);
+    EXPECT_EQ((*c)->lm_head().type_name(), "q6_K");
+    EXPECT_EQ((*c)->embedding().shape, (std::vector<int64_t>{64, 512}));
+    EXPECT_FALSE((*c)->config().tie_word_embeddings);
+  }
+}
+
+TEST(MakeGgufToolTest, FromCheckpointQuantizesItsRows) {
+  const std::string out = testing::MakeTempDir() + "/s.gguf";
+  ASSERT_EQ(Run("--from " + testing::Stories260KBin() + " --embd-type q8_0 --tied -o " + out), 0);
+  auto q = LoadCheckpoint(out);
+  auto f = LoadCheckpoint(testing::Stories260KBin());
+  ASSERT_TRUE(q.ok()) << q.status();
+  ASSERT_TRUE(f.ok());
+  EXPECT_TRUE((*q)->config().tie_word_embeddings);
+  ASSERT_EQ((*q)->embedding().quant_type, quant::GgmlType::kQ8_0);
+  std::vector<uint8_t> want(static_cast<size_t>(quant::RowBytes(quant::GgmlType::kQ8_0, 64) * 512));
+  ASSERT_TRUE(quant::QuantizeRow(quant::GgmlType::kQ8_0, (*f)->embedding().f32(), 512 * 64,
+                                 want.data()));
+  ASSERT_EQ((*q)->embedding().nbytes, want.size());
+  EXPECT_EQ(0, std::memcmp((*q)->embedding().data, want.data(), want.size()));
+  // Bad shape for the type: refused with the rule.
+  EXPECT_NE(Run("--random 8x100 --embd-type q4_K -o " + out + ".bad"), 0);
+}
+
+}  // namespace
+}  // namespace vocabd
