@@ -22,6 +22,10 @@ inline float Reduce8(__m256 v) {
 }
 
 struct Avx2 {
+  static void Unpack(quant::GgmlType type, const uint8_t* row, int64_t d, uint8_t* u, float* dw,
+                     float* mw) {
+    UnpackRow(type, row, d, u, dw, mw);
+  }
   static constexpr int kMaxMb = 2;
   template <int R, int MB>
   static void Tile(const TileArgs& t) {

@@ -324,7 +324,8 @@ struct TileArgs {
 // The driver: vocabulary rows [v0, v1) in groups of up to kMaxTileRows
 // (unpacked once), activation rows in blocks of 64 and tiles of up to
 // Isa::kMaxMb. Isa provides `template <int R, int MB> static void Tile(const
-// TileArgs&)`.
+// TileArgs&)` and `static void Unpack(...)` (UnpackRow's signature; an ISA
+// may specialise types and forward the rest to UnpackRow).
 template <class Isa, int R>
 inline void TileMb(int mb, const TileArgs& t) {
   switch (mb) {
@@ -359,7 +360,7 @@ inline void RunKernel(const QuantTypeInfo& type, const uint8_t* acts, int64_t ro
       const int nr = static_cast<int>(Min64(kMaxTileRows, v1 - v));
       for (int r = 0; r < nr; ++r) {
         uint8_t* base = scratch + r * ul.row_bytes;
-        UnpackRow(type.type, w + (v + r) * row_bytes, d, base,
+        Isa::Unpack(type.type, w + (v + r) * row_bytes, d, base,
                   reinterpret_cast<float*>(base + ul.dw), reinterpret_cast<float*>(base + ul.mw));
       }
       for (int64_t m = 0; m < mrows;) {

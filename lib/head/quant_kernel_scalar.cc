@@ -9,6 +9,10 @@ namespace vocabd {
 namespace {
 
 struct Scalar {
+  static void Unpack(quant::GgmlType type, const uint8_t* row, int64_t d, uint8_t* u, float* dw,
+                     float* mw) {
+    UnpackRow(type, row, d, u, dw, mw);
+  }
   static constexpr int kMaxMb = 1;
   // Per (v, m): sum over sub-blocks of 16 of dw * (da * exact int dot of
   // each activation block of 8),
