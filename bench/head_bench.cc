@@ -1,10 +1,19 @@
-// LM-head benchmark (README "Scoring performance"): vocabd's head (F32 and
-// BF16 weights) vs OpenBLAS sgemm on the same shapes vs the bandwidth floor,
-// all measured in one run, for N = 1, 8, 64, 256 rows.
+// LM-head benchmark (README "Scoring performance"): vocabd's head (F32,
+// BF16 and ggml-quantized weights) vs OpenBLAS sgemm on the same shapes vs
+// the read-only bandwidth floor, all measured in one run, for N = 1, 8, 64,
+// 256 rows.
 //
 //   head_bench --f32 /tmp/vocabd-bench/llama3-f32 --bf16 /tmp/vocabd-bench/llama3-bf16
-//              [--rows 1,8,64,256] [--reps 5] [--csv out.csv]
+//              [--rows 1,8,64,256] [--reps 5] [--csv out.csv] [--quant Q8_0,Q4_K,Q6_K]
+//              [--quant-paths] [--quant-only]
 //              [--paths 1,2,4,8,12,16,24,32,64] [--paths-csv paths.csv] [--interleaved 9]
+//
+// Quantized heads (--quant): the Llama-3 shape (from the F32 checkpoint's
+// config, or 128256 x 4096 with --quant-only) of random VALID ggml blocks
+// generated in memory (f16 scales in [0.001, 0.02), random codes): no GGUF
+// writer exists in this tree yet, and the kernels' speed does not depend
+// on the values. --quant-paths also times every ISA path this CPU has
+// (VOCABD_LM_HEAD_KERNEL) at each N.
 //
 // vocabd's head is what the server runs: the small-M kernel for
 // N <= LmHead::kDefaultSmallRowsMax (where the CPU has it), oneDNN above.
@@ -18,15 +27,18 @@
 // Weights come from the checkpoints through vocabd's own loader (Model),
 // F32 read in place from the mapping, BF16 served natively. Times are the
 // median of --reps runs after one warm-up. GFLOP/s = 2 N V d / time.
-// Bandwidth floor = weight bytes / copy bandwidth, where copy bandwidth is
-// STREAM-style (2 x bytes / time) for a memcpy of a buffer as large as the
-// F32 weights, split over all OpenMP threads.
+// Read-only floor of each weight type = the time to stream a buffer as large
+// as its weights with AVX-512 loads on all OpenMP threads (summed, so the
+// loads cannot be dropped), measured in the same run for each size: the
+// least time any kernel that reads every weight once can take.
 #include <immintrin.h>
 #include <omp.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <memory>
 #include <cstring>
 #include <fstream>
 #include <random>
@@ -38,6 +50,8 @@
 #include <cblas.h>
 
 #include "lib/head/lm_head.h"
+#include "lib/head/quant_kernel.h"
+#include "lib/quant/ggml_blocks.h"
 #include "lib/serving/model.h"
 
 namespace {
@@ -64,29 +78,6 @@ double MedianSeconds(int reps, F&& f) {
   }
   std::sort(t.begin(), t.end());
   return t[t.size() / 2];
-}
-
-// b = a, the bytes split evenly over the OpenMP threads.
-void ParallelCopy(char* b, const char* a, size_t bytes) {
-#pragma omp parallel
-  {
-    const size_t n = omp_get_num_threads(), id = omp_get_thread_num();
-    const size_t chunk = (bytes + n - 1) / n;
-    const size_t begin = std::min(bytes, id * chunk), end = std::min(bytes, begin + chunk);
-    std::memcpy(b + begin, a + begin, end - begin);
-  }
-}
-
-// STREAM-style copy bandwidth (bytes/s, read + write) for `bytes`.
-double CopyBandwidth(size_t bytes, int reps) {
-  std::vector<char> a(bytes), b(bytes);
-#pragma omp parallel for
-  for (long i = 0; i < static_cast<long>(bytes); i += 4096) {
-    a[i] = 1;
-    b[i] = 2;
-  }
-  const double s = MedianSeconds(reps, [&] { ParallelCopy(b.data(), a.data(), bytes); });
-  return 2.0 * static_cast<double>(bytes) / s;
 }
 
 // The machine's F32 compute ceiling (FLOP/s) on all OpenMP threads: 16
@@ -128,6 +119,101 @@ __attribute__((target("avx512f"))) double FmaPeak() {
   return best;
 }
 
+// Streams [buf, buf + bytes) once with 64-byte AVX-512 loads on all OpenMP
+// threads (each its contiguous share), XOR-folding everything so the loads
+// stay. Returns the fold (callers print nothing of it; it keeps it live).
+__attribute__((target("avx512f"))) uint64_t StreamRead(const char* buf, size_t bytes) {
+  uint64_t fold = 0;
+#pragma omp parallel reduction(^ : fold)
+  {
+    const size_t n = omp_get_num_threads(), id = omp_get_thread_num();
+    const size_t lines = bytes / 64;
+    const size_t begin = lines * id / n, end = lines * (id + 1) / n;
+    __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
+    size_t i = begin;
+    for (; i + 4 <= end; i += 4) {
+      const char* p = buf + i * 64;
+      a0 = _mm512_xor_si512(a0, _mm512_load_si512(p));
+      a1 = _mm512_xor_si512(a1, _mm512_load_si512(p + 64));
+      a2 = _mm512_xor_si512(a2, _mm512_load_si512(p + 128));
+      a3 = _mm512_xor_si512(a3, _mm512_load_si512(p + 192));
+    }
+    for (; i < end; ++i) a0 = _mm512_xor_si512(a0, _mm512_load_si512(buf + i * 64));
+    a0 = _mm512_xor_si512(_mm512_xor_si512(a0, a1), _mm512_xor_si512(a2, a3));
+    alignas(64) uint64_t lanes[8];
+    _mm512_store_si512(lanes, a0);
+    for (uint64_t l : lanes) fold ^= l;
+  }
+  return fold;
+}
+
+// A 64-byte-aligned buffer touched page by page from all threads.
+struct ReadBuffer {
+  char* data = nullptr;
+  size_t bytes = 0;
+  explicit ReadBuffer(size_t n) : bytes(n) {
+    data = static_cast<char*>(std::aligned_alloc(64, (n + 63) / 64 * 64));
+#pragma omp parallel for
+    for (long i = 0; i < static_cast<long>(n); i += 4096) data[i] = static_cast<char>(i >> 12);
+  }
+  ~ReadBuffer() { std::free(data); }
+};
+
+// Median seconds to stream `bytes` of `buf` (the read-only floor for a
+// weight matrix of that size).
+double ReadFloor(const ReadBuffer& buf, size_t bytes, int reps) {
+  volatile uint64_t sink = 0;
+  return MedianSeconds(reps, [&] { sink = sink ^ StreamRead(buf.data, bytes); });
+}
+
+// Random valid ggml blocks of `type` for a vocab x hidden head (see the
+// header comment), generated on all threads.
+std::vector<uint8_t> RandomQuantHead(const vocabd::QuantTypeInfo& info, int64_t vocab,
+                                     int64_t hidden) {
+  const int64_t per_row = hidden / info.block_size;
+  std::vector<uint8_t> w(static_cast<size_t>(vocab * per_row * info.block_bytes));
+  // Offsets of the f16 scale fields in each block (lib/quant/ggml_blocks.h).
+  std::vector<int> f16_fields;
+  using vocabd::quant::GgmlType;
+  switch (info.type) {
+    case GgmlType::kQ4_1: case GgmlType::kQ5_1: case GgmlType::kQ4_K: case GgmlType::kQ5_K:
+      f16_fields = {0, 2}; break;
+    case GgmlType::kQ2_K: f16_fields = {80, 82}; break;
+    case GgmlType::kQ3_K: f16_fields = {108}; break;
+    case GgmlType::kQ6_K: f16_fields = {208}; break;
+    default: f16_fields = {0}; break;
+  }
+#pragma omp parallel for schedule(static)
+  for (long row = 0; row < static_cast<long>(vocab); ++row) {
+    std::mt19937 rng(static_cast<uint32_t>(row));
+    std::uniform_real_distribution<float> scale(0.001f, 0.02f);
+    uint8_t* r = w.data() + row * per_row * info.block_bytes;
+    for (int64_t i = 0; i < per_row * info.block_bytes; ++i) r[i] = static_cast<uint8_t>(rng());
+    for (int64_t b = 0; b < per_row; ++b) {
+      for (int off : f16_fields) {
+        const uint16_t h = vocabd::FloatToHalf(scale(rng));
+        std::memcpy(r + b * info.block_bytes + off, &h, 2);
+      }
+    }
+  }
+  return w;
+}
+
+std::unique_ptr<vocabd::LmHead> QuantHead(const uint8_t* w, vocabd::quant::GgmlType type,
+                                          int64_t vocab, int64_t hidden) {
+  vocabd::LmHead::Options o;
+  o.weights = w;
+  o.vocab_size = vocab;
+  o.hidden_size = hidden;
+  o.weights_quant = type;
+  auto head = vocabd::LmHead::Create(o);
+  if (!head.ok()) {
+    std::fprintf(stderr, "%s\n", head.status().ToString().c_str());
+    std::exit(1);
+  }
+  return std::move(*head);
+}
+
 std::unique_ptr<vocabd::LmHead> HeadOf(const vocabd::Model& m, int64_t small_rows_max = -1) {
   const vocabd::WeightTensor& w = m.checkpoint().lm_head();
   vocabd::LmHead::Options o;
@@ -147,7 +233,8 @@ std::unique_ptr<vocabd::LmHead> HeadOf(const vocabd::Model& m, int64_t small_row
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"vocabd LM-head benchmark"};
+  CLI::App app{"vocabd LM-head benchmark. Quantized heads (--quant) are random valid ggml blocks "
+               "generated in memory (no GGUF writer in this tree yet)."};
   std::string f32_path = "/tmp/vocabd-bench/llama3-f32";
   std::string bf16_path = "/tmp/vocabd-bench/llama3-bf16";
   std::vector<int64_t> rows_list = {1, 8, 64, 256};
@@ -155,6 +242,8 @@ int main(int argc, char** argv) {
   std::string csv;
   std::vector<int64_t> paths_rows;
   std::string paths_csv;
+  std::vector<std::string> quant_names = {"Q8_0", "Q4_K", "Q6_K"};
+  bool quant_paths = false, quant_only = false;
   app.add_option("--paths", paths_rows,
                  "also time the small-M kernel vs oneDNN at these N (crossover table)")
       ->delimiter(',');
@@ -167,34 +256,99 @@ int main(int argc, char** argv) {
   app.add_option("--rows", rows_list, "row counts N")->delimiter(',')->capture_default_str();
   app.add_option("--reps", reps, "timed repetitions per point (median)")->capture_default_str();
   app.add_option("--csv", csv, "also write the table as CSV here");
+  app.add_option("--quant", quant_names,
+                 "ggml types of the quantized heads (random valid blocks made in memory, "
+                 "Llama-3 shape); empty: none")
+      ->delimiter(',')->capture_default_str();
+  app.add_flag("--quant-paths", quant_paths,
+               "also time every quantized-kernel ISA path this CPU has");
+  app.add_flag("--quant-only", quant_only,
+               "no F32/BF16 checkpoints (128256 x 4096): quantized heads only");
   CLI11_PARSE(app, argc, argv);
 
-  auto f32 = vocabd::Model::Create({"f32", f32_path});
-  if (!f32.ok()) {
-    std::fprintf(stderr, "%s\n", f32.status().ToString().c_str());
-    return 1;
+  std::unique_ptr<vocabd::Model> f32, bf16;
+  std::unique_ptr<vocabd::LmHead> head32, head16;
+  int64_t v = 128256, d = 4096;
+  if (!quant_only) {
+    auto f = vocabd::Model::Create({"f32", f32_path});
+    if (!f.ok()) {
+      std::fprintf(stderr, "%s\n", f.status().ToString().c_str());
+      return 1;
+    }
+    auto b = vocabd::Model::Create({"bf16", bf16_path});
+    if (!b.ok()) {
+      std::fprintf(stderr, "%s\n", b.status().ToString().c_str());
+      return 1;
+    }
+    f32 = std::move(*f);
+    bf16 = std::move(*b);
+    head32 = HeadOf(*f32);
+    head16 = HeadOf(*bf16);
+    v = head32->vocab_size();
+    d = head32->hidden_size();
   }
-  auto bf16 = vocabd::Model::Create({"bf16", bf16_path});
-  if (!bf16.ok()) {
-    std::fprintf(stderr, "%s\n", bf16.status().ToString().c_str());
-    return 1;
+  struct QuantCase {
+    std::string name;
+    const vocabd::QuantTypeInfo* info;
+    std::vector<uint8_t> w;
+    std::unique_ptr<vocabd::LmHead> head;
+    double floor = 0;
+    std::vector<double> ms;  // per rows_list entry
+  };
+  std::vector<QuantCase> quants;
+  for (const std::string& name : quant_names) {
+    const vocabd::QuantTypeInfo* info = nullptr;
+    for (uint32_t id = 0; id < 64 && info == nullptr; ++id) {
+      const auto* i = vocabd::FindQuantTypeInfo(static_cast<vocabd::quant::GgmlType>(id));
+      if (i != nullptr && name == i->name) info = i;
+    }
+    if (info == nullptr) {
+      std::fprintf(stderr, "--quant: unknown or unserved ggml type '%s'\n", name.c_str());
+      return 1;
+    }
+    QuantCase q{name, info, RandomQuantHead(*info, v, d), nullptr};
+    q.head = QuantHead(q.w.data(), info->type, v, d);
+    quants.push_back(std::move(q));
   }
-  auto head32 = HeadOf(**f32);
-  auto head16 = HeadOf(**bf16);
-  const int64_t v = head32->vocab_size(), d = head32->hidden_size();
-  const float* w32 = static_cast<const float*>((*f32)->checkpoint().lm_head().data);
   const int threads = omp_get_max_threads();
   openblas_set_num_threads(threads);
-  std::printf("shape V=%ld d=%ld, %d threads; F32 kernel %s, BF16 kernel %s (%s)\n",
-              static_cast<long>(v), static_cast<long>(d), threads,
-              head32->implementation().c_str(), head16->implementation().c_str(),
-              std::string(vocabd::DTypeName(head16->weights_dtype())).c_str());
-  const double bw = CopyBandwidth(static_cast<size_t>(head32->weight_bytes()), 3);
-  const double floor32 = head32->weight_bytes() / bw;
-  const double floor16 = head16->weight_bytes() / bw;
+  std::printf("shape V=%ld d=%ld, %d threads\n", static_cast<long>(v), static_cast<long>(d),
+              threads);
+  if (!quant_only) {
+    std::printf("F32 head: %s\nBF16 head: %s (%s)\n", head32->implementation().c_str(),
+                head16->implementation().c_str(),
+                std::string(vocabd::DTypeName(head16->weights_dtype())).c_str());
+  }
+  std::printf("quantized-kernel paths on this CPU:");
+  for (auto isa : {vocabd::QuantKernelIsa::kAvx512Vnni, vocabd::QuantKernelIsa::kAvxVnni,
+                   vocabd::QuantKernelIsa::kAvx2, vocabd::QuantKernelIsa::kScalar}) {
+    if (vocabd::QuantKernelIsaSupported(isa)) std::printf(" %s", vocabd::QuantKernelIsaName(isa));
+  }
+  std::printf("\n");
+  for (const QuantCase& q : quants) {
+    std::printf("%s head (%.1f MB): %s\n", q.name.c_str(), q.head->weight_bytes() / 1e6,
+                q.head->implementation().c_str());
+  }
+  // The read-only floors, one buffer as large as the largest weights.
+  size_t max_bytes = 0;
+  if (!quant_only) max_bytes = static_cast<size_t>(head32->weight_bytes());
+  for (const QuantCase& q : quants) max_bytes = std::max(max_bytes, static_cast<size_t>(q.head->weight_bytes()));
+  ReadBuffer rbuf(max_bytes);
+  StreamRead(rbuf.data, rbuf.bytes);
   std::printf("load average at start: %s\n", LoadAverage().c_str());
-  std::printf("copy bandwidth %.2f GB/s (STREAM copy of %.2f GB); floor F32 %.1f ms, BF16 %.1f ms\n\n",
-              bw / 1e9, head32->weight_bytes() / 1e9, floor32 * 1e3, floor16 * 1e3);
+  double floor32 = 0, floor16 = 0;
+  if (!quant_only) {
+    floor32 = ReadFloor(rbuf, static_cast<size_t>(head32->weight_bytes()), reps);
+    floor16 = ReadFloor(rbuf, static_cast<size_t>(head16->weight_bytes()), reps);
+    std::printf("read-only floor (AVX-512 loads, %d threads): F32 %.1f ms (%.1f GB/s), BF16 %.1f ms\n",
+                threads, floor32 * 1e3, head32->weight_bytes() / floor32 / 1e9, floor16 * 1e3);
+  }
+  for (QuantCase& q : quants) {
+    q.floor = ReadFloor(rbuf, static_cast<size_t>(q.head->weight_bytes()), reps);
+    std::printf("read-only floor %s %.1f ms (%.1f GB/s)\n", q.name.c_str(), q.floor * 1e3,
+                q.head->weight_bytes() / q.floor / 1e9);
+  }
+  std::printf("\n");
 
   std::mt19937 rng(1);
   std::normal_distribution<float> dist;
@@ -205,87 +359,160 @@ int main(int argc, char** argv) {
   for (float& e : x) e = dist(rng);
   std::vector<float> out(static_cast<size_t>(max_rows * v));
 
-  std::printf("| N | vocabd F32 ms | GFLOP/s | vocabd BF16 ms | GFLOP/s | OpenBLAS sgemm ms | GFLOP/s "
-              "| F32 vs OpenBLAS | BF16 speedup | F32 / floor | BF16 / floor |\n");
-  std::printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
+  std::vector<double> bf16_ms(rows_list.size(), 0.0);
   std::ofstream csv_out;
   if (!csv.empty()) {
     csv_out.open(csv);
     csv_out << "rows,f32_ms,bf16_ms,openblas_ms,floor_f32_ms,floor_bf16_ms\n";
   }
-  for (int64_t n : rows_list) {
-    const int r = n >= 64 ? std::max(1, reps / 2) : reps;
-    const double t32 = MedianSeconds(r, [&] { (void)head32->Compute(x.data(), n, out.data()); });
-    const double t16 = MedianSeconds(r, [&] { (void)head16->Compute(x.data(), n, out.data()); });
-    const double tb = MedianSeconds(r, [&] {
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(n),
-                  static_cast<int>(v), static_cast<int>(d), 1.0f, x.data(), static_cast<int>(d),
-                  w32, static_cast<int>(d), 0.0f, out.data(), static_cast<int>(v));
-    });
-    const double flop = 2.0 * n * v * d;
-    std::printf("| %ld | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.2fx | %.2fx | %.2fx | %.2fx |\n",
-                static_cast<long>(n), t32 * 1e3, flop / t32 / 1e9, t16 * 1e3, flop / t16 / 1e9,
-                tb * 1e3, flop / tb / 1e9, tb / t32, t32 / t16, t32 / floor32, t16 / floor16);
-    std::fflush(stdout);
-    if (csv_out) {
-      csv_out << n << "," << t32 * 1e3 << "," << t16 * 1e3 << "," << tb * 1e3 << ","
-              << floor32 * 1e3 << "," << floor16 * 1e3 << "\n";
+  if (!quant_only) {
+    std::printf("| N | vocabd F32 ms | GFLOP/s | vocabd BF16 ms | GFLOP/s | OpenBLAS sgemm ms | "
+                "GFLOP/s | F32 vs OpenBLAS | BF16 speedup | F32 / floor | BF16 / floor |\n");
+    std::printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
+    const float* w32 = static_cast<const float*>(f32->checkpoint().lm_head().data);
+    for (size_t i = 0; i < rows_list.size(); ++i) {
+      const int64_t n = rows_list[i];
+      const int r = n >= 64 ? std::max(1, reps / 2) : reps;
+      const double t32 = MedianSeconds(r, [&] { (void)head32->Compute(x.data(), n, out.data()); });
+      const double t16 = MedianSeconds(r, [&] { (void)head16->Compute(x.data(), n, out.data()); });
+      bf16_ms[i] = t16 * 1e3;
+      const double tb = MedianSeconds(r, [&] {
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(n),
+                    static_cast<int>(v), static_cast<int>(d), 1.0f, x.data(), static_cast<int>(d),
+                    w32, static_cast<int>(d), 0.0f, out.data(), static_cast<int>(v));
+      });
+      const double flop = 2.0 * n * v * d;
+      std::printf("| %ld | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.2fx | %.2fx | %.2fx | %.2fx |\n",
+                  static_cast<long>(n), t32 * 1e3, flop / t32 / 1e9, t16 * 1e3, flop / t16 / 1e9,
+                  tb * 1e3, flop / tb / 1e9, tb / t32, t32 / t16, t32 / floor32, t16 / floor16);
+      std::fflush(stdout);
+      if (csv_out) {
+        csv_out << n << "," << t32 * 1e3 << "," << t16 * 1e3 << "," << tb * 1e3 << ","
+                << floor32 * 1e3 << "," << floor16 * 1e3 << "\n";
+      }
     }
+    std::printf("load average after the F32/BF16 table: %s\n", LoadAverage().c_str());
+    if (const double peak = FmaPeak(); peak > 0) {
+      std::printf("F32 FMA peak %.1f GFLOP/s (AVX-512, all threads, registers only): the rows' "
+                  "GFLOP/s as a share of it are the compute-bound ceiling for large N\n",
+                  peak / 1e9);
+    }
+    std::printf("\nF32 vs OpenBLAS = OpenBLAS time / vocabd F32 time (> 1: vocabd faster); "
+                "BF16 speedup = F32 time / BF16 time; X / floor = time / read-only floor.\n\n");
   }
-  std::printf("load average after the main table: %s\n", LoadAverage().c_str());
-  if (const double peak = FmaPeak(); peak > 0) {
-    std::printf("F32 FMA peak %.1f GFLOP/s (AVX-512, all threads, registers only): the rows' "
-                "GFLOP/s as a share of it are the compute-bound ceiling for large N\n",
-                peak / 1e9);
+
+  if (!quants.empty()) {
+    std::printf("| type | N | path | ms | GFLOP/s | floor ms | time / floor | time / N=1 time | "
+                "BF16 time / time |\n|---|---|---|---|---|---|---|---|---|\n");
+    for (QuantCase& q : quants) {
+      std::string path = q.head->implementation();
+      path = path.substr(0, path.find(' '));
+      for (size_t i = 0; i < rows_list.size(); ++i) {
+        const int64_t n = rows_list[i];
+        const int r = n >= 64 ? std::max(1, reps / 2) : reps;
+        const double t = MedianSeconds(r, [&] { (void)q.head->Compute(x.data(), n, out.data()); });
+        q.ms.push_back(t * 1e3);
+        const double flop = 2.0 * n * v * d;
+        std::printf("| %s | %ld | %s | %.1f | %.1f | %.1f | %.2fx | %.2fx | %s |\n",
+                    q.name.c_str(), static_cast<long>(n), path.c_str(), t * 1e3, flop / t / 1e9,
+                    q.floor * 1e3, t / q.floor, t * 1e3 / q.ms[0],
+                    quant_only ? "-" : (std::to_string(bf16_ms[i] / (t * 1e3)).substr(0, 4) + "x").c_str());
+        std::fflush(stdout);
+      }
+    }
+    std::printf("load average after the quantized table: %s\n\n", LoadAverage().c_str());
   }
-  std::printf("\nF32 vs OpenBLAS = OpenBLAS time / vocabd F32 time (> 1: vocabd faster); "
-              "BF16 speedup = F32 time / BF16 time; X / floor = time / bandwidth floor.\n");
+
+  if (quant_paths && !quants.empty()) {
+    std::printf("Every quantized-kernel path of this CPU (VOCABD_LM_HEAD_KERNEL):\n\n"
+                "| type | path | N | ms | time / floor |\n|---|---|---|---|---|\n");
+    for (const QuantCase& q : quants) {
+      for (auto isa : {vocabd::QuantKernelIsa::kAvx512Vnni, vocabd::QuantKernelIsa::kAvxVnni,
+                       vocabd::QuantKernelIsa::kAvx2, vocabd::QuantKernelIsa::kScalar}) {
+        if (!vocabd::QuantKernelIsaSupported(isa)) {
+          std::printf("| %s | %s | - | not on this CPU | |\n", q.name.c_str(),
+                      vocabd::QuantKernelIsaName(isa));
+          continue;
+        }
+        setenv("VOCABD_LM_HEAD_KERNEL", vocabd::QuantKernelIsaName(isa), 1);
+        auto head = QuantHead(q.w.data(), q.info->type, v, d);
+        unsetenv("VOCABD_LM_HEAD_KERNEL");
+        for (int64_t n : rows_list) {
+          if (isa == vocabd::QuantKernelIsa::kScalar && n > 8) continue;  // minutes per call
+          const int r = n >= 64 ? 1 : std::max(1, reps / 2);
+          const double t = MedianSeconds(r, [&] { (void)head->Compute(x.data(), n, out.data()); });
+          std::printf("| %s | %s | %ld | %.1f | %.2fx |\n", q.name.c_str(),
+                      vocabd::QuantKernelIsaName(isa), static_cast<long>(n), t * 1e3,
+                      t / q.floor);
+          std::fflush(stdout);
+        }
+      }
+    }
+    std::printf("load average after the path table: %s\n\n", LoadAverage().c_str());
+  }
 
   if (rounds > 0) {
     // The targets' ratios with both sides timed back to back in each round,
     // so that load from other processes hits both alike; medians over rounds.
-    std::vector<char> a(static_cast<size_t>(head32->weight_bytes()), 1);
-    std::vector<char> b(a.size(), 2);
-    auto copy = [&] { ParallelCopy(b.data(), a.data(), a.size()); };
     auto once = [](auto&& f) {
       const auto start = Clock::now();
       f();
       return std::chrono::duration<double>(Clock::now() - start).count();
     };
-    std::vector<double> f32_floor, bf16_floor, f32_8, bf16_8, speed1;
-    copy();
+    volatile uint64_t sink = 0;
+    auto stream = [&](int64_t bytes) {
+      return once([&] { sink = sink ^ StreamRead(rbuf.data, static_cast<size_t>(bytes)); });
+    };
+    std::vector<std::pair<std::string, std::vector<double>>> ratios;
+    auto add = [&](const std::string& name, double value) {
+      for (auto& [n, vals] : ratios) {
+        if (n == name) {
+          vals.push_back(value);
+          return;
+        }
+      }
+      ratios.push_back({name, {value}});
+    };
     for (int r = 0; r < rounds; ++r) {
-      const double tc = once(copy);  // floor F32 = tc / 2 (bytes = F32 weights)
-      const double t1 = once([&] { (void)head32->Compute(x.data(), 1, out.data()); });
-      const double t8 = once([&] { (void)head32->Compute(x.data(), 8, out.data()); });
-      const double u1 = once([&] { (void)head16->Compute(x.data(), 1, out.data()); });
-      const double u8 = once([&] { (void)head16->Compute(x.data(), 8, out.data()); });
-      f32_floor.push_back(t1 / (tc / 2));
-      bf16_floor.push_back(u1 / (tc / 4));
-      f32_8.push_back(t8 / t1);
-      bf16_8.push_back(u8 / u1);
-      speed1.push_back(t1 / u1);
+      if (!quant_only) {
+        const double f32f = stream(head32->weight_bytes());
+        const double t1 = once([&] { (void)head32->Compute(x.data(), 1, out.data()); });
+        const double t8 = once([&] { (void)head32->Compute(x.data(), 8, out.data()); });
+        const double bf = stream(head16->weight_bytes());
+        const double u1 = once([&] { (void)head16->Compute(x.data(), 1, out.data()); });
+        const double u8 = once([&] { (void)head16->Compute(x.data(), 8, out.data()); });
+        add("F32 N=1 / floor", t1 / f32f);
+        add("BF16 N=1 / floor", u1 / bf);
+        add("F32 N=8 / F32 N=1", t8 / t1);
+        add("BF16 N=8 / BF16 N=1", u8 / u1);
+        add("F32 N=1 / BF16 N=1", t1 / u1);
+      }
+      for (const QuantCase& q : quants) {
+        const double fl = stream(q.head->weight_bytes());
+        const double t1 = once([&] { (void)q.head->Compute(x.data(), 1, out.data()); });
+        const double t8 = once([&] { (void)q.head->Compute(x.data(), 8, out.data()); });
+        add(q.name + " N=1 / floor", t1 / fl);
+        add(q.name + " N=8 / " + q.name + " N=1", t8 / t1);
+      }
     }
     auto median = [](std::vector<double> v) {
       std::sort(v.begin(), v.end());
       return v[v.size() / 2];
     };
-    std::printf("\nInterleaved rounds (%d; medians; each round: copy, F32 N=1, F32 N=8, BF16 N=1, "
-                "BF16 N=8):\n", rounds);
+    std::printf("\nInterleaved rounds (%d; medians; each round per type: read-only stream of its "
+                "size, N=1, N=8):\n", rounds);
     std::printf("| ratio | median | min | max |\n|---|---|---|---|\n");
-    for (auto& [name, v] : std::vector<std::pair<const char*, std::vector<double>*>>{
-             {"F32 N=1 / floor", &f32_floor}, {"BF16 N=1 / floor", &bf16_floor},
-             {"F32 N=8 / F32 N=1", &f32_8}, {"BF16 N=8 / BF16 N=1", &bf16_8},
-             {"F32 N=1 / BF16 N=1", &speed1}}) {
-      std::printf("| %s | %.2fx | %.2fx | %.2fx |\n", name, median(*v),
-                  *std::min_element(v->begin(), v->end()), *std::max_element(v->begin(), v->end()));
+    for (auto& [name, vals] : ratios) {
+      std::printf("| %s | %.2fx | %.2fx | %.2fx |\n", name.c_str(), median(vals),
+                  *std::min_element(vals.begin(), vals.end()),
+                  *std::max_element(vals.begin(), vals.end()));
     }
     std::printf("load average after the interleaved rounds: %s\n", LoadAverage().c_str());
   }
 
-  if (!paths_rows.empty()) {
-    auto onednn32 = HeadOf(**f32, 0);
-    auto onednn16 = HeadOf(**bf16, 0);
+  if (!paths_rows.empty() && !quant_only) {
+    auto onednn32 = HeadOf(*f32, 0);
+    auto onednn16 = HeadOf(*bf16, 0);
     std::printf("\nSmall-M kernel vs oneDNN (crossover; kernel: %s)\n\n",
                 head32->implementation().c_str());
     std::printf("| N | kernel F32 ms | oneDNN F32 ms | kernel BF16 ms | oneDNN BF16 ms | "
@@ -296,8 +523,8 @@ int main(int argc, char** argv) {
       pcsv << "rows,kernel_f32_ms,onednn_f32_ms,kernel_bf16_ms,onednn_bf16_ms\n";
     }
     for (int64_t n : paths_rows) {
-      auto k32 = HeadOf(**f32, n);
-      auto k16 = HeadOf(**bf16, n);
+      auto k32 = HeadOf(*f32, n);
+      auto k16 = HeadOf(*bf16, n);
       const int r = n >= 64 ? std::max(1, reps / 2) : reps;
       const double tk32 = MedianSeconds(r, [&] { (void)k32->Compute(x.data(), n, out.data()); });
       const double to32 =

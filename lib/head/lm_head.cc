@@ -1,6 +1,9 @@
 #include "lib/head/lm_head.h"
 
 #include <algorithm>
+#include <atomic>
+#include <initializer_list>
+#include <limits>
 #include <cstdlib>
 #include <memory>
 #include <mutex>
@@ -11,6 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "lib/head/lm_head_kernel.h"
+#include "lib/head/quant_kernel.h"
 #include "lib/core/parallel.h"
 #include "oneapi/dnnl/dnnl.hpp"
 
@@ -50,6 +54,17 @@ ScratchBuffer& ThreadScratch() {
 
 // Per-thread buffer for the bf16 copy of the hidden rows.
 ScratchBuffer& ThreadBf16Src() {
+  thread_local ScratchBuffer buffer;
+  return buffer;
+}
+
+// Per-thread buffers of the quantized path: the quantized activation rows
+// (one per Compute call) and each worker's unpacked weight rows.
+ScratchBuffer& ThreadQuantActs() {
+  thread_local ScratchBuffer buffer;
+  return buffer;
+}
+ScratchBuffer& ThreadQuantUnpack() {
   thread_local ScratchBuffer buffer;
   return buffer;
 }
@@ -110,6 +125,9 @@ struct LmHead::Impl {
   HeadKernelIsa kernel_isa = HeadKernelIsa::kNone;
   bool amx = false;  // BF16 kernel on AMX tiles
   int64_t chunk_rows = 0;
+  // Quantized weights (options.weights_quant set): the type and the path.
+  const QuantTypeInfo* quant = nullptr;
+  QuantKernelIsa quant_isa = QuantKernelIsa::kScalar;
   dnnl::engine engine;
   memory::desc weights_md;
   memory::desc scratchpad_md;
@@ -179,13 +197,26 @@ bool LmHead::Bf16Supported() {
 
 DType LmHead::weights_dtype() const { return impl_->options.weights_dtype; }
 int64_t LmHead::weight_bytes() const {
+  if (impl_->quant != nullptr) {
+    return impl_->options.vocab_size * (impl_->options.hidden_size / impl_->quant->block_size) *
+           impl_->quant->block_bytes;
+  }
   return impl_->options.vocab_size * impl_->options.hidden_size *
          static_cast<int64_t>(DTypeSize(impl_->options.weights_dtype));
 }
 int64_t LmHead::vocab_size() const { return impl_->options.vocab_size; }
 int64_t LmHead::hidden_size() const { return impl_->options.hidden_size; }
 int64_t LmHead::small_rows_max() const { return impl_->small_rows_max; }
+std::optional<quant::GgmlType> LmHead::weights_quant() const {
+  return impl_->options.weights_quant;
+}
 std::string LmHead::implementation() const {
+  if (impl_->quant != nullptr) {
+    std::string type = impl_->quant->name;
+    for (char& c : type) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+    return absl::StrCat("vocabd:", type, "-", QuantKernelIsaName(impl_->quant_isa),
+                        " (every M)");
+  }
   std::string onednn;
   if (auto fixed = impl_->FixedFor(kFixedRowsMax)) {
     const char* name = fixed->pd.impl_info_str();
@@ -199,12 +230,73 @@ std::string LmHead::implementation() const {
                       " (rows <= ", impl_->small_rows_max, "); ", onednn);
 }
 
+namespace {
+
+// VOCABD_LM_HEAD_KERNEL, validated: auto | onednn | no-amx (F32/BF16 heads)
+// | scalar | avx2 | avxvnni | avx512vnni (the quantized path's ISA).
+absl::StatusOr<std::string> KernelEnv() {
+  const char* env = std::getenv("VOCABD_LM_HEAD_KERNEL");
+  const std::string value = env == nullptr ? "auto" : env;
+  for (const char* known :
+       {"auto", "onednn", "no-amx", "scalar", "avx2", "avxvnni", "avx512vnni"}) {
+    if (value == known) return value;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("VOCABD_LM_HEAD_KERNEL = '", value,
+                   "' (want auto, onednn, no-amx, scalar, avx2, avxvnni or avx512vnni)"));
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<LmHead>> LmHead::CreateQuantized(const Options& options) {
+  const uint32_t id = static_cast<uint32_t>(*options.weights_quant);
+  const QuantTypeInfo* info = FindQuantTypeInfo(*options.weights_quant);
+  if (info == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "LmHead: weights_quant = ggml type ", id,
+        " is not served (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K)"));
+  }
+  if (options.vocab_size <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("LmHead: vocab_size = ", options.vocab_size, " must be > 0"));
+  }
+  if (options.hidden_size <= 0 || options.hidden_size % info->block_size != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "LmHead: hidden_size = ", options.hidden_size, " must be a positive multiple of ",
+        info->name, "'s block size ", info->block_size, " (rows are whole ", info->name,
+        " blocks)"));
+  }
+  if (options.small_rows_max < -1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "LmHead: small_rows_max = ", options.small_rows_max, " must be >= -1"));
+  }
+  absl::StatusOr<std::string> kernel_env = KernelEnv();
+  if (!kernel_env.ok()) return kernel_env.status();
+  auto impl = std::make_unique<Impl>();
+  impl->options = options;
+  impl->quant = info;
+  impl->quant_isa = DetectQuantKernelIsa();
+  for (QuantKernelIsa isa : {QuantKernelIsa::kScalar, QuantKernelIsa::kAvx2,
+                             QuantKernelIsa::kAvxVnni, QuantKernelIsa::kAvx512Vnni}) {
+    if (*kernel_env != QuantKernelIsaName(isa)) continue;
+    if (!QuantKernelIsaSupported(isa)) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("VOCABD_LM_HEAD_KERNEL = '", *kernel_env, "': this CPU lacks the ",
+                       QuantKernelIsaName(isa), " path of the quantized LM head"));
+    }
+    impl->quant_isa = isa;
+  }
+  // Every M runs vocabd's kernel (oneDNN has no ggml-block matmul).
+  impl->small_rows_max = std::numeric_limits<int64_t>::max();
+  const int64_t row_bytes = options.hidden_size / info->block_size * info->block_bytes;
+  // Tasks of about 1 MiB of weights, a multiple of 4 rows (the tile height).
+  impl->chunk_rows = std::max<int64_t>(4, (int64_t{1} << 20) / row_bytes / 4 * 4);
+  return std::unique_ptr<LmHead>(new LmHead(std::move(impl)));
+}
+
 absl::StatusOr<std::unique_ptr<LmHead>> LmHead::Create(const Options& options) {
   if (options.weights == nullptr) {
     return absl::InvalidArgumentError("LmHead: weights is null");
-  }
-  if (options.weights_quant.has_value()) {
-    return absl::FailedPreconditionError("LmHead: quantized weights are not served yet");
   }
   if (options.vocab_size <= 0) {
     return absl::InvalidArgumentError(
@@ -214,6 +306,7 @@ absl::StatusOr<std::unique_ptr<LmHead>> LmHead::Create(const Options& options) {
     return absl::InvalidArgumentError(
         absl::StrCat("LmHead: hidden_size = ", options.hidden_size, " must be > 0"));
   }
+  if (options.weights_quant.has_value()) return CreateQuantized(options);
   if (options.weights_dtype != DType::kF32 && options.weights_dtype != DType::kBF16) {
     return absl::InvalidArgumentError(
         absl::StrCat("LmHead: weights_dtype = ", std::string(DTypeName(options.weights_dtype)),
@@ -232,12 +325,10 @@ absl::StatusOr<std::unique_ptr<LmHead>> LmHead::Create(const Options& options) {
   }
   // Operators' override, read at every Create (like oneDNN's
   // DNNL_MAX_CPU_ISA): auto | onednn (never vocabd's kernels) | no-amx.
-  const char* env = std::getenv("VOCABD_LM_HEAD_KERNEL");
-  const std::string kernel_env = env == nullptr ? "auto" : env;
-  if (kernel_env != "auto" && kernel_env != "onednn" && kernel_env != "no-amx") {
-    return absl::InvalidArgumentError(absl::StrCat("VOCABD_LM_HEAD_KERNEL = '", kernel_env,
-                                                   "' (want auto, onednn or no-amx)"));
-  }
+  // The quantized-path values (scalar, avx2, ...) leave F32/BF16 heads on auto.
+  absl::StatusOr<std::string> kernel_env_or = KernelEnv();
+  if (!kernel_env_or.ok()) return kernel_env_or.status();
+  const std::string kernel_env = *kernel_env_or;
   auto impl = std::make_unique<Impl>();
   impl->options = options;
   {
@@ -286,6 +377,7 @@ absl::Status LmHead::Compute(const float* hidden, int64_t rows, float* logits) c
                      " is null with rows = ", rows));
   }
   const Impl& impl = *impl_;
+  if (impl.quant != nullptr) return ComputeQuantized(hidden, rows, logits);
   if (rows <= impl.small_rows_max) return ComputeSmall(hidden, rows, logits);
   // Chunks of at most kFixedRowsMax rows, each through a fixed-M primitive;
   // a last chunk small enough for vocabd's kernel goes there.
@@ -337,6 +429,38 @@ absl::Status LmHead::ComputeOneDnn(const float* hidden, int64_t rows, float* log
   } catch (const std::bad_alloc&) {
     return absl::ResourceExhaustedError(
         absl::StrCat("LmHead: out of memory (rows = ", rows, ")"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status LmHead::ComputeQuantized(const float* hidden, int64_t rows, float* logits) const {
+  const Impl& impl = *impl_;
+  const int64_t vocab = impl.options.vocab_size;
+  const int64_t d = impl.options.hidden_size;
+  const size_t act_bytes = static_cast<size_t>(rows * QuantActRowBytes(d));
+  auto* acts = static_cast<uint8_t*>(ThreadQuantActs().Get(act_bytes));
+  if (acts == nullptr) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("LmHead: cannot allocate ", act_bytes, " bytes for quantized rows"));
+  }
+  QuantizeActivations(hidden, rows, d, acts);
+  const size_t scratch_bytes = static_cast<size_t>(QuantUnpackScratchBytes(d));
+  const int64_t chunk = impl.chunk_rows;
+  const int64_t tasks = (vocab + chunk - 1) / chunk;
+  const auto* w = static_cast<const uint8_t*>(impl.options.weights);
+  std::atomic<bool> oom{false};
+  ParallelFor(tasks, [&](int64_t t) {
+    auto* scratch = static_cast<uint8_t*>(ThreadQuantUnpack().Get(scratch_bytes));
+    if (scratch == nullptr) {
+      oom.store(true);
+      return;
+    }
+    QuantHeadKernel(impl.quant_isa, *impl.quant, acts, rows, w, d, t * chunk,
+                    std::min(vocab, (t + 1) * chunk), logits, vocab, scratch);
+  });
+  if (oom.load()) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("LmHead: cannot allocate ", scratch_bytes, " bytes of unpack scratch"));
   }
   return absl::OkStatus();
 }

@@ -41,8 +41,10 @@
 // BF16 weights) every M uses oneDNN, as does every M above the crossover.
 // The environment variable VOCABD_LM_HEAD_KERNEL overrides the choice for
 // heads created while it is set: "onednn" (oneDNN for every M), "no-amx"
-// (vdpbf16ps instead of AMX), "auto" (the default); any other value makes
-// Create fail (INVALID_ARGUMENT). Both paths meet the same numerical
+// (vdpbf16ps instead of AMX), "auto" (the default); "scalar", "avx2",
+// "avxvnni", "avx512vnni" force that path of the quantized-weights kernel
+// (quantized heads only; F32/BF16 heads treat them as "auto"); any other
+// value makes Create fail (INVALID_ARGUMENT). Both paths meet the same numerical
 // contract; they sum in different orders, so a row's logits may differ
 // between them by float rounding (<= 2e-6 of the row's largest |logit| in
 // tests/lib/head/lm_head_kernel_test.cc), and on one path a row's logits do not
@@ -109,6 +111,16 @@ class LmHead {
   // INVALID_ARGUMENT for null weights, non-positive sizes or a weights_dtype
   // other than F32/BF16; FAILED_PRECONDITION for BF16 when !Bf16Supported();
   // INTERNAL when oneDNN cannot create the primitive (its message included).
+  //
+  // Quantized weights (weights_quant set): INVALID_ARGUMENT for a type the
+  // kernels do not read (naming the ggml type id) and for hidden_size not a
+  // positive multiple of the type's block size (naming the type and the
+  // rule); FAILED_PRECONDITION when VOCABD_LM_HEAD_KERNEL forces a path
+  // the CPU lacks. weights_dtype and allow_amx are ignored; every M runs
+  // vocabd's kernel (lib/head/quant_kernel.h), small_rows_max() is
+  // INT64_MAX. The path is chosen from the CPU's features (avx512vnni >
+  // avxvnni > avx2 > scalar); VOCABD_LM_HEAD_KERNEL = scalar | avx2 |
+  // avxvnni | avx512vnni forces one (tests use it to run every path).
   static absl::StatusOr<std::unique_ptr<LmHead>> Create(const Options& options);
   ~LmHead();
   LmHead(const LmHead&) = delete;
@@ -126,7 +138,10 @@ class LmHead {
   static bool Bf16Supported();
 
   DType weights_dtype() const;
-  // Bytes of the weight matrix (vocab_size * hidden_size * element size).
+  // The ggml type of quantized weights (Options::weights_quant), if any.
+  std::optional<quant::GgmlType> weights_quant() const;
+  // Bytes of the weight matrix (vocab_size * hidden_size * element size;
+  // quantized: vocab_size * blocks per row * block bytes).
   int64_t weight_bytes() const;
   int64_t vocab_size() const;
   int64_t hidden_size() const;
@@ -137,6 +152,7 @@ class LmHead {
   // 256)", or the runtime-M one's, e.g. "gemm:jit", where oneDNN cannot
   // build fixed-M ones), preceded by the small-M kernel when there is one,
   // e.g. "vocabd:avx512 (rows <= 16); brg:avx512_core (fixed M <= 256)".
+  // Quantized heads: the type and path, e.g. "vocabd:q8_0-avx512vnni (every M)".
   std::string implementation() const;
 
  private:
@@ -144,6 +160,9 @@ class LmHead {
   explicit LmHead(std::unique_ptr<Impl> impl);
   // The small-M kernel path of Compute (rows <= small_rows_max()).
   absl::Status ComputeSmall(const float* hidden, int64_t rows, float* logits) const;
+  static absl::StatusOr<std::unique_ptr<LmHead>> CreateQuantized(const Options& options);
+  // Quantized weights: activations quantized, the vocabulary split over threads.
+  absl::Status ComputeQuantized(const float* hidden, int64_t rows, float* logits) const;
   // One oneDNN matmul over rows <= kFixedRowsMax rows (fixed-M primitive).
   absl::Status ComputeOneDnn(const float* hidden, int64_t rows, float* logits) const;
   std::unique_ptr<Impl> impl_;

@@ -1,0 +1,108 @@
+#include "lib/head/quant_kernel.h"
+
+#include <cmath>
+#include <cstdint>
+#include <initializer_list>
+
+#include "lib/head/quant_kernel_impl.h"
+
+namespace vocabd {
+
+const char* QuantKernelIsaName(QuantKernelIsa isa) {
+  switch (isa) {
+    case QuantKernelIsa::kScalar: return "scalar";
+    case QuantKernelIsa::kAvx2: return "avx2";
+    case QuantKernelIsa::kAvxVnni: return "avxvnni";
+    case QuantKernelIsa::kAvx512Vnni: return "avx512vnni";
+  }
+  return "?";
+}
+
+bool QuantKernelIsaSupported(QuantKernelIsa isa) {
+  __builtin_cpu_init();
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+                    __builtin_cpu_supports("f16c");
+  switch (isa) {
+    case QuantKernelIsa::kScalar: return true;
+    case QuantKernelIsa::kAvx2: return avx2;
+    case QuantKernelIsa::kAvxVnni: return avx2 && __builtin_cpu_supports("avxvnni");
+    case QuantKernelIsa::kAvx512Vnni:
+      return avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+             __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
+  }
+  return false;
+}
+
+QuantKernelIsa DetectQuantKernelIsa() {
+  for (QuantKernelIsa isa :
+       {QuantKernelIsa::kAvx512Vnni, QuantKernelIsa::kAvxVnni, QuantKernelIsa::kAvx2}) {
+    if (QuantKernelIsaSupported(isa)) return isa;
+  }
+  return QuantKernelIsa::kScalar;
+}
+
+const QuantTypeInfo* FindQuantTypeInfo(quant::GgmlType type) {
+  using quant::GgmlType;
+  static constexpr QuantTypeInfo kTypes[] = {
+      {GgmlType::kQ8_0, "Q8_0", 32, 34},     {GgmlType::kQ4_0, "Q4_0", 32, 18},
+      {GgmlType::kQ4_1, "Q4_1", 32, 20},      {GgmlType::kQ5_0, "Q5_0", 32, 22},
+      {GgmlType::kQ5_1, "Q5_1", 32, 24},      {GgmlType::kIQ4_NL, "IQ4_NL", 32, 18},
+      {GgmlType::kQ2_K, "Q2_K", 256, 84},     {GgmlType::kQ3_K, "Q3_K", 256, 110},
+      {GgmlType::kQ4_K, "Q4_K", 256, 144},    {GgmlType::kQ5_K, "Q5_K", 256, 176},
+      {GgmlType::kQ6_K, "Q6_K", 256, 210},
+  };
+  for (const QuantTypeInfo& info : kTypes) {
+    if (info.type == type) return &info;
+  }
+  return nullptr;
+}
+
+int64_t QuantActRowBytes(int64_t d) { return ActLayout(d).bytes; }
+int64_t QuantUnpackScratchBytes(int64_t d) { return UnpackLayout(d).bytes(); }
+
+void QuantizeActivations(const float* x, int64_t rows, int64_t d, uint8_t* acts) {
+  const ActLayout al(d);
+  for (int64_t m = 0; m < rows; ++m) {
+    const float* xr = x + m * d;
+    uint8_t* row = acts + m * al.bytes;
+    auto* aq = reinterpret_cast<int8_t*>(row);
+    auto* dal = reinterpret_cast<float*>(row + al.dal);
+    auto* da = reinterpret_cast<float*>(row + al.da);
+    auto* qs16 = reinterpret_cast<float*>(row + al.qs16);
+    for (int64_t b = 0; b < d / 8; ++b) {
+      const float* xb = xr + 8 * b;
+      float amax = 0.0f;
+      for (int i = 0; i < 8; ++i) amax = std::fmax(amax, std::fabs(xb[i]));
+      // As ggml quantize_row_q8_0 (on 8 values): da = amax / 127, codes
+      // round(x / da).
+      const float scale = amax / 127.0f;
+      const float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
+      int32_t isum = 0;
+      for (int i = 0; i < 8; ++i) {
+        const int q = static_cast<int>(std::nearbyint(xb[i] * inv));
+        aq[8 * b + i] = static_cast<int8_t>(q);
+        isum += q;
+      }
+      da[b] = scale;
+      dal[2 * b] = dal[2 * b + 1] = scale;
+      if (b % 2 == 0) qs16[b / 2] = 0.0f;
+      qs16[b / 2] += scale * static_cast<float>(isum);
+    }
+  }
+}
+
+void QuantHeadKernel(QuantKernelIsa isa, const QuantTypeInfo& type, const uint8_t* acts,
+                     int64_t rows, const uint8_t* w, int64_t d, int64_t v0, int64_t v1,
+                     float* out, int64_t ldo, uint8_t* scratch) {
+  using namespace quant_kernel_internal;
+  KernelFn fn = KernelScalar;
+  switch (isa) {
+    case QuantKernelIsa::kScalar: fn = KernelScalar; break;
+    case QuantKernelIsa::kAvx2: fn = KernelAvx2; break;
+    case QuantKernelIsa::kAvxVnni: fn = KernelAvxVnni; break;
+    case QuantKernelIsa::kAvx512Vnni: fn = KernelAvx512Vnni; break;
+  }
+  fn(type, acts, rows, w, d, v0, v1, out, ldo, scratch);
+}
+
+}  // namespace vocabd

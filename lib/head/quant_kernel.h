@@ -1,0 +1,133 @@
+// LM-head kernels on ggml-quantized weights, read in place (issue 16):
+//
+//   logits[M, vocab] = hidden[M, d] x W^T,  W = vocab rows of d / QK blocks
+//
+// Weights: each vocabulary row is d / block_size consecutive ggml blocks of
+// one type (lib/quant/ggml_blocks.h draws every layout), e.g. Q8_0, d = 4096:
+//
+//   row v: [d:f16|qs:32 x i8][d:f16|qs:32 x i8] ... 128 blocks, 34 B each
+//   Q4_K:  [d|dmin|scales:12|qs:128] ... 16 super-blocks of 256, 144 B each
+//
+// Activations are quantized once per call, per row, in blocks of 8 values
+// the way ggml's Q8_0 does it for 32 (quantize_row_q8_0): da = max|x| / 127,
+// a = round(x / da), int8 in [-127, 127]. Per row:
+//
+//   aq   [d]      int8 codes a
+//   dal  [d / 4]  da of the block each group of 4 codes belongs to (one
+//                 float per 32-bit lane of an int8 dot product)
+//   da   [d / 8]  the block scales
+//   qs16 [d / 16] sum of da * sum(a) over each 16 values (quantized sums)
+//
+// Weights are unpacked, a few vocabulary rows at a time into an L1 buffer,
+// to one canonical form for every type: unsigned codes u in [0, 255] and a
+// scale and offset per 16 values (sub-block j),
+//
+//   w[k] = dw[j] * u[k] + mw[j],   j = k / 16
+//
+//   type    u                           dw            mw
+//   Q8_0    qs + 128                    d             -128 d
+//   Q4_0    nibble                      d             -8 d
+//   Q4_1    nibble                      d             m
+//   Q5_0    nibble | qh bit << 4        d             -16 d
+//   Q5_1    nibble | qh bit << 4        d             m
+//   IQ4_NL  kvalues_iq4nl[nibble] + 128 d             -128 d
+//   Q2_K    2 bits                      d * scale4    -dmin * min4
+//   Q3_K    2 bits | hmask bit << 2     d * (s6 - 32) -4 dw
+//   Q4_K    nibble                      d * scale6    -dmin * min6
+//   Q5_K    nibble | qh bit << 4        d * scale6    -dmin * min6
+//   Q6_K    4 bits | 2 bits << 4        d * scale8    -32 dw
+//
+// so that one int8 dot product serves every type (u8 x s8: exactly what
+// vpdpbusd multiplies):
+//
+//   logit = sum_j  dw[j] * sum_{b in j} da[b] * sum_{k in b} u[k] a[k]
+//                                                   (int32 sums, exact)
+//         + sum_j  mw[j] * qs16[j]
+//
+// which equals sum_k w[k] * (da * a[k]) up to float rounding: the offset
+// and min terms use the quantized sums, so the unsigned bias of u cancels
+// and the error is that of the int8 activations alone, as in ggml's signed
+// dot products (the exact float sums were measured 3-4x worse on the golden
+// files: the error then is dw * sum(u e), u not centred). Activation blocks
+// of 8 (ggml: 32 for the legacy types, one scale per 256 (Q8_K) for the
+// k-quants) keep the error below ggml's for every type (blocks of 16 and 32
+// were measured: 32 equals ggml's Q8_0 error, 16 still lost to ggml on
+// Q5_0's file); they cost nothing in the VNNI paths, whose lane scales are
+// per 4 codes anyway.
+//
+// ISA paths (QuantKernelIsa), chosen at run time from the CPU's features:
+//   avx512vnni  zmm vpdpbusd: 64 codes per instruction, 16 int32 lanes of 4
+//               products; lane scales dw x dal applied in float per 64 codes
+//   avxvnni     the same on ymm with the VEX vpdpbusd (AVX-VNNI)
+//   avx2        ymm: codes widened to int16, vpmaddwd
+//   scalar      plain C++ (the reference every path is tested against)
+// The integer dot products are exact on every path; paths differ only in
+// the order of float sums (tested: <= 1e-5 of a row's largest |logit|).
+// Register tiles: up to 4 vocabulary rows x 4 input rows (more rows run as
+// groups over the same unpacked weights, which stay in L1); input rows are
+// taken in blocks of 64 so their quantized codes stay in L2.
+#ifndef VOCABD_LIB_HEAD_QUANT_KERNEL_H_
+#define VOCABD_LIB_HEAD_QUANT_KERNEL_H_
+
+#include <cstddef>
+#include <cstdint>
+
+#include "lib/quant/ggml_blocks.h"
+
+namespace vocabd {
+
+enum class QuantKernelIsa { kScalar, kAvx2, kAvxVnni, kAvx512Vnni };
+
+// "scalar", "avx2", "avxvnni", "avx512vnni".
+const char* QuantKernelIsaName(QuantKernelIsa isa);
+// True when this CPU (and OS) can run the path.
+bool QuantKernelIsaSupported(QuantKernelIsa isa);
+// The fastest supported path.
+QuantKernelIsa DetectQuantKernelIsa();
+
+// The ggml types the head kernels read. null for any other type.
+struct QuantTypeInfo {
+  quant::GgmlType type;
+  const char* name;       // ggml's name: "Q8_0", "Q4_K", ...
+  int block_size;         // values per block (32 or 256)
+  int block_bytes;        // bytes per block
+};
+const QuantTypeInfo* FindQuantTypeInfo(quant::GgmlType type);
+
+// Bytes of one quantized activation row (aq, dal, da, qs16, each
+// 64-byte aligned within the row). d must be a multiple of 32.
+int64_t QuantActRowBytes(int64_t d);
+// Quantizes rows x d floats into `acts` (rows * QuantActRowBytes(d) bytes,
+// 64-byte aligned).
+void QuantizeActivations(const float* x, int64_t rows, int64_t d, uint8_t* acts);
+
+// Bytes of the per-call unpack buffer the kernel needs (64-byte aligned).
+int64_t QuantUnpackScratchBytes(int64_t d);
+
+// out[m * ldo + v] for m in [0, rows), v in [v0, v1): logits of the
+// quantized activations `acts` (QuantizeActivations) against the weight
+// rows `w` of `type` (each d / block_size blocks). `scratch` holds
+// QuantUnpackScratchBytes(d) bytes, used by this call only. The path must
+// be supported (QuantKernelIsaSupported) and d a multiple of the block.
+void QuantHeadKernel(QuantKernelIsa isa, const QuantTypeInfo& type, const uint8_t* acts,
+                     int64_t rows, const uint8_t* w, int64_t d, int64_t v0, int64_t v1,
+                     float* out, int64_t ldo, uint8_t* scratch);
+
+namespace quant_kernel_internal {
+// The per-ISA entry points (quant_kernel_<isa>.cc, each compiled for its ISA).
+using KernelFn = void (*)(const QuantTypeInfo& type, const uint8_t* acts, int64_t rows,
+                          const uint8_t* w, int64_t d, int64_t v0, int64_t v1, float* out,
+                          int64_t ldo, uint8_t* scratch);
+void KernelScalar(const QuantTypeInfo&, const uint8_t*, int64_t, const uint8_t*, int64_t, int64_t,
+                  int64_t, float*, int64_t, uint8_t*);
+void KernelAvx2(const QuantTypeInfo&, const uint8_t*, int64_t, const uint8_t*, int64_t, int64_t,
+                int64_t, float*, int64_t, uint8_t*);
+void KernelAvxVnni(const QuantTypeInfo&, const uint8_t*, int64_t, const uint8_t*, int64_t,
+                   int64_t, int64_t, float*, int64_t, uint8_t*);
+void KernelAvx512Vnni(const QuantTypeInfo&, const uint8_t*, int64_t, const uint8_t*, int64_t,
+                      int64_t, int64_t, float*, int64_t, uint8_t*);
+}  // namespace quant_kernel_internal
+
+}  // namespace vocabd
+
+#endif  // VOCABD_LIB_HEAD_QUANT_KERNEL_H_

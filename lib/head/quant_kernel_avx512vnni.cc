@@ -1,0 +1,229 @@
+// The AVX512-VNNI path of the quantized LM-head kernel (quant_kernel.h).
+// Compiled with -mavx512f -mavx512bw -mavx512vl -mavx512vnni (CMakeLists);
+// reached only when QuantKernelIsaSupported(kAvx512Vnni).
+//
+// Per 64 codes (one zmm) and tile element (weight row r, input row m):
+//
+//   p      = vpdpbusd(0, u[r][k..k+63], a[m][k..k+63])   16 int32 lanes, lane
+//            i = sum of 4 products u*a at k + 4i .. k + 4i + 3 (exact)
+//   scale  = dw[r] lanes (lane i: sub-block (k + 4i) / 16)
+//          x dal[m] lanes (lane i: activation block (k + 4i) / 32)
+//   acc   += float(p) * scale
+//
+// then logit = sum of acc's lanes + sum_j mw[r][j] * S[m][j].
+#include <immintrin.h>
+
+#include <cstdint>
+#include <cstring>
+
+#include "lib/head/quant_kernel.h"
+#include "lib/head/quant_kernel_impl.h"
+
+namespace vocabd {
+namespace {
+
+// The maskz forms with a full mask are the plain instructions; the unmasked
+// intrinsics trip GCC 12's -Wuninitialized (_mm512_undefined_ps).
+constexpr __mmask16 kAll = 0xFFFF;
+
+// Sum of the 16 lanes in a fixed tree: halves, quarters, pairs, lanes.
+inline float Reduce16(__m512 v) {
+  v = _mm512_add_ps(v, _mm512_maskz_shuffle_f32x4(kAll, v, v, 0x4E));
+  v = _mm512_add_ps(v, _mm512_maskz_shuffle_f32x4(kAll, v, v, 0xB1));
+  v = _mm512_add_ps(v, _mm512_maskz_permute_ps(kAll, v, 0x4E));
+  v = _mm512_add_ps(v, _mm512_maskz_permute_ps(kAll, v, 0xB1));
+  return _mm512_cvtss_f32(v);
+}
+
+// ---- AVX-512 unpackers of the hot types (same results as UnpackRow's).
+
+inline float F16(uint16_t h) { return _cvtsh_ss(h); }
+
+// Q8_0, 16 blocks (512 codes) at a time where possible: codes XOR 0x80, the
+// 16 f16 scales gathered (34-byte stride) and converted at once, each
+// written twice (two sub-blocks of 16 per block).
+inline void UnpackQ8_0Avx512(const uint8_t* row, int64_t nb, uint8_t* u, float* dw, float* mw) {
+  const auto* x = reinterpret_cast<const quant::BlockQ8_0*>(row);
+  const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
+  const __m512i dup_lo = _mm512_set_epi32(7, 7, 6, 6, 5, 5, 4, 4, 3, 3, 2, 2, 1, 1, 0, 0);
+  const __m512i dup_hi = _mm512_set_epi32(15, 15, 14, 14, 13, 13, 12, 12, 11, 11, 10, 10, 9, 9, 8, 8);
+  const __m512i offsets = _mm512_mullo_epi32(
+      _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0), _mm512_set1_epi32(34));
+  const __m512 m128 = _mm512_set1_ps(-128.0f);
+  int64_t b = 0;
+  for (; b + 16 <= nb; b += 16) {
+    for (int i = 0; i < 16; ++i) {
+      const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[b + i].qs));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(u + 32 * (b + i)), _mm256_xor_si256(q, flip));
+    }
+    // The 4 bytes at each block start: d in the low 16 bits.
+    const __m512i raw =
+        _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), kAll, offsets, x + b, 1);
+    const __m512 d = _mm512_maskz_cvtph_ps(kAll, _mm512_maskz_cvtepi32_epi16(kAll, raw));
+    const __m512 lo = _mm512_maskz_permutexvar_ps(kAll, dup_lo, d);
+    const __m512 hi = _mm512_maskz_permutexvar_ps(kAll, dup_hi, d);
+    _mm512_storeu_ps(dw + 2 * b, lo);
+    _mm512_storeu_ps(dw + 2 * b + 16, hi);
+    _mm512_storeu_ps(mw + 2 * b, _mm512_mul_ps(lo, m128));
+    _mm512_storeu_ps(mw + 2 * b + 16, _mm512_mul_ps(hi, m128));
+  }
+  if (b < nb) UnpackQ8_0(row + b * sizeof(quant::BlockQ8_0), nb - b, u + 32 * b, dw + 2 * b, mw + 2 * b);
+}
+
+// Q4_K: scales/mins by ggml's 32-bit kmask shuffle (8 six-bit scales in
+// bytes 0-7, mins in 8-15), widened to floats and duplicated per 16; codes
+// split into low and high nibbles.
+inline void UnpackQ4_KAvx512(const uint8_t* row, int64_t nb, uint8_t* u, float* dw, float* mw) {
+  const auto* x = reinterpret_cast<const quant::BlockQ4_K*>(row);
+  const __m512i dup = _mm512_set_epi32(7, 7, 6, 6, 5, 5, 4, 4, 3, 3, 2, 2, 1, 1, 0, 0);
+  const __m512i dup8 =
+      _mm512_set_epi32(15, 15, 14, 14, 13, 13, 12, 12, 11, 11, 10, 10, 9, 9, 8, 8);
+  const __m256i low4 = _mm256_set1_epi8(0x0F);
+  for (int64_t b = 0; b < nb; ++b) {
+    uint32_t s[4];
+    std::memcpy(s, x[b].scales, 12);
+    const uint32_t kmask1 = 0x3F3F3F3Fu, kmask2 = 0x0F0F0F0Fu, kmask3 = 0x03030303u;
+    s[3] = ((s[2] >> 4) & kmask2) | (((s[1] >> 6) & kmask3) << 4);
+    const uint32_t m_lo = s[1] & kmask1;
+    s[1] = (s[2] & kmask2) | (((s[0] >> 6) & kmask3) << 4);
+    s[2] = m_lo;
+    s[0] &= kmask1;
+    // Lanes 0-7: the 8 scales, 8-15: the 8 mins; times d and -dmin.
+    const __m512 scmn = _mm512_maskz_cvtepi32_ps(
+        kAll, _mm512_maskz_cvtepu8_epi32(kAll, _mm_loadu_si128(reinterpret_cast<const __m128i*>(s))));
+    const __m512 factor = _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(F16(x[b].d)),
+                                               _mm512_set1_ps(-F16(x[b].dmin)));
+    const __m512 v = _mm512_mul_ps(scmn, factor);
+    _mm512_storeu_ps(dw + 16 * b, _mm512_maskz_permutexvar_ps(kAll, dup, v));
+    _mm512_storeu_ps(mw + 16 * b, _mm512_maskz_permutexvar_ps(kAll, dup8, v));
+    uint8_t* o = u + 256 * b;
+    for (int g = 0; g < 4; ++g) {
+      const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[b].qs + 32 * g));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(o + 64 * g), _mm256_and_si256(q, low4));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(o + 64 * g + 32),
+                          _mm256_and_si256(_mm256_srli_epi16(q, 4), low4));
+    }
+  }
+}
+
+// Q6_K: per half (128 codes) ql's 64 bytes give the low nibbles of codes
+// 0-63 (ql & 15) and 64-127 (ql >> 4); qh's 32 bytes, shifted by 0/2 and
+// 4/6, give the 2 high bits of each quarter.
+inline void UnpackQ6_KAvx512(const uint8_t* row, int64_t nb, uint8_t* u, float* dw, float* mw) {
+  const auto* x = reinterpret_cast<const quant::BlockQ6_K*>(row);
+  const __m512i low4 = _mm512_set1_epi8(0x0F);
+  const __m512i two = _mm512_set1_epi8(0x03);
+  const __m512i shift02 = _mm512_maskz_mov_epi16(0xFFFF0000u, _mm512_set1_epi16(2));
+  const __m512 m32 = _mm512_set1_ps(-32.0f);
+  for (int64_t b = 0; b < nb; ++b) {
+    const __m512 sc = _mm512_maskz_cvtepi32_ps(kAll, _mm512_maskz_cvtepi8_epi32(
+        kAll, _mm_loadu_si128(reinterpret_cast<const __m128i*>(x[b].scales))));
+    const __m512 dv = _mm512_mul_ps(sc, _mm512_set1_ps(F16(x[b].d)));
+    _mm512_storeu_ps(dw + 16 * b, dv);
+    _mm512_storeu_ps(mw + 16 * b, _mm512_mul_ps(dv, m32));
+    for (int half = 0; half < 2; ++half) {
+      const __m512i ql = _mm512_loadu_si512(x[b].ql + 64 * half);
+      // qh in both halves, the upper one shifted right by 2.
+      const __m512i qh2 = _mm512_maskz_broadcast_i64x4(
+          0xFF, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[b].qh + 32 * half)));
+      const __m512i qh01 = _mm512_srlv_epi16(qh2, shift02);
+      const __m512i qh23 = _mm512_srli_epi16(qh01, 4);
+      const __m512i hi01 = _mm512_slli_epi16(_mm512_and_si512(qh01, two), 4);
+      const __m512i hi23 = _mm512_slli_epi16(_mm512_and_si512(qh23, two), 4);
+      uint8_t* o = u + 256 * b + 128 * half;
+      _mm512_storeu_si512(o, _mm512_or_si512(_mm512_and_si512(ql, low4), hi01));
+      _mm512_storeu_si512(o + 64,
+                          _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), low4), hi23));
+    }
+  }
+}
+
+struct Avx512Vnni {
+  static void Unpack(quant::GgmlType type, const uint8_t* row, int64_t d, uint8_t* u, float* dw,
+                     float* mw) {
+    switch (type) {
+      case quant::GgmlType::kQ8_0: return UnpackQ8_0Avx512(row, d / 32, u, dw, mw);
+      case quant::GgmlType::kQ4_K: return UnpackQ4_KAvx512(row, d / 256, u, dw, mw);
+      case quant::GgmlType::kQ6_K: return UnpackQ6_KAvx512(row, d / 256, u, dw, mw);
+      default: return UnpackRow(type, row, d, u, dw, mw);
+    }
+  }
+  static constexpr int kMaxMb = 4;
+  template <int R, int MB>
+  static void Tile(const TileArgs& t) {
+    const ActLayout al(t.d);
+    const int64_t d = t.d;
+    __m512 acc[R][MB];
+    for (int r = 0; r < R; ++r)
+      for (int m = 0; m < MB; ++m) acc[r][m] = _mm512_setzero_ps();
+    // Lane i of the scale vector takes dw[(k + 4 i) / 16]: 4 lanes each.
+    const __m512i idx = _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0);
+    int64_t k = 0;
+    for (; k + 64 <= d; k += 64) {
+      __m512i wq[R];
+      __m512 ws[R];
+      for (int r = 0; r < R; ++r) {
+        wq[r] = _mm512_loadu_si512(t.u[r] + k);
+        ws[r] = _mm512_maskz_permutexvar_ps(kAll, idx, _mm512_zextps128_ps512(_mm_loadu_ps(t.dw[r] + k / 16)));
+      }
+      for (int m = 0; m < MB; ++m) {
+        const __m512i a = _mm512_loadu_si512(t.act[m] + k);
+        const __m512 sa =
+            _mm512_loadu_ps(reinterpret_cast<const float*>(t.act[m] + al.dal) + k / 4);
+        for (int r = 0; r < R; ++r) {
+          const __m512i p = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wq[r], a);
+          acc[r][m] = _mm512_fmadd_ps(_mm512_maskz_cvtepi32_ps(kAll, p), _mm512_mul_ps(ws[r], sa), acc[r][m]);
+        }
+      }
+    }
+    if (k < d) {  // 32 codes left (d is a multiple of 32): the low half
+      const __mmask64 kb = 0xFFFFFFFFull;
+      __m512i wq[R];
+      __m512 ws[R];
+      for (int r = 0; r < R; ++r) {
+        wq[r] = _mm512_maskz_loadu_epi8(kb, t.u[r] + k);
+        ws[r] = _mm512_maskz_permutexvar_ps(
+            kAll, idx, _mm512_zextps128_ps512(_mm_maskz_loadu_ps(0x3, t.dw[r] + k / 16)));
+      }
+      for (int m = 0; m < MB; ++m) {
+        const __m512i a = _mm512_maskz_loadu_epi8(kb, t.act[m] + k);
+        const __m512 sa = _mm512_maskz_loadu_ps(
+            0xFF, reinterpret_cast<const float*>(t.act[m] + al.dal) + k / 4);
+        for (int r = 0; r < R; ++r) {
+          const __m512i p = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wq[r], a);
+          acc[r][m] = _mm512_fmadd_ps(_mm512_maskz_cvtepi32_ps(kAll, p), _mm512_mul_ps(ws[r], sa), acc[r][m]);
+        }
+      }
+    }
+    // The offset / min term: sum_j mw[j] * S[j] over d / 16 sub-blocks.
+    const int64_t nj = d / 16;
+    __m512 macc[R][MB];
+    for (int r = 0; r < R; ++r)
+      for (int m = 0; m < MB; ++m) macc[r][m] = _mm512_setzero_ps();
+    int64_t j = 0;
+    for (; j < nj; j += 16) {
+      const __mmask16 mk = nj - j >= 16 ? static_cast<__mmask16>(0xFFFF)
+                                        : static_cast<__mmask16>((1u << (nj - j)) - 1);
+      __m512 mwv[R];
+      for (int r = 0; r < R; ++r) mwv[r] = _mm512_maskz_loadu_ps(mk, t.mw[r] + j);
+      for (int m = 0; m < MB; ++m) {
+        const __m512 s =
+            _mm512_maskz_loadu_ps(mk, reinterpret_cast<const float*>(t.act[m] + t.min_sums) + j);
+        for (int r = 0; r < R; ++r) macc[r][m] = _mm512_fmadd_ps(mwv[r], s, macc[r][m]);
+      }
+    }
+    for (int m = 0; m < MB; ++m)
+      for (int r = 0; r < R; ++r) t.out[m][r] = Reduce16(acc[r][m]) + Reduce16(macc[r][m]);
+  }
+};
+
+}  // namespace
+
+namespace quant_kernel_internal {
+void KernelAvx512Vnni(const QuantTypeInfo& type, const uint8_t* acts, int64_t rows,
+                      const uint8_t* w, int64_t d, int64_t v0, int64_t v1, float* out,
+                      int64_t ldo, uint8_t* scratch) {
+  RunKernel<Avx512Vnni>(type, acts, rows, w, d, v0, v1, out, ldo, scratch);
+}
+}  // namespace quant_kernel_internal
+}  // namespace vocabd

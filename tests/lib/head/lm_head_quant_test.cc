@@ -1,0 +1,305 @@
+// The LM head on ggml-quantized weights (lib/head/quant_kernel.h through
+// LmHead): the numerical contract per type against ggml's own float64
+// reference (../shared/models/quant/*.golden.json, `logits_exact_f64`,
+// whose `logits_ggml` is ggml's int8-activation mul_mat on the same file),
+// every ISA path of this CPU against the scalar path, independence of a
+// row's logits from M, and Create's validation.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "lib/checkpoint/gguf.h"
+#include "lib/core/dtype.h"
+#include "lib/head/lm_head.h"
+#include "lib/head/quant_kernel.h"
+#include "lib/quant/ggml_blocks.h"
+#include "tests/test_util.h"
+
+namespace vocabd {
+namespace {
+
+using quant::GgmlType;
+
+// Sets VOCABD_LM_HEAD_KERNEL for the scope (Create reads it).
+class ScopedKernelEnv {
+ public:
+  explicit ScopedKernelEnv(const char* value) { setenv("VOCABD_LM_HEAD_KERNEL", value, 1); }
+  ~ScopedKernelEnv() { unsetenv("VOCABD_LM_HEAD_KERNEL"); }
+};
+
+constexpr QuantKernelIsa kAllIsas[] = {QuantKernelIsa::kScalar, QuantKernelIsa::kAvx2,
+                                       QuantKernelIsa::kAvxVnni, QuantKernelIsa::kAvx512Vnni};
+
+// One golden file: the head's raw blocks and ggml's values.
+struct GoldenHead {
+  std::string bytes;  // whole GGUF file
+  const uint8_t* weights = nullptr;
+  GgmlType type = GgmlType::kF32;
+  int64_t vocab = 0, hidden = 0;
+  std::vector<float> x;                     // [4, hidden]
+  std::vector<double> exact, ggml_logits;   // [4, vocab]
+};
+
+GoldenHead LoadGolden(const std::string& stem) {
+  GoldenHead g;
+  const std::string dir = testing::SharedModelsDir() + "/quant/";
+  g.bytes = testing::ReadFileBytes(dir + stem + ".gguf");
+  const nlohmann::json j =
+      nlohmann::json::parse(testing::ReadFileBytes(dir + stem + ".golden.json"));
+  absl::StatusOr<GgufFile> f = ParseGguf(reinterpret_cast<const uint8_t*>(g.bytes.data()),
+                                         g.bytes.size(), stem);
+  EXPECT_TRUE(f.ok()) << f.status();
+  if (!f.ok()) return g;
+  const GgufTensorInfo* t = f->FindTensor("output.weight");
+  if (t == nullptr) t = f->FindTensor("token_embd.weight");  // tied head
+  EXPECT_NE(t, nullptr);
+  if (t == nullptr) return g;
+  g.type = static_cast<GgmlType>(t->type);
+  g.vocab = t->shape()[0];
+  g.hidden = t->shape()[1];
+  g.weights = reinterpret_cast<const uint8_t*>(g.bytes.data()) + t->offset;
+  for (const auto& row : j["hidden"])
+    for (const auto& v : row) g.x.push_back(v.get<float>());
+  for (const auto& row : j["logits_exact_f64"])
+    for (const auto& v : row) g.exact.push_back(v.get<double>());
+  for (const auto& row : j["logits_ggml"])
+    for (const auto& v : row) g.ggml_logits.push_back(v.get<double>());
+  EXPECT_EQ(j["vocab_size"].get<int64_t>(), g.vocab);
+  EXPECT_EQ(j["hidden_size"].get<int64_t>(), g.hidden);
+  return g;
+}
+
+// max |a - ref| / max |ref| over all rows (the golden files' measure).
+template <typename T>
+double RelativeError(const std::vector<T>& a, const std::vector<double>& ref) {
+  double err = 0, scale = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    err = std::max(err, std::fabs(static_cast<double>(a[i]) - ref[i]));
+    scale = std::max(scale, std::fabs(ref[i]));
+  }
+  return err / scale;
+}
+
+std::vector<float> RunHead(const uint8_t* weights, GgmlType type, int64_t vocab, int64_t hidden,
+                           const std::vector<float>& x, int64_t rows) {
+  LmHead::Options o;
+  o.weights = weights;
+  o.vocab_size = vocab;
+  o.hidden_size = hidden;
+  o.weights_quant = type;
+  absl::StatusOr<std::unique_ptr<LmHead>> head = LmHead::Create(o);
+  EXPECT_TRUE(head.ok()) << head.status();
+  std::vector<float> logits(static_cast<size_t>(rows * vocab), std::nanf(""));
+  if (!head.ok()) return logits;
+  EXPECT_TRUE((*head)->Compute(x.data(), rows, logits.data()).ok());
+  return logits;
+}
+
+// The asserted bound per type (README "Scoring performance", quantized
+// heads): relative error vs logits_exact_f64 (measured 3.4e-3 .. 3.8e-3 on
+// every path; ggml: 4.1e-3 .. 7.3e-3), 4e-3 for every type; each is
+// also checked to be no worse than ggml's own error on the same file.
+struct TypeCase {
+  const char* stem;
+  double bound;
+};
+constexpr TypeCase kTypeCases[] = {
+    {"synth-v1024-h512-Q8_0", 4.0e-3},   {"synth-v1024-h512-Q8_0-tied", 4.0e-3},
+    {"synth-v1024-h512-Q4_0", 4.0e-3},   {"synth-v1024-h512-Q4_1", 4.0e-3},
+    {"synth-v1024-h512-Q5_0", 4.0e-3},   {"synth-v1024-h512-Q5_1", 4.0e-3},
+    {"synth-v1024-h512-IQ4_NL", 4.0e-3}, {"synth-v1024-h512-Q2_K", 4.0e-3},
+    {"synth-v1024-h512-Q3_K", 4.0e-3},   {"synth-v1024-h512-Q4_K", 4.0e-3},
+    {"synth-v1024-h512-Q5_K", 4.0e-3},   {"synth-v1024-h512-Q6_K", 4.0e-3},
+    {"synth-v1024-h512-Q4_K_M", 4.0e-3},
+};
+
+TEST(LmHeadQuant, GoldenContractPerTypeAndPath) {
+  for (const TypeCase& c : kTypeCases) {
+    SCOPED_TRACE(c.stem);
+    const GoldenHead g = LoadGolden(c.stem);
+    ASSERT_NE(g.weights, nullptr);
+    const double ggml_err = RelativeError(g.ggml_logits, g.exact);
+    std::vector<float> scalar;
+    for (QuantKernelIsa isa : kAllIsas) {
+      if (!QuantKernelIsaSupported(isa)) {
+        std::printf("[ SKIPPED  ] %s: this CPU lacks the %s path\n", c.stem,
+                    QuantKernelIsaName(isa));
+        continue;
+      }
+      ScopedKernelEnv env(QuantKernelIsaName(isa));
+      const std::vector<float> logits = RunHead(g.weights, g.type, g.vocab, g.hidden, g.x, 4);
+      const double err = RelativeError(logits, g.exact);
+      std::printf("%-28s %-10s relative error %.3g (ggml %.3g)\n", c.stem,
+                  QuantKernelIsaName(isa), err, ggml_err);
+      EXPECT_LE(err, c.bound) << QuantKernelIsaName(isa);
+      EXPECT_LE(err, ggml_err) << QuantKernelIsaName(isa) << ": worse than ggml's own path";
+      if (isa == QuantKernelIsa::kScalar) {
+        scalar = logits;
+        continue;
+      }
+      // Every path against the scalar one: the int8 dot products are exact,
+      // only the float summation order differs.
+      std::vector<double> ref(scalar.begin(), scalar.end());
+      EXPECT_LE(RelativeError(logits, ref), 1e-5) << QuantKernelIsaName(isa) << " vs scalar";
+    }
+  }
+}
+
+// Random valid blocks of every type (f16 scales in a sane range, random
+// codes), for shapes the golden files do not cover.
+std::vector<uint8_t> RandomBlocks(const QuantTypeInfo& info, int64_t vocab, int64_t hidden,
+                                  uint32_t seed) {
+  const int64_t nblocks = vocab * (hidden / info.block_size);
+  std::vector<uint8_t> w(static_cast<size_t>(nblocks * info.block_bytes));
+  std::mt19937 rng(seed);
+  for (uint8_t& b : w) b = static_cast<uint8_t>(rng());
+  std::uniform_real_distribution<float> scale(0.001f, 0.02f);
+  // Overwrite every f16 field with a sane scale (offsets per layout).
+  auto put = [&](int64_t block, int offset) {
+    const uint16_t h = FloatToHalf(scale(rng));
+    std::memcpy(w.data() + block * info.block_bytes + offset, &h, 2);
+  };
+  for (int64_t b = 0; b < nblocks; ++b) {
+    switch (info.type) {
+      case GgmlType::kQ4_1: case GgmlType::kQ5_1: case GgmlType::kQ4_K: case GgmlType::kQ5_K:
+        put(b, 0); put(b, 2); break;
+      case GgmlType::kQ2_K: put(b, 80); put(b, 82); break;
+      case GgmlType::kQ3_K: put(b, 108); break;
+      case GgmlType::kQ6_K: put(b, 208); break;
+      default: put(b, 0); break;
+    }
+  }
+  return w;
+}
+
+constexpr GgmlType kAllTypes[] = {GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ4_1,
+                                  GgmlType::kQ5_0, GgmlType::kQ5_1, GgmlType::kIQ4_NL,
+                                  GgmlType::kQ2_K, GgmlType::kQ3_K, GgmlType::kQ4_K,
+                                  GgmlType::kQ5_K, GgmlType::kQ6_K};
+
+// Vocab sizes that are not multiples of the tile (4) or the thread chunk,
+// hidden sizes with a 32-code tail (legacy types), M across the tile sizes
+// and the 64-row blocks; every path vs scalar, and each row's logits
+// bit-identical whatever M it is computed in.
+TEST(LmHeadQuant, PathsAgreeAndRowsDoNotDependOnM) {
+  for (GgmlType type : kAllTypes) {
+    const QuantTypeInfo& info = *FindQuantTypeInfo(type);
+    for (int64_t hidden : {info.block_size * 3, info.block_size * 4}) {
+      const int64_t vocab = 4099;
+      SCOPED_TRACE(std::string(info.name) + " hidden " + std::to_string(hidden));
+      const std::vector<uint8_t> w = RandomBlocks(info, vocab, hidden, 7);
+      const int64_t rows = 70;
+      const std::vector<float> x = testing::RandomNormal(static_cast<size_t>(rows * hidden), 3);
+      std::vector<float> scalar;
+      for (QuantKernelIsa isa : kAllIsas) {
+        if (!QuantKernelIsaSupported(isa)) continue;  // named in GoldenContractPerTypeAndPath
+        ScopedKernelEnv env(QuantKernelIsaName(isa));
+        const std::vector<float> all = RunHead(w.data(), type, vocab, hidden, x, rows);
+        for (int64_t m : {1, 2, 3, 5}) {
+          const std::vector<float> part = RunHead(w.data(), type, vocab, hidden, x, m);
+          ASSERT_EQ(0, std::memcmp(part.data(), all.data(), part.size() * sizeof(float)))
+              << QuantKernelIsaName(isa) << " M = " << m;
+        }
+        if (isa == QuantKernelIsa::kScalar) {
+          scalar = all;
+          continue;
+        }
+        for (int64_t m = 0; m < rows; ++m) {
+          std::vector<double> ref(scalar.begin() + m * vocab, scalar.begin() + (m + 1) * vocab);
+          std::vector<float> got(all.begin() + m * vocab, all.begin() + (m + 1) * vocab);
+          ASSERT_LE(RelativeError(got, ref), 1e-5) << QuantKernelIsaName(isa) << " row " << m;
+        }
+      }
+    }
+  }
+}
+
+TEST(LmHeadQuant, ImplementationNamesTypeAndPath) {
+  const QuantTypeInfo& info = *FindQuantTypeInfo(GgmlType::kQ4_K);
+  const std::vector<uint8_t> w = RandomBlocks(info, 8, 256, 1);
+  LmHead::Options o;
+  o.weights = w.data();
+  o.vocab_size = 8;
+  o.hidden_size = 256;
+  o.weights_quant = GgmlType::kQ4_K;
+  for (QuantKernelIsa isa : kAllIsas) {
+    ScopedKernelEnv env(QuantKernelIsaName(isa));
+    absl::StatusOr<std::unique_ptr<LmHead>> head = LmHead::Create(o);
+    if (!QuantKernelIsaSupported(isa)) {
+      std::printf("[ SKIPPED  ] %s path: not on this CPU\n", QuantKernelIsaName(isa));
+      EXPECT_EQ(head.status().code(), absl::StatusCode::kFailedPrecondition);
+      continue;
+    }
+    ASSERT_TRUE(head.ok()) << head.status();
+    EXPECT_EQ((*head)->implementation(),
+              std::string("vocabd:q4_k-") + QuantKernelIsaName(isa) + " (every M)");
+    EXPECT_EQ((*head)->weight_bytes(), 8 * 144);
+    EXPECT_EQ((*head)->weights_quant(), GgmlType::kQ4_K);
+  }
+  absl::StatusOr<std::unique_ptr<LmHead>> head = LmHead::Create(o);
+  ASSERT_TRUE(head.ok());
+  EXPECT_EQ((*head)->implementation(),
+            std::string("vocabd:q4_k-") + QuantKernelIsaName(DetectQuantKernelIsa()) +
+                " (every M)");
+}
+
+TEST(LmHeadQuant, CreateRejectsBadOptions) {
+  std::vector<uint8_t> w(1 << 16);
+  LmHead::Options o;
+  o.weights = w.data();
+  o.vocab_size = 4;
+  o.hidden_size = 500;
+  o.weights_quant = GgmlType::kQ4_K;
+  absl::StatusOr<std::unique_ptr<LmHead>> head = LmHead::Create(o);
+  EXPECT_EQ(head.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(head.status().message().find("hidden_size = 500"), std::string::npos);
+  EXPECT_NE(head.status().message().find("Q4_K's block size 256"), std::string::npos)
+      << head.status();
+  o.hidden_size = 48;
+  o.weights_quant = GgmlType::kQ8_0;
+  head = LmHead::Create(o);
+  EXPECT_EQ(head.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(head.status().message().find("Q8_0's block size 32"), std::string::npos);
+  o.hidden_size = 64;
+  o.weights_quant = GgmlType::kQ8_K;  // activations-only type
+  head = LmHead::Create(o);
+  EXPECT_EQ(head.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(head.status().message().find("ggml type 15"), std::string::npos) << head.status();
+  o.weights_quant = static_cast<GgmlType>(99);
+  EXPECT_EQ(LmHead::Create(o).status().code(), absl::StatusCode::kInvalidArgument);
+  o.weights_quant = GgmlType::kQ8_0;
+  o.vocab_size = 0;
+  head = LmHead::Create(o);
+  EXPECT_EQ(head.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(head.status().message().find("vocab_size = 0"), std::string::npos);
+  o.vocab_size = 4;
+  o.weights = nullptr;
+  EXPECT_EQ(LmHead::Create(o).status().code(), absl::StatusCode::kInvalidArgument);
+  o.weights = w.data();
+  {
+    ScopedKernelEnv env("avx1024");
+    head = LmHead::Create(o);
+    EXPECT_EQ(head.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(head.status().message().find("avx1024"), std::string::npos);
+  }
+  head = LmHead::Create(o);
+  ASSERT_TRUE(head.ok()) << head.status();
+  std::vector<float> x(64), logits(4);
+  EXPECT_EQ((*head)->Compute(x.data(), -1, logits.data()).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ((*head)->Compute(nullptr, 1, logits.data()).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE((*head)->Compute(nullptr, 0, nullptr).ok());
+}
+
+}  // namespace
+}  // namespace vocabd
