@@ -1,6 +1,7 @@
 #include "server/model_service.h"
 
 #include "server/grpc_status.h"
+#include "server/handler_guard.h"
 #include "server/proto_convert.h"
 
 namespace vocabd {
@@ -35,11 +36,14 @@ v1::ModelInfo StatusToProto(const ModelStatus& status) {
 grpc::ServerUnaryReactor* ModelServiceImpl::ListModels(grpc::CallbackServerContext* context,
                                                        const v1::ListModelsRequest* request,
                                                        v1::ListModelsResponse* response) {
-  for (const ModelStatus& status : context_.registry->Statuses()) {
-    *response->add_models() = StatusToProto(status);
-  }
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(grpc::Status::OK);
+  absl::Status listed = CatchAll("ListModels", nullptr, [&] {
+    for (const ModelStatus& status : context_.registry->Statuses()) {
+      *response->add_models() = StatusToProto(status);
+    }
+    return absl::OkStatus();
+  });
+  reactor->Finish(ToGrpcStatus(listed));
   return reactor;
 }
 
@@ -56,8 +60,10 @@ grpc::ServerUnaryReactor* ModelServiceImpl::GetModel(grpc::CallbackServerContext
     reactor->Finish(ToGrpcStatus(model.ok() ? status.status() : model.status()));
     return reactor;
   }
-  *response = StatusToProto(*status);
-  reactor->Finish(grpc::Status::OK);
+  reactor->Finish(ToGrpcStatus(CatchAll("GetModel", nullptr, [&] {
+    *response = StatusToProto(*status);
+    return absl::OkStatus();
+  })));
   return reactor;
 }
 
@@ -80,8 +86,10 @@ grpc::ServerUnaryReactor* ModelServiceImpl::LoadModel(grpc::CallbackServerContex
           reactor->Finish(ToGrpcStatus(model.status()));
           return;
         }
-        *response = ModelToProto(**model, (*model)->name() == registry->default_name());
-        reactor->Finish(grpc::Status::OK);
+        reactor->Finish(ToGrpcStatus(CatchAll("LoadModel", nullptr, [&] {
+          *response = ModelToProto(**model, (*model)->name() == registry->default_name());
+          return absl::OkStatus();
+        })));
       });
   return reactor;
 }
