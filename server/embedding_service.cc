@@ -9,6 +9,8 @@
 #include "lib/core/status_macros.h"
 #include "server/call_tracker.h"
 #include "server/grpc_status.h"
+#include "server/handler_guard.h"
+#include "lib/serving/request_memory.h"
 #include "server/output_dtype.h"
 #include "server/proto_convert.h"
 #include "server/response_size.h"
@@ -21,7 +23,9 @@ grpc::ServerUnaryReactor* EmbeddingServiceImpl::Embed(grpc::CallbackServerContex
                                                       v1::EmbedResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   if (RejectIfNotAdmitted(context_.tracker, context, *request, reactor)) return reactor;
-  reactor->Finish(ToGrpcStatus(DoEmbed(*request, response)));
+  absl::Status status = CatchAll("Embed", nullptr, [&] { return DoEmbed(*request, response); });
+  if (!status.ok()) response->Clear();
+  reactor->Finish(ToGrpcStatus(status));
   return reactor;
 }
 
@@ -29,15 +33,24 @@ absl::Status EmbeddingServiceImpl::DoEmbed(const v1::EmbedRequest& request,
                                            v1::EmbedResponse* response) {
   ASSIGN_OR_RETURN(std::shared_ptr<const Model> model, context_.registry->Get(request.model()));
   ASSIGN_OR_RETURN(DType output_dtype, OutputDType(request.output_dtype()));
-  ASSIGN_OR_RETURN(EmbedInput input, EmbedInputFromProto(request));
   const int64_t hidden = model->config().hidden_size;
   int64_t total_tokens = 0;
-  for (const auto& seq : request.sequences()) total_tokens += seq.token_ids_size();
+  int64_t explicit_positions = 0;
+  for (const auto& seq : request.sequences()) {
+    total_tokens += seq.token_ids_size();
+    explicit_positions += seq.position_ids_size();
+  }
+  // Both bounds before the ids are copied anywhere.
   RETURN_IF_ERROR(CheckResponseBytes(
       SaturatingMul(total_tokens, hidden, static_cast<int64_t>(DTypeSize(output_dtype))),
       absl::StrCat(total_tokens, " tokens x hidden_size ", hidden, " x ",
                    std::string(DTypeName(output_dtype))),
       context_.max_send_message_bytes));
+  RETURN_IF_ERROR(CheckRequestMemory(
+      EmbedMemory(total_tokens, explicit_positions, hidden,
+                  static_cast<int64_t>(DTypeSize(output_dtype))),
+      context_.max_request_memory_bytes));
+  ASSIGN_OR_RETURN(EmbedInput input, EmbedInputFromProto(request));
   if (output_dtype == DType::kF32) {
     // F32: the lookup writes straight into the response bytes (no copy).
     v1::Tensor* tensor = response->mutable_embeddings();

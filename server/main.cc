@@ -118,6 +118,13 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber)
       ->envname("VOCABD_MAX_CONCURRENT_REQUESTS");
+  app.add_option("--max-request-memory-bytes", options.max_request_memory_bytes,
+                 "Memory one call's work may need, computed from the request before "
+                 "allocating (README \"Request memory bound\"); more = RESOURCE_EXHAUSTED "
+                 "(0 = no bound)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber)
+      ->envname("VOCABD_MAX_REQUEST_MEMORY_BYTES");
   app.add_option("--tls-cert", options.security.tls_cert_file,
                  "PEM certificate chain; with --tls-key turns TLS on")
       ->envname("VOCABD_TLS_CERT");

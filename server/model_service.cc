@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 
 #include "server/grpc_status.h"
+#include "server/handler_guard.h"
 #include "server/proto_convert.h"
 
 namespace vocabd {
@@ -102,11 +103,14 @@ class LoadReactor final : public grpc::ServerUnaryReactor {
 grpc::ServerUnaryReactor* ModelServiceImpl::ListModels(grpc::CallbackServerContext* context,
                                                        const v1::ListModelsRequest* request,
                                                        v1::ListModelsResponse* response) {
-  for (const ModelStatus& status : context_.registry->Statuses()) {
-    *response->add_models() = StatusToProto(status);
-  }
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(grpc::Status::OK);
+  absl::Status listed = CatchAll("ListModels", nullptr, [&] {
+    for (const ModelStatus& status : context_.registry->Statuses()) {
+      *response->add_models() = StatusToProto(status);
+    }
+    return absl::OkStatus();
+  });
+  reactor->Finish(ToGrpcStatus(listed));
   return reactor;
 }
 
@@ -123,8 +127,10 @@ grpc::ServerUnaryReactor* ModelServiceImpl::GetModel(grpc::CallbackServerContext
     reactor->Finish(ToGrpcStatus(model.ok() ? status.status() : model.status()));
     return reactor;
   }
-  *response = StatusToProto(*status);
-  reactor->Finish(grpc::Status::OK);
+  reactor->Finish(ToGrpcStatus(CatchAll("GetModel", nullptr, [&] {
+    *response = StatusToProto(*status);
+    return absl::OkStatus();
+  })));
   return reactor;
 }
 
@@ -148,9 +154,13 @@ grpc::ServerUnaryReactor* ModelServiceImpl::LoadModel(grpc::CallbackServerContex
           LoadReactor::FinishOnce(state, ToGrpcStatus(model.status()), nullptr);
           return;
         }
-        LoadReactor::FinishOnce(state, grpc::Status::OK, [&](v1::ModelInfo* response) {
-          *response = ModelToProto(**model, (*model)->name() == registry->default_name());
-        });
+        v1::ModelInfo info;
+        const grpc::Status status = ToGrpcStatus(CatchAll("LoadModel", nullptr, [&] {
+          info = ModelToProto(**model, (*model)->name() == registry->default_name());
+          return absl::OkStatus();
+        }));
+        LoadReactor::FinishOnce(state, status,
+                                [&](v1::ModelInfo* response) { *response = std::move(info); });
       });
   return reactor;
 }

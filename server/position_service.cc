@@ -20,6 +20,8 @@
 #include "lib/core/status_macros.h"
 #include "server/call_tracker.h"
 #include "server/grpc_status.h"
+#include "server/handler_guard.h"
+#include "lib/serving/request_memory.h"
 #include "server/proto_convert.h"
 #include "server/response_size.h"
 
@@ -124,20 +126,23 @@ grpc::ServerUnaryReactor* PositionServiceImpl::ApplyRope(grpc::CallbackServerCon
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   if (RejectIfNotAdmitted(context_.tracker, context, *request, reactor)) return reactor;
   const int64_t cost = SaturatingAdd(PayloadValues(request->q()), PayloadValues(request->k()));
-  Run(context, reactor, cost, response, [this, request, response](bool on_pool) {
+  Run("ApplyRope", context, reactor, cost, response, [this, request, response](bool on_pool) {
     return DoApplyRope(*request, on_pool, response);
   });
   return reactor;
 }
 
-void PositionServiceImpl::Run(grpc::CallbackServerContext* call, grpc::ServerUnaryReactor* reactor,
-                              int64_t cost, const google::protobuf::Message* response,
+void PositionServiceImpl::Run(const char* rpc, grpc::CallbackServerContext* call,
+                              grpc::ServerUnaryReactor* reactor, int64_t cost,
+                              const google::protobuf::Message* response,
                               std::function<absl::Status(bool on_pool)> fill) {
-  auto work = [fill = std::move(fill), response,
+  auto work = [rpc, fill = std::move(fill), response,
                max_send = context_.max_send_message_bytes](bool on_pool) {
-    absl::Status status = fill(on_pool);
-    if (status.ok()) status = CheckResponseSize(*response, max_send);
-    return status;
+    // No exception leaves the call (server/handler_guard.h).
+    return CatchAll(rpc, nullptr, [&]() -> absl::Status {
+      RETURN_IF_ERROR(fill(on_pool));
+      return CheckResponseSize(*response, max_send);
+    });
   };
   if (cost <= kPositionInlineMaxValues || context_.compute_pool == nullptr) {
     reactor->Finish(ToGrpcStatus(work(/*on_pool=*/false)));
@@ -166,6 +171,24 @@ void PositionServiceImpl::Run(grpc::CallbackServerContext* call, grpc::ServerUna
 absl::Status PositionServiceImpl::DoApplyRope(const v1::ApplyRopeRequest& request, bool on_pool,
                                               v1::ApplyRopeResponse* response) {
   ASSIGN_OR_RETURN(QkvLayout layout, QkvLayoutFromProto(request.layout()));
+  // Shapes first, then the memory bound, then anything sized by them (the
+  // decoded copies, the positions table): q and k of shape
+  // [32768, 0, 32768, 8] are refused here, before batch x seq positions.
+  {
+    const std::vector<int64_t> q_shape(request.q().shape().begin(), request.q().shape().end());
+    const std::vector<int64_t> k_shape(request.k().shape().begin(), request.k().shape().end());
+    ASSIGN_OR_RETURN(QkTensor qv, QkTensorFromShape(q_shape, layout, "q"));
+    ASSIGN_OR_RETURN(QkTensor kv, QkTensorFromShape(k_shape, layout, "k"));
+    RETURN_IF_ERROR(ValidateQkShapes(qv, kv, layout));
+    const int64_t q_elements = SaturatingMul(SaturatingMul(qv.batch, qv.seq_len), qv.num_heads, qv.head_dim);
+    const int64_t k_elements = SaturatingMul(SaturatingMul(kv.batch, kv.seq_len), kv.num_heads, kv.head_dim);
+    const int64_t dtype_bytes =
+        request.q().dtype() == v1::F16 || request.q().dtype() == v1::BF16 ? 2 : 4;
+    RETURN_IF_ERROR(CheckRequestMemory(
+        ApplyRopeMemory(q_elements, k_elements, SaturatingMul(qv.batch, qv.seq_len), qv.head_dim,
+                        dtype_bytes),
+        context_.max_request_memory_bytes));
+  }
   ASSIGN_OR_RETURN(DecodedQk q, DecodeQk(request.q(), layout, "q"));
   ASSIGN_OR_RETURN(DecodedQk k, DecodeQk(request.k(), layout, "k"));
   // A model supplies the defaults unless the request's rope config stands on
@@ -177,6 +200,7 @@ absl::Status PositionServiceImpl::DoApplyRope(const v1::ApplyRopeRequest& reques
   options.layout = layout;
   options.allow_beyond_trained_length = request.allow_beyond_trained_length();
   options.high_precision = request.high_precision();
+  options.allow_non_finite = request.allow_non_finite();
   options.params_name = kRopeField;
   // Inline on a reactor: never start threads. On the pool: threads for
   // q + k >= 4 MiB (lib/positions/rope.h).
@@ -192,6 +216,8 @@ absl::Status PositionServiceImpl::DoApplyRope(const v1::ApplyRopeRequest& reques
 absl::Status PositionServiceImpl::DoGetRopeCache(const RopeParams& params,
                                                  const v1::GetRopeCacheRequest& request,
                                                  v1::GetRopeCacheResponse* response) {
+  RETURN_IF_ERROR(CheckRequestMemory(RopeCacheMemory(request.num_positions(), params.rotary_dim),
+                                     context_.max_request_memory_bytes));
   ASSIGN_OR_RETURN(RopeCacheOutput out,
                    ComputeRopeCache(params, request.start_position(), request.num_positions(),
                                     request.allow_beyond_trained_length(),
@@ -219,6 +245,8 @@ absl::Status PositionServiceImpl::DoGetSinusoidalPositions(
       return absl::InvalidArgumentError(absl::StrCat(
           "layout = ", static_cast<int>(request.layout()), " is not a known layout"));
   }
+  RETURN_IF_ERROR(CheckRequestMemory(SinusoidalMemory(request.num_positions(), request.dim()),
+                                     context_.max_request_memory_bytes));
   const double base = request.base() == 0 ? 10000.0 : request.base();
   ASSIGN_OR_RETURN(std::vector<float> table,
                    SinusoidalTable(request.start_position(), request.num_positions(),
@@ -231,6 +259,9 @@ absl::Status PositionServiceImpl::DoGetSinusoidalPositions(
 absl::Status PositionServiceImpl::DoGetAlibiSlopes(const v1::GetAlibiSlopesRequest& request,
                                                    int64_t heads,
                                                    v1::GetAlibiSlopesResponse* response) {
+  RETURN_IF_ERROR(CheckRequestMemory(
+      AlibiMemory(heads, request.q_len(), request.k_len(), request.include_bias()),
+      context_.max_request_memory_bytes));
   ASSIGN_OR_RETURN(std::vector<float> slopes, AlibiSlopes(heads));
   if (request.include_bias()) {
     ASSIGN_OR_RETURN(std::vector<float> bias, AlibiBias(slopes, request.q_len(), request.k_len(),
@@ -249,14 +280,18 @@ grpc::ServerUnaryReactor* PositionServiceImpl::GetRopeCache(
   if (RejectIfNotAdmitted(context_.tracker, context, *request, reactor)) return reactor;
   // Resolving the config is cheap (a registry lookup); it also gives the
   // table width for the cost.
-  absl::StatusOr<RopeParams> params =
-      ResolveRopeParams(context_, request->model(), request->rope(), 0);
+  absl::StatusOr<RopeParams> params = absl::UnknownError("not resolved");
+  absl::Status resolved = CatchAll("GetRopeCache", nullptr, [&]() -> absl::Status {
+    params = ResolveRopeParams(context_, request->model(), request->rope(), 0);
+    return absl::OkStatus();
+  });
+  if (!resolved.ok()) params = resolved;
   if (!params.ok()) {
     reactor->Finish(ToGrpcStatus(params.status()));
     return reactor;
   }
   const int64_t cost = SaturatingMul(request->num_positions(), params->rotary_dim);
-  Run(context, reactor, cost, response,
+  Run("GetRopeCache", context, reactor, cost, response,
       [this, params = *std::move(params), request, response](bool) {
         return DoGetRopeCache(params, *request, response);
       });
@@ -269,7 +304,7 @@ grpc::ServerUnaryReactor* PositionServiceImpl::GetSinusoidalPositions(
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   if (RejectIfNotAdmitted(context_.tracker, context, *request, reactor)) return reactor;
   const int64_t cost = SaturatingMul(request->num_positions(), request->dim());
-  Run(context, reactor, cost, response, [this, request, response](bool) {
+  Run("GetSinusoidalPositions", context, reactor, cost, response, [this, request, response](bool) {
     return DoGetSinusoidalPositions(*request, response);
   });
   return reactor;
@@ -293,7 +328,7 @@ grpc::ServerUnaryReactor* PositionServiceImpl::GetAlibiSlopes(
       request->include_bias()
           ? SaturatingMul(SaturatingMul(heads, request->q_len()), request->k_len())
           : heads;
-  Run(context, reactor, cost, response, [this, request, response, heads](bool) {
+  Run("GetAlibiSlopes", context, reactor, cost, response, [this, request, response, heads](bool) {
     return DoGetAlibiSlopes(*request, heads, response);
   });
   return reactor;

@@ -59,7 +59,9 @@ class PositionServiceImpl final : public v1::PositionService::CallbackService {
   // the compute pool (see above); finishes `reactor` with its status.
   // `fill(on_pool)` fills `response`, whose size is then checked against
   // --max-send-message-bytes (server/response_size.h).
-  void Run(grpc::CallbackServerContext* call, grpc::ServerUnaryReactor* reactor, int64_t cost,
+  // `rpc` names the call in the status of an exception (server/handler_guard.h).
+  void Run(const char* rpc, grpc::CallbackServerContext* call, grpc::ServerUnaryReactor* reactor,
+           int64_t cost,
            const google::protobuf::Message* response,
            std::function<absl::Status(bool on_pool)> fill);
   absl::Status DoApplyRope(const v1::ApplyRopeRequest& request, bool on_pool,

@@ -7,6 +7,8 @@
 #include "lib/core/happens_before.h"
 #include "server/call_tracker.h"
 #include "server/grpc_status.h"
+#include "server/handler_guard.h"
+#include "lib/core/status_macros.h"
 #include "server/response_size.h"
 #include "server/scoring_service.h"
 
@@ -49,11 +51,18 @@ void ScoreStreamReactor::OnReadDone(bool ok) {
                                admitted.error_message()));
     }
   }
-  absl::StatusOr<HeadCall> call = PrepareHeadCall(*service_.registry, request_);
-  if (!call.ok()) return fail(call.status());
-  auto request = std::make_shared<v1::ScoreRequest>(std::move(request_));
-  request_.Clear();
-  const ScoreInput input = ScoreInputFromProto(*request, call->head);
+  absl::StatusOr<HeadCall> call;
+  std::shared_ptr<v1::ScoreRequest> request;
+  ScoreInput input;
+  absl::Status prepared = CatchAll("ScoreStream", nullptr, [&]() -> absl::Status {
+    call = PrepareHeadCall(*service_.registry, request_, service_.max_request_memory_bytes);
+    if (!call.ok()) return call.status();
+    request = std::make_shared<v1::ScoreRequest>(std::move(request_));
+    request_.Clear();
+    input = ScoreInputFromProto(*request, call->head);
+    return absl::OkStatus();
+  });
+  if (!prepared.ok()) return fail(prepared);
   ++in_compute_;
   Advance();  // may start the next read (flow control permitting)
   lock.unlock();
@@ -64,12 +73,13 @@ void ScoreStreamReactor::OnReadDone(bool ok) {
                [this, seq, model = call->model, hidden_rows = call->hidden, request](
                    absl::Status status, ScoreOutput output) {
                  v1::ScoreResponse response;
-                 if (status.ok()) {
+                 status = CatchAll("ScoreStream", nullptr, [&]() -> absl::Status {
+                   RETURN_IF_ERROR(status);
                    ScoreOutputToProto(output, request->target_ids_size() > 0, *model, *request,
                                       &response);
-                   status = CheckResponseSize(response, service_.max_send_message_bytes);
-                   if (!status.ok()) response.Clear();
-                 }
+                   return CheckResponseSize(response, service_.max_send_message_bytes);
+                 });
+                 if (!status.ok()) response.Clear();
                  Complete(seq, std::move(status), std::move(response));
                });
 }

@@ -14,6 +14,7 @@
 #include "lib/core/status_macros.h"
 #include "server/call_tracker.h"
 #include "server/grpc_status.h"
+#include "server/handler_guard.h"
 #include "server/output_dtype.h"
 #include "server/response_size.h"
 #include "server/score_stream_reactor.h"
@@ -37,10 +38,36 @@ absl::StatusOr<HiddenRows> DecodeHidden(const v1::Tensor& tensor) {
   return out;
 }
 
+namespace {
+
+int64_t DeclaredRows(const v1::Tensor& hidden) {
+  return hidden.shape_size() == 2 ? hidden.shape(0) : 0;
+}
+
+}  // namespace
+
+RequestMemory HeadRequestMemory(const v1::ComputeLogitsRequest& request, const Model& model) {
+  auto dtype = OutputDType(request.output_dtype());
+  return ComputeLogitsMemory(DeclaredRows(request.hidden()), model.config().hidden_size,
+                             model.config().vocab_size, model.head_slice_rows(),
+                             dtype.ok() ? static_cast<int64_t>(DTypeSize(*dtype)) : 4);
+}
+
+RequestMemory HeadRequestMemory(const v1::ScoreRequest& request, const Model& model) {
+  return ScoreMemory(DeclaredRows(request.hidden()), model.config().hidden_size,
+                     model.config().vocab_size, model.head_slice_rows(), request.top_k());
+}
+
 template <typename Request>
-absl::StatusOr<HeadCall> PrepareHeadCall(const ModelRegistry& registry, const Request& request) {
+absl::StatusOr<HeadCall> PrepareHeadCall(const ModelRegistry& registry, const Request& request,
+                                         int64_t memory_budget) {
   HeadCall call;
   ASSIGN_OR_RETURN(call.model, registry.Get(request.model()));
+  if (request.hidden().shape_size() != 2) {
+    return absl::InvalidArgumentError(absl::StrCat("hidden.shape must be [num_rows, hidden_size], got ",
+                                                   request.hidden().shape_size(), " dims"));
+  }
+  RETURN_IF_ERROR(CheckRequestMemory(HeadRequestMemory(request, *call.model), memory_budget));
   ASSIGN_OR_RETURN(HiddenRows hidden, DecodeHidden(request.hidden()));
   call.hidden = std::make_shared<HiddenRows>(std::move(hidden));
   call.head.hidden = call.hidden->values.data();
@@ -49,11 +76,13 @@ absl::StatusOr<HeadCall> PrepareHeadCall(const ModelRegistry& registry, const Re
   call.head.apply_final_norm = !request.has_apply_final_norm() || request.apply_final_norm();
   call.head.temperature = TemperatureOrDefault(request.temperature());
   call.head.vocab_limit = request.vocab_limit();
+  call.head.allow_non_finite = request.allow_non_finite();
   return call;
 }
 template absl::StatusOr<HeadCall> PrepareHeadCall(const ModelRegistry&,
-                                                  const v1::ComputeLogitsRequest&);
-template absl::StatusOr<HeadCall> PrepareHeadCall(const ModelRegistry&, const v1::ScoreRequest&);
+                                                  const v1::ComputeLogitsRequest&, int64_t);
+template absl::StatusOr<HeadCall> PrepareHeadCall(const ModelRegistry&, const v1::ScoreRequest&,
+                                                  int64_t);
 
 ScoreInput ScoreInputFromProto(const v1::ScoreRequest& request, const HeadInput& head) {
   ScoreInput input;
@@ -107,43 +136,53 @@ grpc::ServerUnaryReactor* ScoringServiceImpl::ComputeLogits(grpc::CallbackServer
                                                             v1::ComputeLogitsResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   if (RejectIfNotAdmitted(context_.tracker, context, *request, reactor)) return reactor;
-  auto output_dtype = OutputDType(request->output_dtype());
-  if (!output_dtype.ok()) {
-    reactor->Finish(ToGrpcStatus(output_dtype.status()));
-    return reactor;
+  // Any error before the compute call (or an exception anywhere in this
+  // thread's part) finishes here; after it, `done` finishes.
+  bool dispatched = false;
+  absl::Status status = CatchAll("ComputeLogits", nullptr, [&]() -> absl::Status {
+    ASSIGN_OR_RETURN(DType output_dtype, OutputDType(request->output_dtype()));
+    ASSIGN_OR_RETURN(HeadCall call,
+                     PrepareHeadCall(*context_.registry, *request, context_.max_request_memory_bytes));
+    const Model& m = *call.model;
+    const int64_t vocab = m.config().vocab_size;
+    const int64_t dtype_size = static_cast<int64_t>(DTypeSize(output_dtype));
+    RETURN_IF_ERROR(CheckResponseBytes(
+        SaturatingMul(call.head.rows, vocab, dtype_size),
+        absl::StrCat(call.head.rows, " rows x vocab_size ", vocab, " x ",
+                     std::string(DTypeName(output_dtype))),
+        context_.max_send_message_bytes));
+    // The response tensor is sized once; each slice of logits rows is
+    // encoded straight into it (no whole-call logits copy).
+    v1::Tensor* logits = response->mutable_logits();
+    logits->set_dtype(DTypeToProto(output_dtype));
+    logits->add_shape(call.head.rows);
+    logits->add_shape(vocab);
+    logits->mutable_data()->resize(static_cast<size_t>(call.head.rows * vocab * dtype_size));
+    char* out = logits->mutable_data()->data();
+    dispatched = true;
+    m.ComputeLogitsAsync(
+        call.head, request->log_softmax(), ComputeCheck(context, context_.metrics, m, call.head.rows),
+        [out, vocab, dtype_size, output_dtype](int64_t first, int64_t rows, const float* values) {
+          ConvertFromF32(values, static_cast<size_t>(rows * vocab), output_dtype,
+                         out + first * vocab * dtype_size);
+        },
+        [model = call.model, hidden_rows = call.hidden, request, response, reactor,
+         max_send = context_.max_send_message_bytes](absl::Status st) {
+          st = CatchAll("ComputeLogits", nullptr, [&]() -> absl::Status {
+            RETURN_IF_ERROR(st);
+            response->set_model(model->name());
+            response->set_request_id(request->request_id());
+            return CheckResponseSize(*response, max_send);
+          });
+          if (!st.ok()) response->Clear();
+          reactor->Finish(ToGrpcStatus(st));
+        });
+    return absl::OkStatus();
+  });
+  if (!dispatched) {
+    response->Clear();
+    reactor->Finish(ToGrpcStatus(status));
   }
-  absl::StatusOr<HeadCall> call = PrepareHeadCall(*context_.registry, *request);
-  if (!call.ok()) {
-    reactor->Finish(ToGrpcStatus(call.status()));
-    return reactor;
-  }
-  const Model& m = *call->model;
-  const int64_t vocab = m.config().vocab_size;
-  absl::Status fits = CheckResponseBytes(
-      SaturatingMul(call->head.rows, vocab, static_cast<int64_t>(DTypeSize(*output_dtype))),
-      absl::StrCat(call->head.rows, " rows x vocab_size ", vocab, " x ",
-                   std::string(DTypeName(*output_dtype))),
-      context_.max_send_message_bytes);
-  if (!fits.ok()) {
-    reactor->Finish(ToGrpcStatus(fits));
-    return reactor;
-  }
-  // `done` runs on a compute thread (or inline on a rejection) and finishes
-  // the reactor; it keeps the model and the decoded rows alive until then.
-  m.ComputeLogitsAsync(call->head, request->log_softmax(),
-                       ComputeCheck(context, context_.metrics, m, call->head.rows),
-                       [model = call->model, hidden_rows = call->hidden, request, response, reactor,
-                        dtype = *output_dtype, max_send = context_.max_send_message_bytes](
-                           absl::Status status, std::vector<float> logits) {
-                         if (status.ok()) {
-                           *response->mutable_logits() = EncodeFloatTensor(
-                               logits, {hidden_rows->rows, model->config().vocab_size}, dtype);
-                           response->set_model(model->name());
-                           response->set_request_id(request->request_id());
-                           status = CheckResponseSize(*response, max_send);
-                         }
-                         reactor->Finish(ToGrpcStatus(status));
-                       });
   return reactor;
 }
 
@@ -152,24 +191,28 @@ grpc::ServerUnaryReactor* ScoringServiceImpl::Score(grpc::CallbackServerContext*
                                                     v1::ScoreResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   if (RejectIfNotAdmitted(context_.tracker, context, *request, reactor)) return reactor;
-  absl::StatusOr<HeadCall> call = PrepareHeadCall(*context_.registry, *request);
-  if (!call.ok()) {
-    reactor->Finish(ToGrpcStatus(call.status()));
-    return reactor;
-  }
-  const ScoreInput input = ScoreInputFromProto(*request, call->head);
-  const Model& m = *call->model;
-  m.ScoreAsync(input, ComputeCheck(context, context_.metrics, m, input.head.rows),
-               [model = call->model, hidden_rows = call->hidden, request, response, reactor,
-                max_send = context_.max_send_message_bytes](absl::Status status,
-                                                            ScoreOutput output) {
-                 if (status.ok()) {
-                   ScoreOutputToProto(output, request->target_ids_size() > 0, *model, *request,
-                                      response);
-                   status = CheckResponseSize(*response, max_send);
-                 }
-                 reactor->Finish(ToGrpcStatus(status));
-               });
+  bool dispatched = false;
+  absl::Status status = CatchAll("Score", nullptr, [&]() -> absl::Status {
+    ASSIGN_OR_RETURN(HeadCall call,
+                     PrepareHeadCall(*context_.registry, *request, context_.max_request_memory_bytes));
+    const ScoreInput input = ScoreInputFromProto(*request, call.head);
+    const Model& m = *call.model;
+    dispatched = true;
+    m.ScoreAsync(input, ComputeCheck(context, context_.metrics, m, input.head.rows),
+                 [model = call.model, hidden_rows = call.hidden, request, response, reactor,
+                  max_send = context_.max_send_message_bytes](absl::Status st, ScoreOutput output) {
+                   st = CatchAll("Score", nullptr, [&]() -> absl::Status {
+                     RETURN_IF_ERROR(st);
+                     ScoreOutputToProto(output, request->target_ids_size() > 0, *model, *request,
+                                        response);
+                     return CheckResponseSize(*response, max_send);
+                   });
+                   if (!st.ok()) response->Clear();
+                   reactor->Finish(ToGrpcStatus(st));
+                 });
+    return absl::OkStatus();
+  });
+  if (!dispatched) reactor->Finish(ToGrpcStatus(status));
   return reactor;
 }
 

@@ -11,6 +11,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "lib/serving/model.h"
+#include "lib/serving/request_memory.h"
 #include "server/service_context.h"
 #include "vocabd/v1/scoring.grpc.pb.h"
 
@@ -38,8 +39,18 @@ struct HeadCall {
 };
 // Request is v1::ComputeLogitsRequest or v1::ScoreRequest (same field names:
 // model, hidden, apply_final_norm, temperature, vocab_limit).
+// Before decoding anything it checks the request's memory need (rows from
+// hidden.shape; lib/serving/request_memory.h ComputeLogitsMemory /
+// ScoreMemory) against `memory_budget` (--max-request-memory-bytes; <= 0 =
+// none): RESOURCE_EXHAUSTED naming the flag and the numbers.
 template <typename Request>
-absl::StatusOr<HeadCall> PrepareHeadCall(const ModelRegistry& registry, const Request& request);
+absl::StatusOr<HeadCall> PrepareHeadCall(const ModelRegistry& registry, const Request& request,
+                                         int64_t memory_budget = 0);
+
+// The memory a head request needs on `model` (formulas in
+// lib/serving/request_memory.h); rows from hidden.shape[0].
+RequestMemory HeadRequestMemory(const v1::ComputeLogitsRequest& request, const Model& model);
+RequestMemory HeadRequestMemory(const v1::ScoreRequest& request, const Model& model);
 
 // `hidden` must outlive the returned input's use.
 ScoreInput ScoreInputFromProto(const v1::ScoreRequest& request, const HeadInput& head);

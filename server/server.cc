@@ -101,6 +101,10 @@ absl::Status VocabdServer::Options::Validate() const {
     return absl::InvalidArgumentError(absl::StrCat(
         "--max-send-message-bytes = ", max_send_message_bytes, " must be >= 1024"));
   }
+  if (max_request_memory_bytes < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--max-request-memory-bytes = ", max_request_memory_bytes, " must be >= 0"));
+  }
   if (drain_timeout.count() < 0) {
     return absl::InvalidArgumentError("--drain-timeout-ms must be >= 0");
   }
@@ -253,6 +257,7 @@ absl::StatusOr<std::unique_ptr<VocabdServer>> VocabdServer::Create(const Options
   context.metrics = impl->metrics.get();
   context.tracker = impl->tracker.get();
   context.max_send_message_bytes = options.max_send_message_bytes;
+  context.max_request_memory_bytes = options.max_request_memory_bytes;
   impl->model_service = std::make_unique<ModelServiceImpl>(context);
   impl->embedding_service = std::make_unique<EmbeddingServiceImpl>(context);
   impl->scoring_service = std::make_unique<ScoringServiceImpl>(context);
@@ -324,6 +329,12 @@ absl::StatusOr<std::unique_ptr<VocabdServer>> VocabdServer::Create(const Options
 }
 
 int VocabdServer::port() const { return impl_->port; }
+
+std::shared_ptr<grpc::Channel> VocabdServer::InProcessChannel() const {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(-1);
+  return impl_->server->InProcessChannel(args);
+}
 
 int VocabdServer::metrics_port() const {
   return impl_->metrics_http ? impl_->metrics_http->port() : 0;

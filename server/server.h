@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include <grpcpp/channel.h>
+
 #include "absl/status/statusor.h"
 #include "server/model_serving_options.h"
 #include "server/transport_security.h"
@@ -59,6 +61,10 @@ class VocabdServer {
     // Request limits (server/call_tracker.h); 0 = no limit.
     int64_t max_tokens_per_request = 0;
     int max_concurrent_requests = 0;
+    // Bytes one call's work may need (lib/serving/request_memory.h computes
+    // them per RPC from the request before allocating); more =
+    // RESOURCE_EXHAUSTED naming --max-request-memory-bytes. 0 = no bound.
+    int64_t max_request_memory_bytes = int64_t{256} << 20;
 
     // INVALID_ARGUMENT naming the flag for bad values.
     absl::Status Validate() const;
@@ -77,6 +83,9 @@ class VocabdServer {
   int metrics_port() const;
   // The server's metrics (never null).
   Metrics& metrics() const;
+  // A channel to the server that bypasses the network (for in-process
+  // callers such as fuzz/request_fuzzer.cc); same handlers and interceptors.
+  std::shared_ptr<grpc::Channel> InProcessChannel() const;
   // Health -> NOT_SERVING, stop accepting, let in-flight calls finish
   // (up to drain_timeout), stop. Idempotent.
   void Shutdown();

@@ -8,6 +8,7 @@
 #include "server/metrics.h"
 #include "lib/serving/model_registry.h"
 #include "lib/serving/model_repository.h"
+#include "lib/serving/request_memory.h"
 
 namespace vocabd {
 
@@ -32,6 +33,10 @@ struct ServiceContext {
   // response above it, or above protobuf's 2 GiB limit, before gRPC sees it
   // (server/response_size.h). 0 = only the 2 GiB limit.
   int64_t max_send_message_bytes = 0;
+  // --max-request-memory-bytes: each RPC computes the bytes its work needs
+  // from the request before allocating and refuses above this
+  // (RESOURCE_EXHAUSTED, lib/serving/request_memory.h). <= 0 = no bound.
+  int64_t max_request_memory_bytes = kDefaultMaxRequestMemoryBytes;
 };
 
 }  // namespace vocabd

@@ -12,6 +12,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "lib/core/finite.h"
 #include "lib/core/shape.h"
 #include "lib/core/status_macros.h"
 #include "lib/positions/position_ids.h"
@@ -105,10 +106,31 @@ absl::Status ValidateTensorShape(const char* name, const QkTensor& t, QkvLayout 
     return absl::InvalidArgumentError(
         absl::StrCat(AxisField(name, ax.dim, "head_dim"), " = ", t.head_dim, " is odd"));
   }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateTensorData(const char* name, const QkTensor& t) {
   if (t.data == nullptr && t.batch > 0 && t.seq_len > 0) {
     return absl::InvalidArgumentError(absl::StrCat(name, ".data is null"));
   }
   return absl::OkStatus();
+}
+
+// INVALID_ARGUMENT naming the first NaN/Inf element of `t` by its index in
+// the layout's shape: "q[0, 1, 2, 3] = nan is not finite ...".
+absl::Status CheckQkFinite(const char* name, const QkTensor& t, QkvLayout layout) {
+  const int64_t n = t.batch * t.seq_len * t.num_heads * t.head_dim;
+  const int64_t bad = FirstNonFinite(t.data, n);
+  if (bad < 0) return absl::OkStatus();
+  // Row-major index -> coordinates of the tensor as sent.
+  std::vector<int64_t> dims;
+  if (layout == QkvLayout::kBHSD) dims = {t.batch, t.num_heads, t.seq_len, t.head_dim};
+  if (layout == QkvLayout::kBSHD) dims = {t.batch, t.seq_len, t.num_heads, t.head_dim};
+  if (layout == QkvLayout::kTHD) dims = {t.seq_len, t.num_heads, t.head_dim};
+  return absl::InvalidArgumentError(absl::StrCat(name, NonFiniteIndex(dims, bad), " = ",
+                                                 t.data[bad],
+                                                 " is not finite (set allow_non_finite to "
+                                                 "accept NaN/Inf)"));
 }
 
 }  // namespace
@@ -172,29 +194,18 @@ absl::StatusOr<RopeCacheOutput> ComputeRopeCache(const RopeParams& params, int64
   return out;
 }
 
-absl::StatusOr<ApplyRopeResult> ApplyRope(const RopeParams& params,
-                                          const ApplyRopeOptions& options,
-                                          const std::vector<int64_t>& positions, QkTensor q,
-                                          QkTensor k) {
-  const QkvLayout layout = options.layout;
+absl::Status ValidateQkShapes(const QkTensor& q, const QkTensor& k, QkvLayout layout) {
   if (layout != QkvLayout::kBHSD && layout != QkvLayout::kBSHD && layout != QkvLayout::kTHD) {
     return absl::InvalidArgumentError(
-        absl::StrCat("options.layout = ", static_cast<int>(layout), " is not a known layout"));
+        absl::StrCat("layout = ", static_cast<int>(layout), " is not a known layout"));
   }
   const AxisNames ax = AxesOf(layout);
 
-  // Tensor shapes first (their messages name the tensor axis), then params.
   RETURN_IF_ERROR(ValidateTensorShape("q", q, layout));
   RETURN_IF_ERROR(ValidateTensorShape("k", k, layout));
   if (k.head_dim != q.head_dim) {
     return absl::InvalidArgumentError(absl::StrCat(AxisField("k", ax.dim, "head_dim"), " = ",
                                                    k.head_dim, " != ",
-                                                   AxisField("q", ax.dim, "head_dim"), " = ",
-                                                   q.head_dim));
-  }
-  if (params.head_dim != q.head_dim) {
-    return absl::InvalidArgumentError(absl::StrCat(options.params_name, ".head_dim = ",
-                                                   params.head_dim, " != ",
                                                    AxisField("q", ax.dim, "head_dim"), " = ",
                                                    q.head_dim));
   }
@@ -215,6 +226,47 @@ absl::StatusOr<ApplyRopeResult> ApplyRope(const RopeParams& params,
                                                    k.seq_len, " != ",
                                                    AxisField("q", ax.seq, "seq_len"), " = ",
                                                    q.seq_len));
+  }
+  // batch * seq_len, and the element count of each tensor, must fit int64
+  // (callers size buffers from them).
+  int64_t tokens = 0;
+  if (__builtin_mul_overflow(q.batch, q.seq_len, &tokens)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("batch * seq_len = ", q.batch, " * ", q.seq_len, " overflows int64"));
+  }
+  for (const auto& [name, t] : {std::pair<const char*, const QkTensor&>{"q", q}, {"k", k}}) {
+    int64_t n = 0;
+    if (__builtin_mul_overflow(tokens, t.num_heads, &n) ||
+        __builtin_mul_overflow(n, t.head_dim, &n)) {
+      return absl::InvalidArgumentError(absl::StrCat(name, " has more than 2^63 elements"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ApplyRopeResult> ApplyRope(const RopeParams& params,
+                                          const ApplyRopeOptions& options,
+                                          const std::vector<int64_t>& positions, QkTensor q,
+                                          QkTensor k) {
+  const QkvLayout layout = options.layout;
+  if (layout != QkvLayout::kBHSD && layout != QkvLayout::kBSHD && layout != QkvLayout::kTHD) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("options.layout = ", static_cast<int>(layout), " is not a known layout"));
+  }
+  // Tensor shapes first (their messages name the tensor axis), then params.
+  RETURN_IF_ERROR(ValidateQkShapes(q, k, layout));
+  RETURN_IF_ERROR(ValidateTensorData("q", q));
+  RETURN_IF_ERROR(ValidateTensorData("k", k));
+  const AxisNames ax = AxesOf(layout);
+  if (params.head_dim != q.head_dim) {
+    return absl::InvalidArgumentError(absl::StrCat(options.params_name, ".head_dim = ",
+                                                   params.head_dim, " != ",
+                                                   AxisField("q", ax.dim, "head_dim"), " = ",
+                                                   q.head_dim));
+  }
+  if (!options.allow_non_finite) {
+    RETURN_IF_ERROR(CheckQkFinite("q", q, layout));
+    RETURN_IF_ERROR(CheckQkFinite("k", k, layout));
   }
   const int64_t batch = q.batch;
   const int64_t seq = q.seq_len;

@@ -85,10 +85,24 @@ struct ApplyRopeOptions {
   // computes every row directly (same bits).
   RopeCache* cache = nullptr;
   bool use_cache = true;
+  // Accept NaN/Inf in q and k (rotated like any value). false: the first
+  // non-finite element is INVALID_ARGUMENT, e.g.
+  // `q[0, 1, 2, 3] = nan is not finite (set allow_non_finite to accept NaN/Inf)`.
+  bool allow_non_finite = false;
   // Name of `params` in error messages (`<params_name>.theta = ...`); the
   // server passes "rope", the request field the params come from.
   std::string params_name = "params";
 };
+
+// The shape checks ApplyRope starts with, on q and k alone (data may be
+// null): rank-independent sizes (batch >= 0, seq_len >= 0, num_heads > 0,
+// head_dim > 0 and even), q/k agreement (head_dim, batch, seq_len, q heads a
+// multiple of k heads) and batch * seq_len * heads * head_dim fitting int64.
+// Callers that build anything sized from the shapes (positions tables,
+// decoded copies) call this first, so a request like q.shape =
+// [32768, 0, 32768, 8] is refused before batch x seq_len positions exist.
+// INVALID_ARGUMENT naming the axis as ApplyRope does.
+absl::Status ValidateQkShapes(const QkTensor& q, const QkTensor& k, QkvLayout layout);
 
 // The length policy shared by every position consumer: INVALID_ARGUMENT
 // `<field>[i]: position P >= max_position_embeddings M (set

@@ -1,5 +1,6 @@
 #include "lib/serving/dynamic_batcher.h"
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -17,13 +18,22 @@ namespace vocabd {
 
 using Clock = std::chrono::steady_clock;
 
+// An item in the queue: the rows not yet taken into a batch start at
+// next_row. `failed` is set (outside the lock, by the batch that saw the
+// error) once finish got an error; its remaining slices are then skipped.
+struct QueuedItem {
+  DynamicBatcher::Item item;
+  int64_t next_row = 0;
+  std::atomic<bool> failed{false};
+};
+
 struct DynamicBatcher::State {
   Options options;
   std::shared_ptr<const LmHead> head;
   ComputePool* pool = nullptr;
 
   struct Entry {
-    Item item;
+    std::shared_ptr<QueuedItem> item;
     Clock::time_point enqueued;
   };
   mutable std::mutex mu;
@@ -36,64 +46,81 @@ struct DynamicBatcher::State {
 
 namespace {
 
-void FinishAll(std::vector<DynamicBatcher::Item*>& items, const absl::Status& status) {
-  for (DynamicBatcher::Item* item : items) item->finish(status, nullptr);
-  items.clear();
+// One slice of an item in a batch: rows [first_row, first_row + rows).
+struct Slice {
+  std::shared_ptr<QueuedItem> item;
+  int64_t first_row = 0;
+  int64_t rows = 0;
+};
+
+void Fail(Slice& slice, const absl::Status& status) {
+  slice.item->failed.store(true);
+  slice.item->item.finish(status, slice.first_row, 0, nullptr);
 }
 
-// Computes one batch outside the lock. Every item's finish is called once.
-void RunBatch(DynamicBatcher::State& s, std::vector<DynamicBatcher::Item>& batch) {
-  std::vector<DynamicBatcher::Item*> live;
+void FailAll(std::vector<Slice*>& slices, const absl::Status& status) {
+  for (Slice* slice : slices) Fail(*slice, status);
+  slices.clear();
+}
+
+// Computes one batch outside the lock. Every slice's finish is called once.
+void RunBatch(DynamicBatcher::State& s, std::vector<Slice>& batch) {
+  std::vector<Slice*> live;
   live.reserve(batch.size());
-  for (DynamicBatcher::Item& item : batch) {
+  for (Slice& slice : batch) {
+    if (slice.item->failed.load()) continue;  // an earlier slice failed: finished already
+    const DynamicBatcher::Item& item = slice.item->item;
     if (item.check) {
       absl::Status st = item.check();
       if (!st.ok()) {
-        item.finish(std::move(st), nullptr);  // dropped: never computed
+        Fail(slice, st);  // dropped: never computed
         continue;
       }
     }
-    live.push_back(&item);
+    live.push_back(&slice);
   }
   if (live.empty()) return;
   const int64_t hidden = s.head->hidden_size();
   const int64_t vocab = s.head->vocab_size();
   int64_t total = 0;
-  for (DynamicBatcher::Item* item : live) total += item->rows;
+  for (Slice* slice : live) total += slice->rows;
   std::vector<float> input;
   std::vector<float> logits;
   try {
     input.resize(static_cast<size_t>(total * hidden));
   } catch (const std::bad_alloc&) {
-    FinishAll(live, absl::ResourceExhaustedError(
-                        absl::StrCat("dynamic batcher: out of memory for ", total, " rows")));
+    FailAll(live, absl::ResourceExhaustedError(absl::StrCat(
+                      "dynamic batcher: out of memory for ", total, " rows x hidden_size ",
+                      hidden, " x 4 bytes of GEMM input")));
     return;
   }
-  // Prepare each item's rows; an item whose prepare fails is finished now and
-  // its slot closed up.
-  std::vector<DynamicBatcher::Item*> ready;
+  // Prepare each slice's rows; a slice whose prepare fails is finished now
+  // and its place closed up.
+  std::vector<Slice*> ready;
   int64_t offset = 0;
-  for (DynamicBatcher::Item* item : live) {
-    absl::Status st = item->prepare(input.data() + offset * hidden);
+  for (Slice* slice : live) {
+    absl::Status st =
+        slice->item->item.prepare(slice->first_row, slice->rows, input.data() + offset * hidden);
     if (!st.ok()) {
-      item->finish(std::move(st), nullptr);
+      Fail(*slice, st);
       continue;
     }
-    offset += item->rows;
-    ready.push_back(item);
+    offset += slice->rows;
+    ready.push_back(slice);
   }
   if (ready.empty()) return;
   try {
     logits.resize(static_cast<size_t>(offset * vocab));
   } catch (const std::bad_alloc&) {
-    FinishAll(ready, absl::ResourceExhaustedError(absl::StrCat(
-                         "dynamic batcher: out of memory for ", offset, " rows of logits")));
+    FailAll(ready, absl::ResourceExhaustedError(absl::StrCat(
+                       "dynamic batcher: out of memory for ", offset, " rows x vocab_size ",
+                       vocab, " x 4 bytes of logits")));
     return;
   }
   if (s.options.on_batch) s.options.on_batch(offset);
   absl::Status st = s.head->Compute(input.data(), offset, logits.data());
   if (!st.ok()) {
-    FinishAll(ready, st);
+    FailAll(ready, st);
     return;
   }
   std::vector<int64_t> first_row(ready.size());
@@ -107,7 +134,8 @@ void RunBatch(DynamicBatcher::State& s, std::vector<DynamicBatcher::Item>& batch
   // batch (a lone item parallelises inside, over its rows or vocab chunks).
   ParallelFor(static_cast<int64_t>(ready.size()), [&](int64_t i) {
     try {
-      ready[i]->finish(absl::OkStatus(), logits.data() + first_row[i] * vocab);
+      ready[i]->item->item.finish(absl::OkStatus(), ready[i]->first_row, ready[i]->rows,
+                                  logits.data() + first_row[i] * vocab);
     } catch (const std::exception& e) {
       // finish must not throw; never let it escape a parallel region.
       std::fprintf(stderr, "vocabd DynamicBatcher: finish threw: %s\n", e.what());
@@ -120,6 +148,12 @@ void RunBatch(DynamicBatcher::State& s, std::vector<DynamicBatcher::Item>& batch
 void BatchLoop(std::shared_ptr<DynamicBatcher::State> s) {
   std::unique_lock<std::mutex> lock(s->mu);
   while (true) {
+    // Items whose earlier slice failed leave the queue without computing.
+    while (!s->queue.empty() && s->queue.front().item->failed.load()) {
+      QueuedItem& q = *s->queue.front().item;
+      s->queued_rows -= q.item.rows - q.next_row;
+      s->queue.pop_front();
+    }
     if (s->queue.empty()) {
       s->scheduled = false;
       return;
@@ -130,15 +164,33 @@ void BatchLoop(std::shared_ptr<DynamicBatcher::State> s) {
            Clock::now() < deadline) {
       s->cv.wait_until(lock, deadline);
     }
-    std::vector<DynamicBatcher::Item> batch;
+    std::vector<Slice> batch;
     int64_t rows = 0;
+    const int64_t max_rows = s->options.max_batch_rows;
     while (!s->queue.empty()) {
       DynamicBatcher::State::Entry& e = s->queue.front();
-      if (!batch.empty() && rows + e.item.rows > s->options.max_batch_rows) break;
-      rows += e.item.rows;
-      s->queued_rows -= e.item.rows;
-      batch.push_back(std::move(e.item));
-      s->queue.pop_front();
+      QueuedItem& q = *e.item;
+      const int64_t remaining = q.item.rows - q.next_row;
+      if (q.failed.load()) {
+        s->queued_rows -= remaining;
+        s->queue.pop_front();
+        continue;
+      }
+      if (rows + remaining <= max_rows) {
+        batch.push_back({e.item, q.next_row, remaining});
+        rows += remaining;
+        s->queued_rows -= remaining;
+        s->queue.pop_front();
+        continue;
+      }
+      if (batch.empty()) {
+        // Larger than one batch: one slice of max_batch_rows; the rest stays
+        // at the front for the next batches.
+        batch.push_back({e.item, q.next_row, max_rows});
+        q.next_row += max_rows;
+        s->queued_rows -= max_rows;
+      }
+      break;
     }
     lock.unlock();
     RunBatch(*s, batch);
@@ -198,10 +250,11 @@ absl::Status DynamicBatcher::Submit(Item item) {
   State& s = *state_;
   std::lock_guard<std::mutex> lock(s.mu);
   if (s.stopping) return absl::UnavailableError("dynamic batcher is shutting down");
-  if (s.queued_rows + item.rows > s.options.max_queue_rows) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("LM-head queue is full: ", s.queued_rows, " rows queued + ", item.rows,
-                     " requested > max_queue_rows = ", s.options.max_queue_rows));
+  // An item larger than the queue may enter an empty one (see the header).
+  if (s.queued_rows > 0 && s.queued_rows + item.rows > s.options.max_queue_rows) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "LM-head queue is full: ", s.queued_rows, " rows queued + ", item.rows,
+        " requested > max_queue_rows = ", s.options.max_queue_rows, " (--max-queue-rows)"));
   }
   if (!s.scheduled) {
     std::shared_ptr<State> shared = state_;
@@ -210,7 +263,9 @@ absl::Status DynamicBatcher::Submit(Item item) {
     s.scheduled = true;
   }
   s.queued_rows += item.rows;
-  s.queue.push_back({std::move(item), Clock::now()});
+  auto queued = std::make_shared<QueuedItem>();
+  queued->item = std::move(item);
+  s.queue.push_back({std::move(queued), Clock::now()});
   if (s.queued_rows >= s.options.max_batch_rows) s.cv.notify_all();
   return absl::OkStatus();
 }

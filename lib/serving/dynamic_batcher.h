@@ -14,15 +14,31 @@
 // loop is scheduled schedules one on the ComputePool; that loop waits until
 // max_batch_rows rows are queued or the oldest item has waited
 // max_queue_delay_us, takes items in FIFO order while their rows fit in
-// max_batch_rows (an item larger than max_batch_rows runs alone, unsplit),
-// drops items whose `check` fails (their `finish` gets that status and their
-// rows are never computed), runs one GEMM, calls every `finish`, and repeats
-// while items are queued. At most one batch per batcher runs at a time.
+// max_batch_rows, drops items whose `check` fails (their `finish` gets that
+// status and their rows are never computed), runs one GEMM, calls every
+// `finish`, and repeats while items are queued. At most one batch per
+// batcher runs at a time.
+//
+// Large items are split: an item with more rows than max_batch_rows is
+// computed in slices of max_batch_rows rows (the last one shorter), one
+// slice per GEMM, in row order, each slice alone in its batch. So no batch
+// ever holds more than max_batch_rows rows of GEMM input and logits, however
+// many rows one request has:
+//
+//   item rows [0 ............................................ R)
+//   slices    [0, M) [M, 2M) [2M, 3M) ...               [kM, R)   M = max_batch_rows
+//   GEMMs       #1     #2      #3                          #k+1
+//
+// Queue bound: an item is accepted when queued rows + its rows stay within
+// max_queue_rows, or when nothing is queued (an item larger than
+// max_queue_rows enters an empty queue and its slices are then the only
+// rows waiting until they drain below the bound; this keeps one request
+// larger than the queue servable while the bound still limits what waits).
 //
 // Errors: Submit returns RESOURCE_EXHAUSTED (naming max_queue_rows and the
-// queued rows) when the item would push queued rows over max_queue_rows, or
-// when the pool refuses the batch loop; UNAVAILABLE after Shutdown(). When
-// Submit returns an error, `finish` is NOT called.
+// queued rows) when the item would push queued rows over max_queue_rows on a
+// non-empty queue, or when the pool refuses the batch loop; UNAVAILABLE
+// after Shutdown(). When Submit returns an error, `finish` is NOT called.
 #ifndef VOCABD_LIB_SERVING_DYNAMIC_BATCHER_H_
 #define VOCABD_LIB_SERVING_DYNAMIC_BATCHER_H_
 
@@ -59,16 +75,22 @@ class DynamicBatcher {
     // Returns non-OK to drop the item before compute (cancelled call,
     // expired deadline); that status is passed to `finish`. Optional.
     std::function<absl::Status()> check;
-    // Writes the item's `rows` GEMM input rows, [rows, hidden_size] F32, to
-    // `dst`. Runs on a compute thread. Required.
-    std::function<absl::Status(float* dst)> prepare;
-    // Called exactly once on a compute thread: with OK and the item's
-    // logits rows [rows, vocab_size] F32 (writable, valid only during the
-    // call), or with an error and nullptr. Must not block or throw.
+    // Writes GEMM input rows [first_row, first_row + rows) of the item,
+    // [rows, hidden_size] F32, to `dst` (one slice; the whole item when it
+    // fits in max_batch_rows). Runs on a compute thread. Required.
+    std::function<absl::Status(int64_t first_row, int64_t rows, float* dst)> prepare;
+    // Called on a compute thread once per slice, in row order, with OK and
+    // the slice's logits rows [rows, vocab_size] F32 (writable, valid only
+    // during the call); the item is complete when first_row + rows equals
+    // the item's rows. On an error (check, prepare, allocation, GEMM) it is
+    // called once with that status, rows 0 and nullptr, and never again
+    // (the item's remaining slices are dropped). Must not block or throw.
     // Required. The OK calls of one batch's items run concurrently on the
-    // OpenMP threads (lib/core/parallel.h), so `finish` of different items must
-    // not share unsynchronised state.
-    std::function<void(absl::Status status, float* logits)> finish;
+    // OpenMP threads (lib/core/parallel.h), so `finish` of different items
+    // must not share unsynchronised state (slices of one item never run
+    // concurrently).
+    std::function<void(absl::Status status, int64_t first_row, int64_t rows, float* logits)>
+        finish;
   };
 
   // INVALID_ARGUMENT naming the option for max_batch_rows < 1,

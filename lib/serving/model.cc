@@ -11,7 +11,9 @@
 #include "lib/embedding/embedding.h"
 #include "lib/embedding/embedding_scale.h"
 #include "lib/head/norm.h"
+#include "lib/core/finite.h"
 #include "lib/core/parallel.h"
+#include "lib/core/shape.h"
 #include "lib/core/status_macros.h"
 #include "lib/positions/sinusoidal.h"
 #include "lib/quant/dequantize.h"
@@ -182,8 +184,12 @@ absl::Status Model::EmbedInto(const EmbedInput& input,
                                                    " entries for ", num_seqs, " sequences"));
   }
   // Flatten ids and positions, validating positions per sequence.
+  size_t total_tokens = 0;
+  for (const auto& seq : input.token_ids) total_tokens += seq.size();
   std::vector<int64_t> ids;
   std::vector<int64_t> positions;
+  ids.reserve(total_tokens);  // sized once (no doubling copies)
+  positions.reserve(total_tokens);
   std::vector<bool> explicit_positions(num_seqs, false);
   sequence_offsets->assign(1, 0);
   for (size_t b = 0; b < num_seqs; ++b) {
@@ -355,6 +361,18 @@ absl::Status Model::EmbedInto(const EmbedInput& input,
   return checkpoint_->CheckFiles();  // a file truncated meanwhile: discard (read zeros)
 }
 
+namespace {
+
+// Rows [first, first + rows) of `input` as an input of their own.
+HeadInput SliceOf(const HeadInput& input, int64_t first, int64_t rows) {
+  HeadInput out = input;
+  out.hidden = input.hidden + first * input.width;
+  out.rows = rows;
+  return out;
+}
+
+}  // namespace
+
 absl::Status Model::ValidateHead(const HeadInput& input) const {
   RETURN_IF_ERROR(checkpoint_->CheckFiles());
   const ModelConfig& cfg = config();
@@ -381,6 +399,14 @@ absl::Status Model::ValidateHead(const HeadInput& input) const {
   }
   if (input.rows > 0 && input.hidden == nullptr) {
     return absl::InvalidArgumentError("hidden has no data");
+  }
+  if (!input.allow_non_finite) {
+    const int64_t bad = FirstNonFinite(input.hidden, SaturatingMul(input.rows, input.width));
+    if (bad >= 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "hidden", NonFiniteIndex({input.rows, input.width}, bad), " = ", input.hidden[bad],
+          " is not finite (set allow_non_finite to accept NaN/Inf)"));
+    }
   }
   return absl::OkStatus();
 }
@@ -460,100 +486,168 @@ absl::Status Model::ValidateScore(const ScoreInput& input) const {
   return absl::OkStatus();
 }
 
-void Model::FinishScore(const ScoreInput& input, const float* logits,
-                        ScoreOutput* output) const {
+void Model::ScoreRows(const ScoreInput& input, int64_t first, int64_t rows, const float* logits,
+                      ScoreOutput* output) const {
   const int64_t vocab = config().vocab_size;
-  output->rows.assign(static_cast<size_t>(input.head.rows), RowScoreResult{});
+  // In parallel over rows, or over one row's vocab chunks (see FinishLogits).
+  ParallelFor(rows, [&](int64_t r) {
+    const int64_t row = first + r;
+    const int64_t target = input.target_ids.empty() ? -1 : input.target_ids[row];
+    output->rows[row] = ScoreRow(logits + r * vocab, vocab, target, input.top_k);
+  });
+}
+
+void Model::SumTargets(const ScoreInput& input, ScoreOutput* output) const {
   output->sum_target_logprob = 0;
   output->num_targets = 0;
-  // In parallel over rows, or over one row's vocab chunks (see FinishLogits).
-  ParallelFor(input.head.rows, [&](int64_t r) {
-    const int64_t target = input.target_ids.empty() ? -1 : input.target_ids[r];
-    output->rows[r] = ScoreRow(logits + r * vocab, vocab, target, input.top_k);
-  });
+  if (input.target_ids.empty()) return;
   for (int64_t r = 0; r < input.head.rows; ++r) {  // summed in row order
-    if (!input.target_ids.empty()) {
-      output->sum_target_logprob += output->rows[r].target_logprob;
-      ++output->num_targets;
-    }
+    output->sum_target_logprob += output->rows[r].target_logprob;
+    ++output->num_targets;
   }
 }
 
 absl::Status Model::Score(const ScoreInput& input, ScoreOutput* output) const {
   RETURN_IF_ERROR(ValidateScore(input));
+  output->rows.assign(static_cast<size_t>(input.head.rows), RowScoreResult{});
+  // One slice of logits at a time (as ScoreAsync).
   std::vector<float> logits;
-  RETURN_IF_ERROR(ComputeLogits(input.head, /*log_softmax=*/false, &logits));
-  FinishScore(input, logits.data(), output);
+  for (int64_t first = 0; first < input.head.rows; first += kDefaultHeadSliceRows) {
+    const int64_t n = std::min(kDefaultHeadSliceRows, input.head.rows - first);
+    RETURN_IF_ERROR(ComputeLogits(SliceOf(input.head, first, n), /*log_softmax=*/false, &logits));
+    ScoreRows(input, first, n, logits.data(), output);
+  }
+  SumTargets(input, output);
   return absl::OkStatus();
+}
+
+int64_t Model::head_slice_rows() const {
+  return batcher_ != nullptr ? batcher_->options().max_batch_rows : kDefaultHeadSliceRows;
 }
 
 void Model::RunHead(DynamicBatcher::Item item) const {
   if (batcher_ != nullptr) {
     // Submit does not call finish when it refuses the item; we do.
     auto finish = item.finish;
-    absl::Status st = batcher_->Submit(std::move(item));
-    if (!st.ok()) finish(std::move(st), nullptr);
+    absl::Status st;
+    try {
+      st = batcher_->Submit(std::move(item));
+    } catch (const std::bad_alloc&) {
+      st = absl::ResourceExhaustedError("out of memory queueing the LM-head call");
+    }
+    if (!st.ok()) finish(std::move(st), 0, 0, nullptr);
     return;
   }
-  // Unbatched: one GEMM per call, on the pool (or inline without one).
+  // Unbatched: one pool task per call (or inline without a pool), computing
+  // the rows in slices of kDefaultHeadSliceRows (one slice of logits held at
+  // a time), calling finish per slice as the batcher does.
   auto task = [this, item]() {
-    if (item.check) {
-      absl::Status st = item.check();
-      if (!st.ok()) {
-        item.finish(std::move(st), nullptr);
+    const int64_t slice = kDefaultHeadSliceRows;
+    for (int64_t first = 0; first < item.rows; first += slice) {
+      const int64_t n = std::min(slice, item.rows - first);
+      if (item.check) {
+        absl::Status st = item.check();
+        if (!st.ok()) {
+          item.finish(std::move(st), first, 0, nullptr);
+          return;
+        }
+      }
+      std::vector<float> rows;
+      std::vector<float> logits;
+      try {
+        rows.resize(static_cast<size_t>(n * lm_head_->hidden_size()));
+        logits.resize(static_cast<size_t>(n * lm_head_->vocab_size()));
+      } catch (const std::bad_alloc&) {
+        item.finish(absl::ResourceExhaustedError(absl::StrCat(
+                        "out of memory for ", n, " rows x vocab_size ", lm_head_->vocab_size(),
+                        " of logits")),
+                    first, 0, nullptr);
         return;
       }
+      absl::Status st = item.prepare(first, n, rows.data());
+      if (st.ok()) st = lm_head_->Compute(rows.data(), n, logits.data());
+      if (!st.ok()) {
+        item.finish(std::move(st), first, 0, nullptr);
+        return;
+      }
+      item.finish(absl::OkStatus(), first, n, logits.data());
     }
-    std::vector<float> rows;
-    std::vector<float> logits;
-    try {
-      rows.resize(static_cast<size_t>(item.rows * lm_head_->hidden_size()));
-      logits.resize(static_cast<size_t>(item.rows * lm_head_->vocab_size()));
-    } catch (const std::bad_alloc&) {
-      item.finish(absl::ResourceExhaustedError(
-                      absl::StrCat("out of memory for ", item.rows, " rows of logits")),
-                  nullptr);
-      return;
-    }
-    absl::Status st = item.prepare(rows.data());
-    if (st.ok()) st = lm_head_->Compute(rows.data(), item.rows, logits.data());
-    item.finish(st, st.ok() ? logits.data() : nullptr);
   };
   if (pool_ == nullptr) {
     task();
     return;
   }
   absl::Status st = pool_->Submit(task);
-  if (!st.ok()) item.finish(std::move(st), nullptr);
+  if (!st.ok()) item.finish(std::move(st), 0, 0, nullptr);
+}
+
+
+void Model::ComputeLogitsAsync(const HeadInput& input, bool log_softmax,
+                               std::function<absl::Status()> check, LogitsRowsSink sink,
+                               StatusDone done) const {
+  absl::Status valid = ValidateHead(input);
+  if (!valid.ok()) {
+    done(std::move(valid));
+    return;
+  }
+  if (input.rows == 0) {
+    done(absl::OkStatus());
+    return;
+  }
+  auto shared_done = std::make_shared<StatusDone>(std::move(done));
+  DynamicBatcher::Item item;
+  std::shared_ptr<LogitsRowsSink> shared_sink;
+  try {
+    shared_sink = std::make_shared<LogitsRowsSink>(std::move(sink));
+  } catch (const std::bad_alloc&) {
+    (*shared_done)(absl::ResourceExhaustedError("out of memory starting the LM-head call"));
+    return;
+  }
+  item.rows = input.rows;
+  item.check = std::move(check);
+  item.prepare = [this, input](int64_t first, int64_t rows, float* dst) {
+    return PrepareRows(SliceOf(input, first, rows), dst);
+  };
+  item.finish = [this, input, log_softmax, shared_done, shared_sink](
+                    absl::Status st, int64_t first, int64_t rows, float* logits) {
+    if (st.ok()) st = checkpoint_->CheckFiles();
+    if (!st.ok()) {
+      (*shared_done)(std::move(st));
+      return;
+    }
+    FinishLogits(SliceOf(input, first, rows), log_softmax, logits);
+    (*shared_sink)(first, rows, logits);
+    if (first + rows == input.rows) (*shared_done)(absl::OkStatus());
+  };
+  RunHead(std::move(item));
 }
 
 void Model::ComputeLogitsAsync(const HeadInput& input, bool log_softmax,
                                std::function<absl::Status()> check, LogitsDone done) const {
-  absl::Status valid = ValidateHead(input);
-  if (!valid.ok()) {
-    done(std::move(valid), {});
-    return;
-  }
-  if (input.rows == 0) {
-    done(absl::OkStatus(), {});
-    return;
-  }
-  DynamicBatcher::Item item;
-  item.rows = input.rows;
-  item.check = std::move(check);
-  item.prepare = [this, input](float* dst) { return PrepareRows(input, dst); };
+  // Collects the slices into one [rows, vocab_size] vector.
+  auto out = std::make_shared<std::vector<float>>();
+  auto failed = std::make_shared<bool>(false);
+  const int64_t vocab = config().vocab_size;
   auto shared_done = std::make_shared<LogitsDone>(std::move(done));
-  item.finish = [this, input, log_softmax, shared_done](absl::Status st, float* logits) {
-    if (st.ok()) st = checkpoint_->CheckFiles();
-    if (!st.ok()) {
-      (*shared_done)(std::move(st), {});
-      return;
-    }
-    FinishLogits(input, log_softmax, logits);
-    std::vector<float> out(logits, logits + input.rows * config().vocab_size);
-    (*shared_done)(absl::OkStatus(), std::move(out));
-  };
-  RunHead(std::move(item));
+  ComputeLogitsAsync(
+      input, log_softmax, std::move(check),
+      [out, failed, vocab, rows = input.rows](int64_t first, int64_t n, const float* logits) {
+        if (*failed) return;
+        try {
+          if (out->empty()) out->resize(static_cast<size_t>(rows * vocab));
+        } catch (const std::bad_alloc&) {
+          *failed = true;
+          return;
+        }
+        std::copy(logits, logits + n * vocab, out->data() + first * vocab);
+      },
+      [out, failed, shared_done, rows = input.rows](absl::Status st) {
+        if (st.ok() && *failed) {
+          st = absl::ResourceExhaustedError(
+              absl::StrCat("out of memory for ", rows, " rows of logits"));
+        }
+        (*shared_done)(st, st.ok() ? std::move(*out) : std::vector<float>());
+      });
 }
 
 void Model::ScoreAsync(const ScoreInput& input, std::function<absl::Status()> check,
@@ -567,22 +661,40 @@ void Model::ScoreAsync(const ScoreInput& input, std::function<absl::Status()> ch
     done(absl::OkStatus(), {});
     return;
   }
-  auto shared_input = std::make_shared<const ScoreInput>(input);
+  // Per-row results fill in slice by slice; only one slice of logits exists
+  // at a time.
+  std::shared_ptr<const ScoreInput> shared_input;
+  std::shared_ptr<ScoreOutput> output;
+  try {
+    shared_input = std::make_shared<const ScoreInput>(input);
+    output = std::make_shared<ScoreOutput>();
+    output->rows.resize(static_cast<size_t>(input.head.rows));
+  } catch (const std::bad_alloc&) {
+    done(absl::ResourceExhaustedError(
+             absl::StrCat("out of memory for ", input.head.rows, " rows of scores")),
+         {});
+    return;
+  }
   DynamicBatcher::Item item;
   item.rows = input.head.rows;
   item.check = std::move(check);
-  item.prepare = [this, shared_input](float* dst) { return PrepareRows(shared_input->head, dst); };
+  item.prepare = [this, shared_input](int64_t first, int64_t rows, float* dst) {
+    return PrepareRows(SliceOf(shared_input->head, first, rows), dst);
+  };
   auto shared_done = std::make_shared<ScoreDone>(std::move(done));
-  item.finish = [this, shared_input, shared_done](absl::Status st, float* logits) {
+  item.finish = [this, shared_input, shared_done, output](absl::Status st, int64_t first,
+                                                          int64_t rows, float* logits) {
     if (st.ok()) st = checkpoint_->CheckFiles();
     if (!st.ok()) {
       (*shared_done)(std::move(st), {});
       return;
     }
-    FinishLogits(shared_input->head, /*log_softmax=*/false, logits);
-    ScoreOutput output;
-    FinishScore(*shared_input, logits, &output);
-    (*shared_done)(absl::OkStatus(), std::move(output));
+    FinishLogits(SliceOf(shared_input->head, first, rows), /*log_softmax=*/false, logits);
+    ScoreRows(*shared_input, first, rows, logits, output.get());
+    if (first + rows == shared_input->head.rows) {
+      SumTargets(*shared_input, output.get());
+      (*shared_done)(absl::OkStatus(), std::move(*output));
+    }
   };
   RunHead(std::move(item));
 }

@@ -83,6 +83,9 @@ struct HeadInput {
   bool apply_final_norm = true;
   float temperature = 1.0f;       // > 0
   int64_t vocab_limit = 0;        // 0 = none
+  // Accept NaN/Inf hidden values. false: the first one is INVALID_ARGUMENT
+  // `hidden[r, c] = nan is not finite (set allow_non_finite to accept NaN/Inf)`.
+  bool allow_non_finite = false;
 };
 
 struct ScoreInput {
@@ -90,6 +93,10 @@ struct ScoreInput {
   std::vector<int64_t> target_ids;  // empty or [rows]
   int top_k = 0;                    // 0..kMaxTopK
 };
+
+// Rows of logits the unbatched head path and the synchronous Score compute
+// at a time (with dynamic batching: DynamicBatcher::Options::max_batch_rows).
+inline constexpr int64_t kDefaultHeadSliceRows = 256;
 
 // Largest top_k a Score request may ask for.
 inline constexpr int kMaxTopK = 1024;
@@ -175,6 +182,11 @@ class Model {
                          absl::FunctionRef<float*(int64_t num_floats)> allocate,
                          std::vector<int64_t>* sequence_offsets) const;
 
+  // Rows of logits one slice of a head call holds (the batcher's
+  // max_batch_rows, else kDefaultHeadSliceRows): a call never holds more
+  // logits than this many rows (lib/serving/request_memory.h counts it).
+  int64_t head_slice_rows() const;
+
   // logits [rows, vocab_size] (tempered, masked; log-softmax if asked).
   // INVALID_ARGUMENT names `hidden.shape` / `temperature` / `vocab_limit`;
   // FAILED_PRECONDITION naming the model and the reason when its LM head is
@@ -182,7 +194,8 @@ class Model {
   absl::Status ComputeLogits(const HeadInput& input, bool log_softmax,
                              std::vector<float>* logits) const;
 
-  // Per-row scores. INVALID_ARGUMENT names `target_ids[i]` / `top_k`;
+  // Per-row scores, computed slice by slice (one slice of logits held at a
+  // time). INVALID_ARGUMENT names `target_ids[i]` / `top_k`;
   // FAILED_PRECONDITION as ComputeLogits.
   absl::Status Score(const ScoreInput& input, ScoreOutput* output) const;
 
@@ -194,8 +207,23 @@ class Model {
   // drops the call without computing it and is passed to `done`.
   // input.hidden must stay valid until `done` runs. Results are identical
   // to ComputeLogits/Score (batching never changes a value).
+  //
+  // Both compute in slices of head_slice_rows() rows (the batcher splits
+  // larger calls, lib/serving/dynamic_batcher.h), so one call holds at most
+  // one slice of logits at a time.
   using LogitsDone = std::function<void(absl::Status, std::vector<float> logits)>;
   using ScoreDone = std::function<void(absl::Status, ScoreOutput output)>;
+  // `sink(first_row, rows, logits)` receives the finished logits rows
+  // [first_row, first_row + rows) ([rows, vocab_size] F32, valid only during
+  // the call), in row order on a compute thread, before done(OK); the
+  // server encodes them straight into the response (no whole-call copy).
+  // `done` is called exactly once. sink must not throw.
+  using LogitsRowsSink = std::function<void(int64_t first_row, int64_t rows, const float* logits)>;
+  using StatusDone = std::function<void(absl::Status)>;
+  void ComputeLogitsAsync(const HeadInput& input, bool log_softmax,
+                          std::function<absl::Status()> check, LogitsRowsSink sink,
+                          StatusDone done) const;
+  // The same, collecting all rows into one vector (tests, small callers).
   void ComputeLogitsAsync(const HeadInput& input, bool log_softmax,
                           std::function<absl::Status()> check, LogitsDone done) const;
   void ScoreAsync(const ScoreInput& input, std::function<absl::Status()> check,
@@ -209,8 +237,12 @@ class Model {
   absl::Status PrepareRows(const HeadInput& input, float* dst) const;
   // Temperature, vocab mask, log-softmax on logits [rows, vocab], in place.
   void FinishLogits(const HeadInput& input, bool log_softmax, float* logits) const;
-  // Scores from prepared-and-finished logits [rows, vocab].
-  void FinishScore(const ScoreInput& input, const float* logits, ScoreOutput* output) const;
+  // Scores of rows [first, first + rows) from their prepared-and-finished
+  // logits [rows, vocab] into output->rows (sized by the caller).
+  void ScoreRows(const ScoreInput& input, int64_t first, int64_t rows, const float* logits,
+                 ScoreOutput* output) const;
+  // sum_target_logprob / num_targets from output->rows, in row order.
+  void SumTargets(const ScoreInput& input, ScoreOutput* output) const;
   // Runs `item` through the batcher, or as one pool task, or inline.
   void RunHead(DynamicBatcher::Item item) const;
   // Re-encodes table `name` (kEmbedTokens / kLmHead) into `type` (F32,

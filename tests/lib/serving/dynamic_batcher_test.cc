@@ -94,14 +94,20 @@ DynamicBatcher::Item MakeItem(const std::vector<float>* hidden, int64_t rows, Re
   DynamicBatcher::Item item;
   item.rows = rows;
   item.check = [check_status] { return check_status; };
-  item.prepare = [hidden, rows, result](float* dst) {
+  item.prepare = [hidden, result](int64_t first, int64_t n, float* dst) {
     result->prepared++;
-    std::copy(hidden->begin(), hidden->begin() + rows * kHidden, dst);
+    std::copy(hidden->begin() + first * kHidden, hidden->begin() + (first + n) * kHidden, dst);
     return absl::OkStatus();
   };
-  item.finish = [rows, result](absl::Status st, float* logits) {
-    if (st.ok()) result->logits.assign(logits, logits + rows * kVocab);
-    result->status.set_value(st);
+  item.finish = [rows, result](absl::Status st, int64_t first, int64_t n, float* logits) {
+    if (!st.ok()) {
+      result->status.set_value(st);
+      return;
+    }
+    // Slices arrive in row order.
+    EXPECT_EQ(static_cast<int64_t>(result->logits.size()), first * kVocab);
+    result->logits.insert(result->logits.end(), logits, logits + n * kVocab);
+    if (first + n == rows) result->status.set_value(st);
   };
   return item;
 }
@@ -155,17 +161,76 @@ TEST_F(DynamicBatcherTest, ConcatenatesRowsDeterministicallyAndMatchesUnbatched)
   EXPECT_THAT(Batches(), ElementsAre(8, 5));
 }
 
-TEST_F(DynamicBatcherTest, ItemLargerThanMaxBatchRowsRunsAloneUnsplit) {
+TEST_F(DynamicBatcherTest, ItemLargerThanMaxBatchRowsIsSplitIntoSlices) {
   auto batcher = MakeBatcher({4, 0, 64, nullptr});
-  const std::vector<float> small = Rows(2, 1), big = Rows(9, 2);
-  Result a, b;
+  const std::vector<float> small = Rows(2, 1), big = Rows(9, 2), after = Rows(1, 3);
+  Result a, b, c;
   CloseGate();
   ASSERT_TRUE(batcher->Submit(MakeItem(&small, 2, &a)).ok());
   ASSERT_TRUE(batcher->Submit(MakeItem(&big, 9, &b)).ok());
+  ASSERT_TRUE(batcher->Submit(MakeItem(&after, 1, &c)).ok());
   OpenGate();
   EXPECT_TRUE(a.status.get_future().get().ok());
   EXPECT_TRUE(b.status.get_future().get().ok());
-  EXPECT_THAT(Batches(), ElementsAre(2, 9));
+  EXPECT_TRUE(c.status.get_future().get().ok());
+  // No GEMM above max_batch_rows: the 9 rows run as slices 4, 4 (alone) and
+  // 1, which fits beside the next item (1 + 1).
+  EXPECT_THAT(Batches(), ElementsAre(2, 4, 4, 2));
+  EXPECT_EQ(b.prepared, 3);
+  // Slices give the rows the whole item would (row-wise GEMM; same M-class
+  // tolerance as ConcatenatesRows...).
+  std::vector<float> alone(9 * kVocab);
+  ASSERT_TRUE(head_->Compute(big.data(), 9, alone.data()).ok());
+  ASSERT_EQ(b.logits.size(), alone.size());
+  for (size_t j = 0; j < alone.size(); ++j) {
+    ASSERT_NEAR(b.logits[j], alone[j], 1e-5 * (1 + std::abs(alone[j]))) << j;
+  }
+}
+
+TEST_F(DynamicBatcherTest, ItemLargerThanTheQueueEntersAnEmptyQueueOnly) {
+  auto batcher = MakeBatcher({4, 0, /*max_queue_rows=*/6, nullptr});
+  const std::vector<float> h = Rows(20, 7);
+  Result small, big, refused, big_alone;
+  CloseGate();
+  ASSERT_TRUE(batcher->Submit(MakeItem(&h, 1, &small)).ok());
+  // 20 rows > max_queue_rows on a non-empty queue: refused, naming the flag.
+  absl::Status full = batcher->Submit(MakeItem(&h, 20, &refused));
+  EXPECT_EQ(full.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(full.message(), HasSubstr("max_queue_rows = 6 (--max-queue-rows)"));
+  OpenGate();
+  EXPECT_TRUE(small.status.get_future().get().ok());
+  // Empty queue: accepted and computed in slices of 4.
+  std::promise<void> gate2;
+  ASSERT_TRUE(pool_->Submit([f = gate2.get_future().share()] { f.wait(); }).ok());
+  ASSERT_TRUE(batcher->Submit(MakeItem(&h, 20, &big_alone)).ok());
+  // While its rows wait, the bound holds for everyone else.
+  EXPECT_EQ(batcher->Submit(MakeItem(&h, 1, &refused)).code(),
+            absl::StatusCode::kResourceExhausted);
+  gate2.set_value();
+  EXPECT_TRUE(big_alone.status.get_future().get().ok());
+  EXPECT_EQ(big_alone.logits.size(), 20u * kVocab);
+  EXPECT_THAT(Batches(), ElementsAre(1, 4, 4, 4, 4, 4));
+}
+
+TEST_F(DynamicBatcherTest, FailedSliceDropsTheRestOfItsItem) {
+  auto batcher = MakeBatcher({4, 0, 64, nullptr});
+  const std::vector<float> h = Rows(10, 8);
+  Result r, next;
+  std::atomic<int> checks{0};
+  DynamicBatcher::Item item = MakeItem(&h, 10, &r);
+  // The second slice's check fails (a call cancelled mid-way).
+  item.check = [&checks] {
+    return ++checks == 2 ? absl::CancelledError("cancelled") : absl::OkStatus();
+  };
+  CloseGate();
+  ASSERT_TRUE(batcher->Submit(std::move(item)).ok());
+  ASSERT_TRUE(batcher->Submit(MakeItem(&h, 2, &next)).ok());
+  OpenGate();
+  EXPECT_EQ(r.status.get_future().get().code(), absl::StatusCode::kCancelled);
+  EXPECT_TRUE(next.status.get_future().get().ok());
+  EXPECT_EQ(r.prepared, 1);
+  EXPECT_EQ(batcher->queued_rows(), 0);
+  EXPECT_THAT(Batches(), ElementsAre(4, 2));
 }
 
 TEST_F(DynamicBatcherTest, FullQueueIsResourceExhaustedAndOthersStillServed) {

@@ -1,0 +1,106 @@
+#include "lib/serving/request_memory.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "lib/core/shape.h"
+
+namespace vocabd {
+namespace {
+
+int64_t SaturatingAdd(int64_t a, int64_t b) {
+  int64_t out = 0;
+  return __builtin_add_overflow(a, b, &out) ? std::numeric_limits<int64_t>::max() : out;
+}
+
+}  // namespace
+
+RequestMemory& RequestMemory::Add(std::string_view label, std::initializer_list<int64_t> factors) {
+  int64_t product = 1;
+  for (int64_t f : factors) product = SaturatingMul(product, f);
+  bytes_ = SaturatingAdd(bytes_, product);
+  if (!formula_.empty()) absl::StrAppend(&formula_, " + ");
+  absl::StrAppend(&formula_, std::string(label), " ", absl::StrJoin(factors, " x "));
+  return *this;
+}
+
+absl::Status CheckRequestMemory(const RequestMemory& need, int64_t budget) {
+  if (budget <= 0 || need.bytes() <= budget) return absl::OkStatus();
+  return absl::ResourceExhaustedError(
+      absl::StrCat(need.rpc(), " needs ", need.bytes(), " bytes (", need.formula(),
+                   ") > --max-request-memory-bytes = ", budget));
+}
+
+RequestMemory EmbedMemory(int64_t tokens, int64_t explicit_positions, int64_t hidden_size,
+                          int64_t output_dtype_bytes) {
+  RequestMemory m("Embed");
+  m.Add("ids", {tokens, 8, 3}).Add("explicit positions", {explicit_positions, 8});
+  m.Add("rows", {tokens, hidden_size, 4});
+  if (output_dtype_bytes != 4) m.Add("response", {tokens, hidden_size, output_dtype_bytes});
+  m.Add("serialized", {tokens, hidden_size, output_dtype_bytes});
+  return m;
+}
+
+RequestMemory ComputeLogitsMemory(int64_t rows, int64_t hidden_size, int64_t vocab_size,
+                                  int64_t slice_rows, int64_t output_dtype_bytes) {
+  RequestMemory m("ComputeLogits");
+  const int64_t batch = std::min(rows, slice_rows);
+  m.Add("hidden", {rows, hidden_size, 4});
+  m.Add("batch", {batch, SaturatingAdd(hidden_size, vocab_size), 4});
+  m.Add("response", {rows, vocab_size, output_dtype_bytes, 2});
+  return m;
+}
+
+RequestMemory ScoreMemory(int64_t rows, int64_t hidden_size, int64_t vocab_size,
+                          int64_t slice_rows, int64_t top_k) {
+  RequestMemory m("Score");
+  const int64_t batch = std::min(rows, slice_rows);
+  m.Add("hidden", {rows, hidden_size, 4});
+  m.Add("batch", {batch, SaturatingAdd(hidden_size, vocab_size), 4});
+  m.Add("targets", {rows, 8});
+  m.Add("results", {rows, SaturatingAdd(64, SaturatingMul(std::max<int64_t>(top_k, 0), 16)), 3});
+  return m;
+}
+
+RequestMemory ApplyRopeMemory(int64_t q_elements, int64_t k_elements, int64_t tokens,
+                              int64_t head_dim, int64_t dtype_bytes) {
+  RequestMemory m("ApplyRope");
+  const int64_t qk = SaturatingAdd(std::max<int64_t>(q_elements, 0), std::max<int64_t>(k_elements, 0));
+  m.Add("q, k", {qk, 4});
+  m.Add("positions", {tokens, 8});
+  m.Add("cos/sin", {tokens, SaturatingAdd(16, SaturatingMul(head_dim, 4))});
+  m.Add("response", {qk, dtype_bytes, 2});
+  return m;
+}
+
+RequestMemory RopeCacheMemory(int64_t positions, int64_t rotary_dim) {
+  RequestMemory m("GetRopeCache");
+  m.Add("cos/sin", {positions, rotary_dim, 4, 3});
+  return m;
+}
+
+RequestMemory SinusoidalMemory(int64_t positions, int64_t dim) {
+  RequestMemory m("GetSinusoidalPositions");
+  m.Add("table", {positions, dim, 4, 3});
+  return m;
+}
+
+RequestMemory AlibiMemory(int64_t heads, int64_t q_len, int64_t k_len, bool include_bias) {
+  RequestMemory m("GetAlibiSlopes");
+  m.Add("slopes", {heads, 4});
+  if (include_bias) m.Add("bias", {SaturatingMul(heads, q_len, k_len), 4, 3});
+  return m;
+}
+
+absl::Status OutOfMemoryStatus(std::string_view rpc, int64_t bytes, std::string_view formula) {
+  if (bytes < 0) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat(std::string(rpc), ": out of memory while serving the request"));
+  }
+  return absl::ResourceExhaustedError(absl::StrCat(std::string(rpc), ": out of memory (the request needs about ",
+                                                   bytes, " bytes: ", std::string(formula), ")"));
+}
+
+}  // namespace vocabd
