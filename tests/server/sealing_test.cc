@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
@@ -363,6 +364,44 @@ TEST_F(SealingTest, TruncatedLlama2cFileIsAnErrorNotSigbus) {
 TEST_F(SealingTest, TruncatedSafetensorsFileIsAnErrorNotSigbus) {
   TruncateThenReplace(rpcs_, "trunchf", *root_ + "/trunchf/model.safetensors",
                       testing::Stories260KHfDir() + "/model.safetensors");
+}
+
+// Truncation while calls are running: reads may fault inside the weights
+// (the SIGBUS guard turns them into zero pages); every call answers OK
+// (finished before) or FAILED_PRECONDITION, and the process lives on.
+TEST_F(SealingTest, TruncationDuringConcurrentCallsNeverCrashes) {
+  const std::string file = *root_ + "/race/race.bin";
+  fs::create_directories(*root_ + "/race");
+  CopyWritable(testing::Stories260KBin(), file);
+  ASSERT_TRUE(rpcs_->Load("race").ok());
+  std::atomic<bool> stop{false};
+  std::atomic<int> ok{0}, refused{0}, other{0};
+  auto hammer = [&](bool score) {
+    Rpcs rpcs(server_->target());
+    while (!stop) {
+      grpc::Status s = score ? rpcs.Score("race") : rpcs.Embed("race", nullptr);
+      if (s.ok()) {
+        ++ok;
+      } else if (s.error_code() == grpc::StatusCode::FAILED_PRECONDITION) {
+        ++refused;
+      } else {
+        ++other;
+        ADD_FAILURE() << s.error_message();
+      }
+    }
+  };
+  std::thread embedder(hammer, false), scorer(hammer, true);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_EQ(::truncate(file.c_str(), 64), 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  stop = true;
+  embedder.join();
+  scorer.join();
+  EXPECT_GT(ok.load(), 0);
+  EXPECT_GT(refused.load(), 0);
+  EXPECT_EQ(other.load(), 0);
+  ASSERT_TRUE(rpcs_->Embed("default", nullptr).ok());  // still alive
+  EXPECT_EQ(rpcs_->Embed("race", nullptr).error_code(), grpc::StatusCode::FAILED_PRECONDITION);
 }
 
 // Overall health ("") follows the default model; ModelService stays up.
