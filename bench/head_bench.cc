@@ -297,6 +297,7 @@ int main(int argc, char** argv) {
   };
   std::vector<QuantCase> quants;
   for (const std::string& name : quant_names) {
+    if (name.empty()) continue;  // --quant "": none
     const vocabd::QuantTypeInfo* info = nullptr;
     for (uint32_t id = 0; id < 64 && info == nullptr; ++id) {
       const auto* i = vocabd::FindQuantTypeInfo(static_cast<vocabd::quant::GgmlType>(id));
