@@ -63,9 +63,18 @@
 //   scalar      plain C++ (the reference every path is tested against)
 // The integer dot products are exact on every path; paths differ only in
 // the order of float sums (tested: <= 1e-5 of a row's largest |logit|).
-// Register tiles: up to 4 vocabulary rows x 4 input rows (more rows run as
-// groups over the same unpacked weights, which stay in L1); input rows are
-// taken in blocks of 64 so their quantized codes stay in L2.
+// The few-row kernel (every path; M < kGemmMinRows on avx512vnni): register
+// tiles of up to 4 vocabulary rows x 4 input rows (2 on ymm; more rows run
+// as groups over the same unpacked weights, which stay in L1); input rows
+// are taken in blocks of 64 so their quantized codes stay in L2.
+// The many-row kernel (avx512vnni, M >= kGemmMinRows; drawn in
+// quant_kernel_avx512vnni.cc): 16 vocabulary rows packed so that one zmm
+// holds the same 4 codes of all 16 rows, activations broadcast 4 codes at a
+// time, tiles of 16 vocabulary rows x 8 input rows, scales per 32 codes
+// (per 16 for Q2_K, Q3_K, Q6_K).
+//
+// A row's logits are bit-identical for every M on one kernel; the two
+// kernels differ by float summation order only.
 #ifndef VOCABD_LIB_HEAD_QUANT_KERNEL_H_
 #define VOCABD_LIB_HEAD_QUANT_KERNEL_H_
 
