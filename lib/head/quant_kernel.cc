@@ -77,10 +77,16 @@ void QuantizeActivations(const float* x, int64_t rows, int64_t d, uint8_t* acts)
     for (int64_t b = 0; b < d / 32; ++b) {
       const float* xb = xr + 32 * b;
       float amax = 0.0f;
-      for (int i = 0; i < 32; ++i) amax = std::fmax(amax, std::fabs(xb[i]));
+      bool finite = true;
+      for (int i = 0; i < 32; ++i) {
+        amax = std::fmax(amax, std::fabs(xb[i]));
+        finite = finite && std::isfinite(xb[i]);
+      }
       // As ggml quantize_row_q8_0: da = amax / 127, codes round(x / da).
-      const float scale = amax / 127.0f;
-      const float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
+      // A NaN or infinity makes the block's scale NaN (codes 0), so the
+      // row's logits come out NaN, as with F32 weights, not silently finite.
+      const float scale = finite ? amax / 127.0f : std::nanf("");
+      const float inv = finite && amax > 0.0f ? 127.0f / amax : 0.0f;
       int32_t isum[2] = {0, 0};
       for (int i = 0; i < 32; ++i) {
         const int q = static_cast<int>(std::nearbyint(xb[i] * inv));

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <random>
 #include <string>
@@ -278,6 +279,34 @@ TEST(LmHeadQuant, ImplementationNamesTypeAndPath) {
   EXPECT_EQ((*head)->implementation(),
             std::string("vocabd:q4_k-") + QuantKernelIsaName(DetectQuantKernelIsa()) +
                 " (every M)");
+}
+
+// A NaN or infinity in a hidden row makes that row's logits NaN on every
+// path and kernel (as F32 weights do), and leaves the other rows alone.
+TEST(LmHeadQuant, NonFiniteHiddenGivesNaNLogits) {
+  const QuantTypeInfo& info = *FindQuantTypeInfo(GgmlType::kQ8_0);
+  const int64_t vocab = 37, hidden = 64, rows = 9;
+  const std::vector<uint8_t> w = RandomBlocks(info, vocab, hidden, 5);
+  std::vector<float> x = testing::RandomNormal(static_cast<size_t>(rows * hidden), 9);
+  x[1 * hidden + 3] = std::nanf("");
+  x[4 * hidden + 40] = std::numeric_limits<float>::infinity();
+  for (QuantKernelIsa isa : kAllIsas) {
+    if (!QuantKernelIsaSupported(isa)) continue;
+    ScopedKernelEnv env(QuantKernelIsaName(isa));
+    for (int64_t m : {int64_t{5}, rows}) {  // few-row and many-row kernels
+      const std::vector<float> logits = RunHead(w.data(), GgmlType::kQ8_0, vocab, hidden, x, m);
+      for (int64_t r = 0; r < m; ++r) {
+        for (int64_t v = 0; v < vocab; ++v) {
+          const float l = logits[static_cast<size_t>(r * vocab + v)];
+          if (r == 1 || r == 4) {
+            ASSERT_TRUE(std::isnan(l)) << QuantKernelIsaName(isa) << " row " << r;
+          } else {
+            ASSERT_TRUE(std::isfinite(l)) << QuantKernelIsaName(isa) << " row " << r;
+          }
+        }
+      }
+    }
+  }
 }
 
 TEST(LmHeadQuant, CreateRejectsBadOptions) {
