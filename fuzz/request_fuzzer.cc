@@ -310,6 +310,10 @@ void WriteSeeds(const std::string& dir) {
   sin.set_num_positions(8);
   sin.set_dim(16);
   WriteSeed(dir, "get_sinusoidal", kGetSinusoidalPositions, sin);
+  // Its first crash (crash-870a795a): 0 positions, dim 11922309118 -> 47.6 GB.
+  v1::GetSinusoidalPositionsRequest huge_dim;
+  huge_dim.set_dim(11922309118);
+  WriteSeed(dir, "get_sinusoidal_huge_dim", kGetSinusoidalPositions, huge_dim);
   v1::GetAlibiSlopesRequest alibi;
   alibi.set_num_heads(8);
   alibi.set_include_bias(true);
