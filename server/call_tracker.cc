@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "lib/core/happens_before.h"
 #include "server/request_info.h"
@@ -79,7 +80,15 @@ class CallInterceptor final : public grpc::experimental::Interceptor {
       }
     }
     if (id.empty()) id = tracker_->NextRequestId();
-    const std::string peer = context != nullptr ? context->peer() : "";
+    std::string peer = context != nullptr ? context->peer() : "";
+    if (context != nullptr && absl::StartsWith(peer, "inproc")) {
+      // Calls of the HTTP/JSON gateway (server/http_gateway.h): the only
+      // in-process client; it names the HTTP client.
+      const auto& metadata = context->client_metadata();
+      if (auto it = metadata.find("x-vocabd-http-peer"); it != metadata.end()) {
+        peer = "http:" + std::string(it->second.data(), it->second.size());
+      }
+    }
     const std::string rpc =
         method_.empty() ? std::string("unknown") : method_.substr(1);  // drop leading '/'
     if (status.ok()) {
