@@ -127,17 +127,32 @@ absl::Status ValuesToData(json& t, const std::string& path) {
     std::vector<float> floats;
     floats.reserve(values.size());
     for (size_t i = 0; i < values.size(); ++i) {
-      if (!values[i].is_number()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(path, ".values[", i, "] = ", values[i].dump(), " is not a number"));
+      const json& v = values[i];
+      if (v.is_number()) {
+        floats.push_back(static_cast<float>(v.get<double>()));
+      } else if (v == "NaN") {
+        floats.push_back(std::numeric_limits<float>::quiet_NaN());
+      } else if (v == "Infinity" || v == "-Infinity") {
+        const float inf = std::numeric_limits<float>::infinity();
+        floats.push_back(v == "Infinity" ? inf : -inf);
+      } else {
+        return absl::InvalidArgumentError(absl::StrCat(
+            path, ".values[", i, "] = ", v.dump(),
+            " is not a number (nor \"NaN\", \"Infinity\", \"-Infinity\")"));
       }
-      floats.push_back(static_cast<float>(values[i].get<double>()));
     }
     tensor = EncodeFloatTensor(floats, shape, *lib_dtype);
   }
   // The count must match the shape (ValidateTensor's message, with the path).
-  int64_t needed = 1;
-  for (int64_t dim : shape) needed = dim < 0 ? -1 : (needed < 0 ? -1 : needed * dim);
+  int64_t needed = 1;  // -1: a negative dim, or more than int64 can count
+  for (int64_t dim : shape) {
+    if (needed < 0) break;
+    if (dim < 0 || (dim > 0 && needed > std::numeric_limits<int64_t>::max() / dim)) {
+      needed = -1;
+    } else {
+      needed *= dim;
+    }
+  }
   if (needed != static_cast<int64_t>(values.size())) {
     return absl::InvalidArgumentError(absl::StrCat(path, ".values has ", values.size(),
                                                    " numbers but shape [",
@@ -153,9 +168,11 @@ absl::Status ValuesToData(json& t, const std::string& path) {
   return absl::OkStatus();
 }
 
-// The shortest decimal that reads back as `f`, as a JSON number.
+// The shortest decimal that reads back as `f`, as a JSON number; NaN and
+// the infinities as the strings protobuf's JSON mapping uses for floats.
 json FloatNumber(float f) {
-  if (!std::isfinite(f)) return json(nullptr);  // JSON has no NaN / Inf
+  if (std::isnan(f)) return json("NaN");
+  if (std::isinf(f)) return json(f > 0 ? "Infinity" : "-Infinity");
   char buf[64];
   auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), f);
   *end = '\0';
@@ -179,7 +196,11 @@ void DataToValues(json& t) {
       int64_t dim = 0;
       if (!ShapeDim(v, &dim) || dim < 0) return;
       tensor.add_shape(dim);
-      elements = dim == 0 ? 0 : (elements > kMaxValuesElements ? elements : elements * dim);
+      // Stops counting above the limit (no overflow).
+      elements = (elements == 0 || dim == 0) ? 0
+                 : (elements > kMaxValuesElements || dim > kMaxValuesElements)
+                     ? kMaxValuesElements + 1
+                     : elements * dim;
     }
   }
   if (elements > kMaxValuesElements) return;

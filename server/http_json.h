@@ -18,8 +18,10 @@
 //   response  with ?tensors=values (or header `X-Vocabd-Tensors: values`)
 //             every response Tensor of at most kMaxValuesElements elements
 //             is written as {"dtype", "shape", "values": [...]} (floats in
-//             the shortest form that reads back to the same F32 value;
-//             I32/I64 as JSON numbers); larger tensors keep "data".
+//             the shortest form that reads back to the same F32 value, NaN
+//             and infinities as "NaN" / "Infinity" / "-Infinity" as the
+//             mapping writes float fields; I32/I64 as JSON numbers); larger
+//             tensors keep "data". Requests accept the same strings.
 #ifndef VOCABD_SERVER_HTTP_JSON_H_
 #define VOCABD_SERVER_HTTP_JSON_H_
 

@@ -475,6 +475,19 @@ TEST_F(HttpGatewayTest, TensorsAsNumberArrays) {
     EXPECT_EQ(json::parse(res->body)["code"], "INVALID_ARGUMENT");
     EXPECT_THAT(json::parse(res->body)["message"].get<std::string>(), HasSubstr(message)) << body;
   }
+  // Masked logits are -Infinity, written as the mapping writes floats.
+  std::string halves = "0.5";
+  for (int i = 1; i < kHidden; ++i) halves += ", 0.5";
+  auto masked = Post("/v1/ScoringService/ComputeLogits?tensors=values",
+                     R"({"hidden": {"shape": [1, 64], "values": [)" + halves +
+                         R"(]}, "vocabLimit": 500})");
+  ASSERT_TRUE(masked);
+  ASSERT_EQ(masked->status, 200) << masked->body;
+  const json logits = json::parse(masked->body)["logits"]["values"];
+  ASSERT_EQ(logits.size(), 512u);
+  EXPECT_TRUE(logits[100].is_number());
+  EXPECT_EQ(logits[500], "-Infinity");
+  EXPECT_EQ(logits[511], "-Infinity");
   auto i32 = Post("/v1/PositionService/ApplyRope",
                   R"({"positionIds": {"dtype": "I32", "values": [1.5]}})");
   ASSERT_TRUE(i32);
