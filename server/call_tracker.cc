@@ -81,9 +81,9 @@ class CallInterceptor final : public grpc::experimental::Interceptor {
     }
     if (id.empty()) id = tracker_->NextRequestId();
     std::string peer = context != nullptr ? context->peer() : "";
-    if (context != nullptr && absl::StartsWith(peer, "inproc")) {
-      // Calls of the HTTP/JSON gateway (server/http_gateway.h): the only
-      // in-process client; it names the HTTP client.
+    if (context != nullptr && (peer == "unknown" || absl::StartsWith(peer, "inproc"))) {
+      // Calls of the HTTP/JSON gateway (server/http_gateway.h), the only
+      // in-process client (gRPC names no peer for it); it names the HTTP client.
       const auto& metadata = context->client_metadata();
       if (auto it = metadata.find("x-vocabd-http-peer"); it != metadata.end()) {
         peer = "http:" + std::string(it->second.data(), it->second.size());

@@ -3,7 +3,7 @@
 // with the request and response in the protobuf JSON mapping
 // (server/http_json.h), plus
 //   GET /healthz   200 {"status":"SERVING"} while the process serves
-//   GET /readyz    200 {"status":"READY","model":...} when the default model
+//   GET /readyz    200 {"model":...,"status":"READY"} when the default model
 //                  answers; 503 (JSON error) before that and while draining
 //   GET /metrics   the Prometheus text of the gRPC server's metrics
 //

@@ -24,7 +24,8 @@ namespace {
 
 using google::protobuf::Descriptor;
 using google::protobuf::FieldDescriptor;
-using nlohmann::json;
+// ordered: answers keep the field order protobuf printed.
+using json = nlohmann::ordered_json;
 
 const FieldDescriptor* FindField(const Descriptor* d, const std::string& key) {
   if (const FieldDescriptor* f = d->FindFieldByName(key)) return f;

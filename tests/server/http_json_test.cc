@@ -31,7 +31,7 @@ TEST(HttpJsonTest, ValuesEncodeLikeTheTensorCodec) {
     v1::ScoreRequest request;
     const json body = {{"hidden", {{"dtype", dtype}, {"shape", {2, 2}}, {"values", x}}}};
     ASSERT_TRUE(JsonToMessage(body.dump(), &request).ok());
-    v1::DType proto_dtype;
+    v1::DType proto_dtype = v1::DTYPE_UNSPECIFIED;
     ASSERT_TRUE(v1::DType_Parse(dtype, &proto_dtype));
     const v1::Tensor want = EncodeFloatTensor(x, {2, 2}, *DTypeFromProto(proto_dtype, "d"));
     EXPECT_EQ(request.hidden().dtype(), want.dtype());
