@@ -1,5 +1,10 @@
 #include "server/model_service.h"
 
+#include <set>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+
 #include "server/grpc_status.h"
 #include "server/proto_convert.h"
 
@@ -35,8 +40,21 @@ v1::ModelInfo StatusToProto(const ModelStatus& status) {
 grpc::ServerUnaryReactor* ModelServiceImpl::ListModels(grpc::CallbackServerContext* context,
                                                        const v1::ListModelsRequest* request,
                                                        v1::ListModelsResponse* response) {
+  std::set<std::string> known;
   for (const ModelStatus& status : context_.registry->Statuses()) {
     *response->add_models() = StatusToProto(status);
+    known.insert(status.name);
+  }
+  // Repository subfolders not loaded (and not failed): loadable by name.
+  if (context_.repository != nullptr) {
+    for (const std::string& name : context_.repository->Available()) {
+      if (known.count(name) != 0) continue;
+      v1::ModelInfo* info = response->add_models();
+      info->set_name(name);
+      info->set_state(v1::AVAILABLE);
+      info->set_state_reason(absl::StrCat("in the model repository ", context_.repository->root(),
+                                          "; LoadModel loads it"));
+    }
   }
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   reactor->Finish(grpc::Status::OK);

@@ -4,7 +4,8 @@
 //
 //   <root>/<name>/   any form LoadCheckpoint accepts for a directory:
 //                    config.json + model.safetensors[.index.json], or
-//                    <name>.bin (llama2.c), or <name>.gguf.
+//                    <name>.bin (llama2.c), <name>.gguf, or one .gguf /
+//                    .bin file of any name.
 #ifndef VOCABD_LIB_SERVING_MODEL_REPOSITORY_H_
 #define VOCABD_LIB_SERVING_MODEL_REPOSITORY_H_
 
