@@ -88,6 +88,12 @@ def _choice(table, value, what):
         raise ValueError(f"{what} {value!r} is not one of {names}") from None
 
 
+def _float_tensor(hidden):
+    """hidden states as F16 (float16 arrays) or F32 (anything else)."""
+    a = np.asarray(hidden)
+    return _tensor.encode(a if a.dtype == np.float16 else a.astype(np.float32, copy=False))
+
+
 def _row_score(r):
     return RowScore(target_logprob=r.target_logprob, target_rank=r.target_rank,
                     logsumexp=r.logsumexp,
@@ -229,10 +235,9 @@ class VocabdClient:
     # -- ScoringService ---------------------------------------------------
     def _score_request(self, hidden, targets, top_k, model, temperature, apply_final_norm,
                        vocab_limit, request_id):
-        req = scoring_pb2.ScoreRequest(model=self._name(model), hidden=_tensor.encode(
-            np.asarray(hidden, dtype=np.float32) if np.asarray(hidden).dtype != np.float16
-            else hidden), top_k=top_k, temperature=temperature, vocab_limit=vocab_limit,
-            request_id=request_id)
+        req = scoring_pb2.ScoreRequest(model=self._name(model), hidden=_float_tensor(hidden),
+                                       top_k=top_k, temperature=temperature,
+                                       vocab_limit=vocab_limit, request_id=request_id)
         if targets is not None:
             req.target_ids.extend(int(t) for t in targets)
         if apply_final_norm is not None:
@@ -259,7 +264,7 @@ class VocabdClient:
                        apply_final_norm=None, output_dtype="f32", vocab_limit=0) -> np.ndarray:
         """hidden [N, hidden_size] -> logits (or logprobs) numpy [N, vocab_size]."""
         req = scoring_pb2.ComputeLogitsRequest(
-            model=self._name(model), hidden=_tensor.encode(np.asarray(hidden, np.float32)),
+            model=self._name(model), hidden=_float_tensor(hidden),
             temperature=temperature, log_softmax=log_softmax,
             output_dtype=_tensor.dtype_enum(output_dtype), vocab_limit=vocab_limit)
         if apply_final_norm is not None:

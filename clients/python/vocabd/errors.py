@@ -4,8 +4,8 @@ import re
 import grpc
 
 # What a plaintext channel sees when the server speaks TLS (and vice versa).
-_TLS_MISMATCH_HINTS = ("Socket closed", "Connection reset", "failed to connect to all addresses",
-                       "WRONG_VERSION_NUMBER", "ssl")
+_TLS_MISMATCH_HINTS = ("Socket closed", "Connection reset", "WRONG_VERSION_NUMBER",
+                       "Handshake", "handshake")
 
 
 class VocabdError(Exception):
