@@ -195,3 +195,19 @@ def test_unreachable_server_is_unavailable():
         with pytest.raises(VocabdError) as e:
             c.models()
     assert e.value.code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
+
+
+def test_f16_hidden_states_travel_as_f16(client):
+    hidden = np.random.default_rng(9).standard_normal((2, 64)).astype(np.float16)
+    a = client.score(hidden, [1, 2], top_k=3)
+    b = client.score(hidden.astype(np.float32), [1, 2], top_k=3)
+    assert [r.target_logprob for r in a.rows] == [r.target_logprob for r in b.rows]
+    np.testing.assert_array_equal(client.compute_logits(hidden),
+                                  client.compute_logits(hidden.astype(np.float32)))
+    q = np.random.default_rng(1).standard_normal((1, 8, 2, 8)).astype(np.float16)
+    k = np.ones((1, 4, 2, 8), np.float16)
+    qo, ko = client.apply_rope(q, k)
+    assert qo.dtype == np.float16 and ko.dtype == np.float16
+    np.testing.assert_allclose(qo.astype(np.float64),
+                               numpy_rope_interleaved(q.astype(np.float32), np.arange(2)),
+                               atol=2e-3)
