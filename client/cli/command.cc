@@ -21,6 +21,11 @@ std::string ConnectionHint(const absl::Status& status, bool tls) {
   }
   if (status.code() != absl::StatusCode::kUnavailable) return "";
   const absl::string_view m = status.message();
+  // gRPC's TLS name check ("Peer name 127.0.0.1 is not in peer certificate").
+  if (absl::StrContains(m, "not in peer certificate")) {
+    return "the server certificate does not name the target host: pass --tls-server-name NAME "
+           "(a name in its subjectAltName)";
+  }
   // What gRPC reports when one side speaks TLS and the other plaintext: a
   // plaintext client sees the TLS server close the socket; a TLS client sees
   // a handshake failure against a plaintext server.

@@ -42,7 +42,10 @@ def from_rpc_error(err, tls):
     code = err.code() if hasattr(err, "code") else grpc.StatusCode.UNKNOWN
     message = err.details() if hasattr(err, "details") else str(err)
     hint = None
-    if code == grpc.StatusCode.UNAVAILABLE and any(h in (message or "") for h in _TLS_MISMATCH_HINTS):
+    if code == grpc.StatusCode.UNAVAILABLE and "not in peer certificate" in (message or ""):
+        hint = ("the server certificate does not name the target host: pass "
+                "Tls(server_name=NAME) with a name in its subjectAltName")
+    elif code == grpc.StatusCode.UNAVAILABLE and any(h in (message or "") for h in _TLS_MISMATCH_HINTS):
         hint = ("the server may speak TLS: pass tls=True (and ca=..., server_name=...)"
                 if not tls else
                 "the server may be plaintext, or its certificate does not match: check tls=, "
