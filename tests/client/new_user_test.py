@@ -219,6 +219,9 @@ def test_tls_hints_and_server_name(certs):
                f"{certs}/client.key"]
         code, out, err = ctl(s, "--timeout", "5000", *tls, "health")
         assert code == 1, out
+        assert "not in peer certificate" in err, err
+        assert "hint: the server certificate does not name the target host: pass " \
+               "--tls-server-name" in err, err
         code, out, err = ctl(s, "--timeout", "5000", *tls, "--tls-server-name", "vocabd", "health")
         assert code == 0, err
         # The Python client: same server name override, and the same hint.
@@ -227,6 +230,11 @@ def test_tls_hints_and_server_name(certs):
                   server_name="vocabd")
         with VocabdClient(s.target, tls=cfg, timeout=10) as c:
             assert c.embed([1, 2]).shape == (2, 64)
+        cfg.server_name = None
+        with VocabdClient(s.target, tls=cfg, timeout=5) as c:
+            with pytest.raises(VocabdError) as e:
+                c.models()
+        assert e.value.hint and "server_name" in e.value.hint, str(e.value)
         with VocabdClient(s.target, timeout=5) as c:
             with pytest.raises(VocabdError) as e:
                 c.models()
