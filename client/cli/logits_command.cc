@@ -108,7 +108,7 @@ void RegisterLogitsCommand(CLI::App& app, CommandContext& context) {
   AddHiddenSource(cmd, &o->source);
   cmd->add_flag("--no-final-norm", o->no_final_norm, "skip the checkpoint's final norm");
   cmd->add_option("--temperature", o->temperature, "divide logits by T (> 0; default 1)")
-      ->check(CLI::PositiveNumber);
+      ->check(GreaterThanZero());
   cmd->add_flag("--log-softmax", o->log_softmax, "return log-softmax(logits)");
   cmd->add_option("--top", o->top, "largest values printed per row")
       ->check(CLI::NonNegativeNumber)
