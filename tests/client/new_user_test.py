@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import sys
 
+import grpc
 import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -207,8 +208,11 @@ def certs():
 
 
 def test_tls_hints_and_server_name(certs):
+    with open(f"{certs}/tokens", "w") as f:
+        f.write("s3cret\n")
     s = VocabdProcess(["--model", f"s={STORIES_BIN}", "--tls-cert", f"{certs}/server.pem",
-                       "--tls-key", f"{certs}/server.key", "--tls-client-ca", f"{certs}/ca.pem"])
+                       "--tls-key", f"{certs}/server.key", "--tls-client-ca", f"{certs}/ca.pem",
+                       "--auth-token-file", f"{certs}/tokens"])
     try:
         # Plaintext client against the TLS server: a hint to use --tls.
         code, out, err = ctl(s, "--timeout", "5000", "health")
@@ -229,8 +233,12 @@ def test_tls_hints_and_server_name(certs):
         from vocabd import Tls, VocabdClient, VocabdError
         cfg = Tls(ca=f"{certs}/ca.pem", cert=f"{certs}/client.pem", key=f"{certs}/client.key",
                   server_name="vocabd")
-        with VocabdClient(s.target, tls=cfg, timeout=10) as c:
+        with VocabdClient(s.target, tls=cfg, token="s3cret", timeout=10) as c:
             assert c.embed([1, 2]).shape == (2, 64)
+        with VocabdClient(s.target, tls=cfg, token="wrong", timeout=10) as c:
+            with pytest.raises(VocabdError) as e:
+                c.embed([1, 2])
+        assert e.value.code == grpc.StatusCode.UNAUTHENTICATED, str(e.value)
         cfg.server_name = None
         with VocabdClient(s.target, tls=cfg, timeout=5) as c:
             with pytest.raises(VocabdError) as e:
