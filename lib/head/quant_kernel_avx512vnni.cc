@@ -218,6 +218,241 @@ struct Avx512Vnni {
 };
 
 
+// ---- The fused few-row kernel (Q8_0, Q4_K, Q6_K; M < kGemmMinRows): the
+// same arithmetic as Avx512Vnni::Tile, lane for lane and in the same order
+// (so its logits are bit-identical to the unpacking kernel's), but the
+// canonical codes u of each 64-code chunk are made in a register straight
+// from the blocks and consumed at once: no unpack pass, no store and reload
+// of every code through L1. Per 256 codes (one k-quant super-block, eight
+// Q8_0 blocks) and weight row r:
+//
+//   dwv[r] = 16 scales dw[j] (j = 16-code sub-block),  mwv[r] = 16 offsets
+//   chunk c = 0..3:  u = codes 64c..64c+63 (u8, in register)
+//                    ws = dwv lanes 4c + i/4 (lane i)
+//                    acc[r][m] += float(vpdpbusd(0, u, a[m])) * (ws * dal[m])
+//   mwv is kept in mw_out (scratch) for the offset term after the loop,
+//   summed exactly as Tile sums it (16 sub-blocks per fma).
+struct FusedQ8_0 {
+  static constexpr int64_t kSuperBytes = 8 * 34;  // 8 blocks of 32 codes
+  // The 16 per-16 scales of 8 blocks (each block's d twice).
+  static inline void Scales(const uint8_t* sb, __m512* dwv, __m512* mwv) {
+    const auto* x = reinterpret_cast<const quant::BlockQ8_0*>(sb);
+    const __m128i h = _mm_setr_epi16(
+        static_cast<short>(x[0].d), static_cast<short>(x[1].d), static_cast<short>(x[2].d),
+        static_cast<short>(x[3].d), static_cast<short>(x[4].d), static_cast<short>(x[5].d),
+        static_cast<short>(x[6].d), static_cast<short>(x[7].d));
+    const __m512i dup = _mm512_set_epi32(7, 7, 6, 6, 5, 5, 4, 4, 3, 3, 2, 2, 1, 1, 0, 0);
+    *dwv = _mm512_maskz_permutexvar_ps(
+        kAll, dup, _mm512_maskz_cvtph_ps(kAll, _mm256_inserti128_si256(_mm256_setzero_si256(), h, 0)));
+    *mwv = _mm512_mul_ps(*dwv, _mm512_set1_ps(-128.0f));
+  }
+  template <int C>
+  static inline __m512i Codes(const uint8_t* sb) {
+    const auto* x = reinterpret_cast<const quant::BlockQ8_0*>(sb);
+    // Bytes 0-31: block 2C's codes, 32-63: block 2C+1's (masked loads).
+    const __m512i lo = _mm512_maskz_loadu_epi8(0xFFFFFFFFull, x[2 * C].qs);
+    const __m512i q = _mm512_mask_loadu_epi8(lo, 0xFFFFFFFF00000000ull, x[2 * C + 1].qs - 32);
+    return _mm512_xor_si512(q, _mm512_set1_epi8(static_cast<char>(0x80)));
+  }
+};
+
+struct FusedQ4_K {
+  static constexpr int64_t kSuperBytes = 144;
+  static inline void Scales(const uint8_t* sb, __m512* dwv, __m512* mwv) {
+    const auto* x = reinterpret_cast<const quant::BlockQ4_K*>(sb);
+    uint32_t s[4];
+    std::memcpy(s, x->scales, 12);
+    const uint32_t kmask1 = 0x3F3F3F3Fu, kmask2 = 0x0F0F0F0Fu, kmask3 = 0x03030303u;
+    s[3] = ((s[2] >> 4) & kmask2) | (((s[1] >> 6) & kmask3) << 4);
+    const uint32_t m_lo = s[1] & kmask1;
+    s[1] = (s[2] & kmask2) | (((s[0] >> 6) & kmask3) << 4);
+    s[2] = m_lo;
+    s[0] &= kmask1;
+    const __m512 scmn = _mm512_maskz_cvtepi32_ps(
+        kAll, _mm512_maskz_cvtepu8_epi32(kAll, _mm_loadu_si128(reinterpret_cast<const __m128i*>(s))));
+    const __m512 factor =
+        _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(F16(x->d)), _mm512_set1_ps(-F16(x->dmin)));
+    const __m512 v = _mm512_mul_ps(scmn, factor);
+    const __m512i dup = _mm512_set_epi32(7, 7, 6, 6, 5, 5, 4, 4, 3, 3, 2, 2, 1, 1, 0, 0);
+    const __m512i dup8 =
+        _mm512_set_epi32(15, 15, 14, 14, 13, 13, 12, 12, 11, 11, 10, 10, 9, 9, 8, 8);
+    *dwv = _mm512_maskz_permutexvar_ps(kAll, dup, v);
+    *mwv = _mm512_maskz_permutexvar_ps(kAll, dup8, v);
+  }
+  // Chunk C: the 32 bytes qs[32C..]: low nibbles are codes 64C..64C+31,
+  // high nibbles 64C+32..64C+63.
+  template <int C>
+  static inline __m512i Codes(const uint8_t* sb) {
+    const auto* x = reinterpret_cast<const quant::BlockQ4_K*>(sb);
+    const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x->qs + 32 * C));
+    const __m512i qq = _mm512_maskz_broadcast_i64x4(0xFF, q);
+    const __m512i sh = _mm512_mask_srli_epi16(qq, 0xFFFF0000u, qq, 4);
+    return _mm512_and_si512(sh, _mm512_set1_epi8(0x0F));
+  }
+};
+
+struct FusedQ6_K {
+  static constexpr int64_t kSuperBytes = 210;
+  static inline void Scales(const uint8_t* sb, __m512* dwv, __m512* mwv) {
+    const auto* x = reinterpret_cast<const quant::BlockQ6_K*>(sb);
+    const __m512 sc = _mm512_maskz_cvtepi32_ps(kAll, _mm512_maskz_cvtepi8_epi32(
+        kAll, _mm_loadu_si128(reinterpret_cast<const __m128i*>(x->scales))));
+    *dwv = _mm512_mul_ps(sc, _mm512_set1_ps(F16(x->d)));
+    *mwv = _mm512_mul_ps(*dwv, _mm512_set1_ps(-32.0f));
+  }
+  // Chunks 2h and 2h+1 come from half h: ql[64h..64h+63] low / high nibbles
+  // with the 2-bit fields of qh[32h..32h+31] (shift 0/2 and 4/6).
+  template <int C>
+  static inline __m512i Codes(const uint8_t* sb) {
+    const auto* x = reinterpret_cast<const quant::BlockQ6_K*>(sb);
+    constexpr int half = C / 2;
+    const __m512i ql = _mm512_loadu_si512(x->ql + 64 * half);
+    const __m512i qh2 = _mm512_maskz_broadcast_i64x4(
+        0xFF, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x->qh + 32 * half)));
+    const __m512i shift02 = _mm512_maskz_mov_epi16(0xFFFF0000u, _mm512_set1_epi16(2));
+    __m512i qh01 = _mm512_srlv_epi16(qh2, shift02);
+    const __m512i two = _mm512_set1_epi8(0x03);
+    const __m512i low4 = _mm512_set1_epi8(0x0F);
+    if constexpr (C % 2 == 0) {
+      const __m512i hi01 = _mm512_slli_epi16(_mm512_and_si512(qh01, two), 4);
+      return _mm512_or_si512(_mm512_and_si512(ql, low4), hi01);
+    } else {
+      const __m512i hi23 = _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(qh01, 4), two), 4);
+      return _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), low4), hi23);
+    }
+  }
+};
+
+// R weight rows x MB activation rows; d a multiple of 256. mw_buf: R x d/16
+// floats of scratch.
+template <class T, int R, int MB, int C>
+inline void FusedChunk(const uint8_t* const* sb, const __m512* dwv, const uint8_t* const* act,
+                       const float* const* dal, int64_t k, __m512 (&acc)[R][MB]) {
+  const __m512i idx = _mm512_set_epi32(3 + 4 * C, 3 + 4 * C, 3 + 4 * C, 3 + 4 * C, 2 + 4 * C,
+                                       2 + 4 * C, 2 + 4 * C, 2 + 4 * C, 1 + 4 * C, 1 + 4 * C,
+                                       1 + 4 * C, 1 + 4 * C, 4 * C, 4 * C, 4 * C, 4 * C);
+  __m512i wq[R];
+  __m512 ws[R];
+  for (int r = 0; r < R; ++r) {
+    wq[r] = T::template Codes<C>(sb[r]);
+    ws[r] = _mm512_maskz_permutexvar_ps(kAll, idx, dwv[r]);
+  }
+  const int64_t kc = k + 64 * C;
+  for (int m = 0; m < MB; ++m) {
+    const __m512i a = _mm512_loadu_si512(act[m] + kc);
+    const __m512 sa = _mm512_loadu_ps(dal[m] + kc / 4);
+    for (int r = 0; r < R; ++r) {
+      const __m512i p = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wq[r], a);
+      acc[r][m] =
+          _mm512_fmadd_ps(_mm512_maskz_cvtepi32_ps(kAll, p), _mm512_mul_ps(ws[r], sa), acc[r][m]);
+    }
+  }
+}
+
+template <class T, int R, int MB>
+inline void FusedTile(const uint8_t* const* wrow, const uint8_t* const* act, int64_t d,
+                      float* mw_buf, float* const* out) {
+  const ActLayout al(d);
+  const float* dal[MB];
+  for (int m = 0; m < MB; ++m) dal[m] = reinterpret_cast<const float*>(act[m] + al.dal);
+  __m512 acc[R][MB];
+  for (int r = 0; r < R; ++r)
+    for (int m = 0; m < MB; ++m) acc[r][m] = _mm512_setzero_ps();
+  const int64_t nsb = d / 256;
+  for (int64_t s = 0; s < nsb; ++s) {
+    const uint8_t* sb[R];
+    __m512 dwv[R];
+    for (int r = 0; r < R; ++r) {
+      sb[r] = wrow[r] + s * T::kSuperBytes;
+      __m512 mwv;
+      T::Scales(sb[r], &dwv[r], &mwv);
+      _mm512_store_ps(mw_buf + (r * nsb + s) * 16, mwv);
+    }
+    const int64_t k = 256 * s;
+    FusedChunk<T, R, MB, 0>(sb, dwv, act, dal, k, acc);
+    FusedChunk<T, R, MB, 1>(sb, dwv, act, dal, k, acc);
+    FusedChunk<T, R, MB, 2>(sb, dwv, act, dal, k, acc);
+    FusedChunk<T, R, MB, 3>(sb, dwv, act, dal, k, acc);
+  }
+  // The offset / min term, as Tile: sum_j mw[j] * qs16[j], 16 j per fma.
+  for (int m = 0; m < MB; ++m) {
+    const float* qs = reinterpret_cast<const float*>(act[m] + al.qs16);
+    for (int r = 0; r < R; ++r) {
+      __m512 macc = _mm512_setzero_ps();
+      for (int64_t s = 0; s < nsb; ++s) {
+        macc = _mm512_fmadd_ps(_mm512_load_ps(mw_buf + (r * nsb + s) * 16),
+                               _mm512_loadu_ps(qs + 16 * s), macc);
+      }
+      out[m][r] = Reduce16(acc[r][m]) + Reduce16(macc);
+    }
+  }
+}
+
+// Tiles: 4 weight rows for M <= 4 (16 accumulators at M = 4), 2 for M 5..7.
+template <class T, int MB>
+inline void FusedRows(const uint8_t* acts, const uint8_t* w, int64_t d, int64_t row_bytes,
+                      int64_t v0, int64_t v1, float* out, int64_t ldo, float* mw_buf) {
+  const ActLayout al(d);
+  constexpr int kR = MB <= 4 ? 4 : 2;
+  const uint8_t* act[MB];
+  for (int m = 0; m < MB; ++m) act[m] = acts + m * al.bytes;
+  float tmp[MB][kR];
+  float* o[MB];
+  for (int m = 0; m < MB; ++m) o[m] = tmp[m];
+  int64_t v = v0;
+  for (; v + kR <= v1; v += kR) {
+    const uint8_t* wr[kR];
+    for (int r = 0; r < kR; ++r) wr[r] = w + (v + r) * row_bytes;
+    FusedTile<T, kR, MB>(wr, act, d, mw_buf, o);
+    for (int m = 0; m < MB; ++m)
+      for (int r = 0; r < kR; ++r) out[m * ldo + v + r] = tmp[m][r];
+  }
+  for (; v < v1; ++v) {
+    const uint8_t* wr[1] = {w + v * row_bytes};
+    FusedTile<T, 1, MB>(wr, act, d, mw_buf, o);
+    for (int m = 0; m < MB; ++m) out[m * ldo + v] = tmp[m][0];
+  }
+}
+
+template <class T>
+inline void FusedKernel(const uint8_t* acts, int64_t rows, const uint8_t* w, int64_t d,
+                        int64_t row_bytes, int64_t v0, int64_t v1, float* out, int64_t ldo,
+                        float* mw_buf) {
+  switch (rows) {
+    case 1: return FusedRows<T, 1>(acts, w, d, row_bytes, v0, v1, out, ldo, mw_buf);
+    case 2: return FusedRows<T, 2>(acts, w, d, row_bytes, v0, v1, out, ldo, mw_buf);
+    case 3: return FusedRows<T, 3>(acts, w, d, row_bytes, v0, v1, out, ldo, mw_buf);
+    case 4: return FusedRows<T, 4>(acts, w, d, row_bytes, v0, v1, out, ldo, mw_buf);
+    case 5: return FusedRows<T, 5>(acts, w, d, row_bytes, v0, v1, out, ldo, mw_buf);
+    case 6: return FusedRows<T, 6>(acts, w, d, row_bytes, v0, v1, out, ldo, mw_buf);
+    case 7: return FusedRows<T, 7>(acts, w, d, row_bytes, v0, v1, out, ldo, mw_buf);
+    default: return FusedRows<T, 8>(acts, w, d, row_bytes, v0, v1, out, ldo, mw_buf);
+  }
+}
+
+// True when the fused kernel ran (type and d it covers, rows 1..8).
+inline bool RunFused(const QuantTypeInfo& type, const uint8_t* acts, int64_t rows,
+                     const uint8_t* w, int64_t d, int64_t v0, int64_t v1, float* out,
+                     int64_t ldo, uint8_t* scratch) {
+  if (d % 256 != 0 || rows < 1 || rows > 8) return false;
+  const int64_t row_bytes = d / type.block_size * type.block_bytes;
+  // 64-byte aligned room for 4 rows x d/16 floats (scratch holds 4 unpacked rows).
+  auto* mw_buf = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(scratch) + 63) & ~uintptr_t{63});
+  switch (type.type) {
+    case quant::GgmlType::kQ8_0:
+      FusedKernel<FusedQ8_0>(acts, rows, w, d, row_bytes, v0, v1, out, ldo, mw_buf);
+      return true;
+    case quant::GgmlType::kQ4_K:
+      FusedKernel<FusedQ4_K>(acts, rows, w, d, row_bytes, v0, v1, out, ldo, mw_buf);
+      return true;
+    case quant::GgmlType::kQ6_K:
+      FusedKernel<FusedQ6_K>(acts, rows, w, d, row_bytes, v0, v1, out, ldo, mw_buf);
+      return true;
+    default: return false;
+  }
+}
+
+
 // ---- The many-row kernel (rows >= kGemmMinRows): vocabulary rows in the
 // lanes. 16 weight rows are unpacked, then packed so that one zmm holds
 // the same 4 codes of all 16 rows:
@@ -413,7 +648,7 @@ void KernelAvx512Vnni(const QuantTypeInfo& type, const uint8_t* acts, int64_t ro
                       int64_t ldo, uint8_t* scratch) {
   if (rows >= kGemmMinRows) {
     RunGemm(type, acts, rows, w, d, v0, v1, out, ldo, scratch);
-  } else {
+  } else if (!RunFused(type, acts, rows, w, d, v0, v1, out, ldo, scratch)) {
     RunKernel<Avx512Vnni>(type, acts, rows, w, d, v0, v1, out, ldo, scratch);
   }
 }
