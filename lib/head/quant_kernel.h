@@ -67,6 +67,13 @@
 // tiles of up to 4 vocabulary rows x 4 input rows (2 on ymm; more rows run
 // as groups over the same unpacked weights, which stay in L1); input rows
 // are taken in blocks of 64 so their quantized codes stay in L2.
+// On avx512vnni, Q8_0, Q4_K and Q6_K with hidden_size a multiple of 256 run
+// a fused form of it (quant_kernel_avx512vnni.cc): the same arithmetic lane
+// for lane (bit-identical logits), but each 64-code chunk of u is made in a
+// register straight from the blocks (Q8_0: codes XOR 0x80; Q4_K: nibbles by
+// vpand / vpsrlw; Q6_K: nibbles | 2-bit fields of qh) and consumed at once,
+// with no unpack pass through L1; tiles of 4 vocabulary rows x M <= 4 input
+// rows, 2 x M for M = 5..8, and software prefetch one tile ahead.
 // The many-row kernel (avx512vnni, M >= kGemmMinRows; drawn in
 // quant_kernel_avx512vnni.cc): 16 vocabulary rows packed so that one zmm
 // holds the same 4 codes of all 16 rows, activations broadcast 4 codes at a
@@ -135,7 +142,9 @@ void KernelAvxVnni(const QuantTypeInfo&, const uint8_t*, int64_t, const uint8_t*
                    int64_t, int64_t, float*, int64_t, uint8_t*);
 // The AVX512-VNNI path runs the many-row kernel (vocabulary rows in the
 // lanes) from this many input rows on; below it the one described above.
-inline constexpr int64_t kGemmMinRows = 8;
+// 9: at 8 rows the fused few-row kernel beat the many-row one by 1.5-2x
+// (head_bench, Q4_K / Q6_K / Q8_0, this Zen 5 VM).
+inline constexpr int64_t kGemmMinRows = 9;
 int64_t Avx512GemmScratchBytes(int64_t d);
 void KernelAvx512Vnni(const QuantTypeInfo&, const uint8_t*, int64_t, const uint8_t*, int64_t,
                       int64_t, int64_t, float*, int64_t, uint8_t*);
