@@ -550,6 +550,8 @@ TEST(LoggingTest, ClientTextIsQuotedInTextLogs) {
   while (std::getline(in, line)) {
     EXPECT_NE(line.rfind("{", 0), 0u) << "a forged line: " << line;
   }
+}
+
 // The vocabd binary with --http-listen: an HTTP call is logged like a gRPC
 // call (its X-Request-Id as the id, the HTTP client as the peer), and
 // SIGTERM still drains and exits 0.
