@@ -259,7 +259,8 @@ TEST_F(WideVocabTest, Score4096RowsHoldsOneBatchOfLogitsNotAll) {
   // All rows' logits are 4096 x 131072 x 4 = 2 GiB (the old peak); one
   // batch (256 rows) is 128 MiB. The growth stays within the formula.
   const RequestMemory need = ScoreMemory(rows, 64, kVocab, 256, 2);
-  EXPECT_LT(cost.peak_growth_bytes, need.bytes() + 32 * kMiB) << need.formula();
+  // (+64 MiB: allocator and gRPC buffers beside the formula's bytes.)
+  EXPECT_LT(cost.peak_growth_bytes, need.bytes() + 64 * kMiB) << need.formula();
   EXPECT_LT(cost.peak_growth_bytes, 512 * kMiB);
   // 34 GFLOP of GEMM: seconds on an idle core; bounded generously for a
   // shared CPU (94 s seen with load 17 on 2 cores), not "under a second".

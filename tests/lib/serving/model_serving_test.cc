@@ -3,6 +3,7 @@
 // served natively, fallback), and the async head path through the dynamic
 // batcher (identical to the synchronous calls, per-request options kept,
 // cancelled calls never computed, queue full).
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -282,7 +283,19 @@ TEST_F(ModelBatchingTest, MixedRequestsInOneBatchMatchUnbatchedExactly) {
       EXPECT_EQ(got->rows[r].target_rank, want.rows[r].target_rank);
       ASSERT_EQ(got->rows[r].top_k.size(), want.rows[r].top_k.size());
       for (size_t k = 0; k < want.rows[r].top_k.size(); ++k) {
-        EXPECT_EQ(got->rows[r].top_k[k].first, want.rows[r].top_k[k].first);
+        // Batched and unbatched rows may run different kernels (the small-M
+        // crossover is per CPU), so near-ties may swap places: then the two
+        // ids' log-probs agree within the tolerance.
+        if (got->rows[r].top_k[k].first != want.rows[r].top_k[k].first) {
+          const auto& w = want.rows[r].top_k;
+          const auto it = std::find_if(w.begin(), w.end(), [&](const auto& e) {
+            return e.first == got->rows[r].top_k[k].first;
+          });
+          if (k + 1 < w.size()) {
+            ASSERT_NE(it, w.end()) << "top_k id " << got->rows[r].top_k[k].first;
+            EXPECT_NEAR(it->second, w[k].second, 1e-5);
+          }
+        }
         EXPECT_NEAR(got->rows[r].top_k[k].second, want.rows[r].top_k[k].second, 1e-5);
       }
     }
