@@ -255,7 +255,7 @@ class Model {
   WeightsDType requested_dtype_ = WeightsDType::kAuto;
   std::string fallback_reason_;
   std::unique_ptr<Tokenizer> tokenizer_;
-  std::string tokenizer_missing_reason_ = "no tokenizer loader yet";
+  std::string tokenizer_missing_reason_ = "no tokenizer: this build does not load tokenizers";
   ComputePool* pool_ = nullptr;
   std::unique_ptr<DynamicBatcher> batcher_;
 };
