@@ -168,13 +168,7 @@ def test_score_stream_in_order_and_failing_index(client):
 
 def test_embed_stream_in_order_and_failing_index(client):
     seqs = [[1], [403, 407], [261, 378, 432]]
-    try:
-        got = list(client.embed_stream(seqs))
-    except VocabdError as e:
-        if e.code == grpc.StatusCode.UNIMPLEMENTED:
-            pytest.skip("this server build answers EmbedStream UNIMPLEMENTED "
-                        "(the stream lands with issue 15's EmbedStream branch)")
-        raise
+    got = list(client.embed_stream(seqs))
     assert len(got) == 3
     for s, a in zip(seqs, got):
         np.testing.assert_array_equal(a, CKPT.tok_embeddings[s])
