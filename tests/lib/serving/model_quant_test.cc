@@ -265,7 +265,7 @@ void ExpectPeakWithin(const std::string& dir, WeightsDType dtype, quant::GgmlTyp
   const double peak = static_cast<double>(peak_kb - before_kb) * 1024;
   std::printf("%s: peak RSS while loading %.1f MB over %.1f MB served = %.3fx\n",
               quant::GgmlTypeName(want_type), peak / 1e6, served / 1e6, peak / served);
-  EXPECT_LE(peak, 1.1 * served);
+  EXPECT_RSS_LE(peak, 1.1 * served);
 }
 
 TEST(ModelLoadMemoryTest, Bf16ServedFromTheMapping) {
