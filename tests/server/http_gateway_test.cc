@@ -78,8 +78,11 @@ GrpcAnswer CallGrpc(const std::shared_ptr<grpc::Channel>& channel, const std::st
   grpc::ByteBuffer in(&slice, 1);
   grpc::ByteBuffer out;
   std::promise<grpc::Status> done;
-  stub.UnaryCall(&ctx, method, grpc::StubOptions(), &in, &out,
-                 [&done](grpc::Status s) { done.set_value(std::move(s)); });
+  HappensBefore(&done);  // gRPC's thread runs the callback (lib/core/happens_before.h)
+  stub.UnaryCall(&ctx, method, grpc::StubOptions(), &in, &out, [&done](grpc::Status s) {
+    HappensAfter(&done);
+    done.set_value(std::move(s));
+  });
   GrpcAnswer answer;
   answer.status = done.get_future().get();
   std::vector<grpc::Slice> slices;

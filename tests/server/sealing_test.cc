@@ -178,7 +178,7 @@ grpc::Status Bounded(F call, const std::string& what) {
   const auto took = std::chrono::steady_clock::now() - start;
   const int64_t rss_after = VmRssBytes();
   EXPECT_LT(took, kFast) << what;
-  EXPECT_LT(rss_after - rss_before, kMaxGrowthBytes) << what;
+  EXPECT_RSS_LT(rss_after - rss_before, kMaxGrowthBytes) << what;
   return s;
 }
 
