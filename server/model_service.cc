@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 
+#include "lib/core/happens_before.h"
 #include "server/grpc_status.h"
 #include "server/handler_guard.h"
 #include "server/proto_convert.h"
@@ -58,6 +59,8 @@ class LoadReactor final : public grpc::ServerUnaryReactor {
       : name_(std::move(name)), state_(std::make_shared<State>()) {
     state_->reactor = this;
     state_->response = response;
+    // OnCancel may run on another gRPC thread (uninstrumented handoff).
+    HappensBefore(this);
   }
   std::shared_ptr<State> state() const { return state_; }
 
@@ -78,6 +81,7 @@ class LoadReactor final : public grpc::ServerUnaryReactor {
   }
 
   void OnCancel() override {
+    HappensAfter(this);
     FinishOnce(state_,
                ToGrpcStatus(absl::CancelledError(absl::StrCat(
                    "LoadModel '", name_,
