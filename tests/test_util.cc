@@ -15,6 +15,22 @@
 namespace vocabd::testing {
 
 std::string SharedModelsDir() { return VOCABD_SHARED_MODELS_DIR; }
+int64_t VmRssBytes(int pid) {
+  std::ifstream in(pid == 0 ? std::string("/proc/self/status")
+                            : "/proc/" + std::to_string(pid) + "/status");
+  std::string key;
+  while (in >> key) {
+    if (key == "VmRSS:") {
+      int64_t kb = 0;
+      in >> kb;
+      return kb * 1024;
+    }
+    std::string rest;
+    std::getline(in, rest);
+  }
+  return -1;
+}
+
 std::string SourceDir() { return VOCABD_SOURCE_DIR; }
 std::string BinaryDir() { return VOCABD_BINARY_DIR; }
 std::string Stories260KBin() { return SourceDir() + "/models/stories260K/stories260K.bin"; }

@@ -60,6 +60,10 @@ constexpr int64_t TsanScaled(int64_t rows, int64_t min_rows = 1) {
   return rows / 10 > min_rows ? rows / 10 : min_rows;
 }
 
+// VmRSS of process `pid` (0 = this process) in bytes, from
+// /proc/<pid>/status; -1 if unreadable.
+int64_t VmRssBytes(int pid = 0);
+
 // ../shared/models beside the clone.
 std::string SharedModelsDir();
 // The repository root.

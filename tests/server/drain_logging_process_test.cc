@@ -432,21 +432,6 @@ TEST(LoggingTest, JsonRequestLinesAndStartupBuildInfo) {
   EXPECT_TRUE(saw_model) << vocabd.log();
 }
 
-// VmRSS of a process, bytes (-1 if unreadable).
-int64_t VmRssBytes(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  std::string key;
-  while (in >> key) {
-    if (key == "VmRSS:") {
-      int64_t kb = 0;
-      in >> kb;
-      return kb * 1024;
-    }
-    std::string rest;
-    std::getline(in, rest);
-  }
-  return -1;
-}
 
 // issue 13 item 5: a shard that is a FIFO blocked LoadModel forever (the
 // name stayed LOADING) and SIGTERM never finished the drain. Now the load

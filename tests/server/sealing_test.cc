@@ -50,20 +50,6 @@ namespace fs = std::filesystem;
 constexpr auto kFast = std::chrono::milliseconds(500);
 constexpr int64_t kMaxGrowthBytes = int64_t{16} << 20;
 
-int64_t VmRssBytes() {
-  std::ifstream in("/proc/self/status");
-  std::string key;
-  while (in >> key) {
-    if (key == "VmRSS:") {
-      int64_t kb = 0;
-      in >> kb;
-      return kb * 1024;
-    }
-    std::string rest;
-    std::getline(in, rest);
-  }
-  return -1;
-}
 
 void CopyWritable(const std::string& from, const std::string& to) {
   fs::copy_file(from, to, fs::copy_options::overwrite_existing);
