@@ -158,11 +158,11 @@ class Rpcs {
 // kMaxGrowthBytes; returns its status.
 template <typename F>
 grpc::Status Bounded(F call, const std::string& what) {
-  const int64_t rss_before = VmRssBytes();
+  const int64_t rss_before = testing::VmRssBytes();
   const auto start = std::chrono::steady_clock::now();
   grpc::Status s = call();
   const auto took = std::chrono::steady_clock::now() - start;
-  const int64_t rss_after = VmRssBytes();
+  const int64_t rss_after = testing::VmRssBytes();
   EXPECT_LT(took, kFast) << what;
   EXPECT_RSS_LT(rss_after - rss_before, kMaxGrowthBytes) << what;
   return s;
