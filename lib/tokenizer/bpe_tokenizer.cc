@@ -131,15 +131,9 @@ class BpeTokenizer final : public VocabTokenizer {
       }
       if (auto it = token_to_id_.find(s); it != token_to_id_.end()) byte_token_[b] = it->second;
     }
-    if (o_.byte_level) {
-      for (int b = 0; b < 256; ++b) {
-        if (byte_token_[b] < 0) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              v.source, ": byte-level vocabulary has no token for byte 0x",
-              absl::Hex(b, absl::kZeroPad2)));
-        }
-      }
-    }
+    // A byte-level vocabulary may lack a few control bytes (Falcon has no
+    // token for 0x03): such bytes are dropped from the input, as llama.cpp
+    // does.
     merges_.reserve(merges.size());
     for (size_t r = 0; r < merges.size(); ++r) {
       const std::string& m = merges[r];
@@ -286,6 +280,7 @@ class BpeTokenizer final : public VocabTokenizer {
   void InitialSymbols(std::string_view word, uint32_t at, std::vector<Symbol>* syms) const {
     if (o_.byte_level) {
       for (size_t i = 0; i < word.size(); ++i) {
+        if (byte_token_[static_cast<unsigned char>(word[i])] < 0) continue;
         syms->push_back({byte_token_[static_cast<unsigned char>(word[i])],
                          static_cast<uint32_t>(at + i), static_cast<uint32_t>(at + i + 1), true});
       }

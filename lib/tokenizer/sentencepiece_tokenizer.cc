@@ -145,15 +145,19 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> MakeSentencePieceFromVocab(
     Vocab vocab, const SentencePieceOptions& options) {
   if (absl::Status s = ValidateVocab(&vocab); !s.ok()) return s;
   const size_t n = vocab.pieces.size();
+  // SentencePiece allows one UNKNOWN piece: the unk id (else the first);
+  // other UNKNOWN-typed tokens (Phi-3's GGUF marks added tokens so) become
+  // control tokens matched in the text.
   int unk = -1;
+  if (vocab.unk && vocab.types[*vocab.unk] == TokenType::kUnknown) unk = *vocab.unk;
   bool byte_fallback = false;
   for (size_t i = 0; i < n; ++i) {
     if (vocab.types[i] == TokenType::kUnknown) {
-      if (unk >= 0) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            vocab.source, ": tokens ", unk, " and ", i, " are both of type UNKNOWN"));
+      if (unk < 0) unk = static_cast<int>(i);
+      if (static_cast<int>(i) != unk) {
+        vocab.types[i] = TokenType::kControl;
+        vocab.split_tokens.push_back(static_cast<int32_t>(i));
       }
-      unk = static_cast<int>(i);
     }
     if (vocab.types[i] == TokenType::kByte) {
       if (ParseBytePiece(vocab.pieces[i]) < 0) {
