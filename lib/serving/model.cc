@@ -14,6 +14,7 @@
 #include "lib/core/parallel.h"
 #include "lib/core/status_macros.h"
 #include "lib/positions/sinusoidal.h"
+#include "lib/tokenizer/tokenizer_loader.h"
 
 namespace vocabd {
 
@@ -25,6 +26,7 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Create(const Options& options) {
   model->checkpoint_ = std::move(checkpoint);
   model->requested_dtype_ = options.weights_dtype;
   model->pool_ = options.compute_pool;
+  RETURN_IF_ERROR(model->LoadTokenizer(options));
   DType want = DType::kF32;
   switch (options.weights_dtype) {
     case WeightsDType::kAuto: {
@@ -64,6 +66,29 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Create(const Options& options) {
     model->batcher_ = std::move(*batcher);
   }
   return model;
+}
+
+absl::Status Model::LoadTokenizer(const Options& options) {
+  const int64_t vocab_size = config().vocab_size;
+  absl::StatusOr<std::unique_ptr<Tokenizer>> tokenizer =
+      LoadTokenizerForCheckpoint(options.path, options.tokenizer_path, vocab_size);
+  if (tokenizer.ok() && (*tokenizer)->vocab_size() > vocab_size) {
+    tokenizer = absl::InvalidArgumentError(absl::StrCat(
+        (*tokenizer)->source(), " has ", (*tokenizer)->vocab_size(),
+        " tokens, more than the model's vocab_size ", vocab_size));
+  }
+  if (tokenizer.ok()) {
+    tokenizer_ = *std::move(tokenizer);
+    tokenizer_missing_reason_.clear();
+    return absl::OkStatus();
+  }
+  if (!options.tokenizer_path.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("model '", options.name, "': tokenizer ",
+                                                   options.tokenizer_path, ": ",
+                                                   tokenizer.status().message()));
+  }
+  tokenizer_missing_reason_ = std::string(tokenizer.status().message());
+  return absl::OkStatus();
 }
 
 absl::Status Model::ServeInDType(DType dtype) {

@@ -91,6 +91,11 @@ class Model {
     std::string name;
     // Checkpoint path (see LoadCheckpoint).
     std::string path;
+    // Tokenizer file or folder (LoadTokenizer); empty: the one the
+    // checkpoint carries (LoadTokenizerForCheckpoint), if any. An explicit
+    // path that does not load fails Create; a checkpoint without a
+    // tokenizer still serves everything else (tokenizer() == nullptr).
+    std::string tokenizer_path;
     // Hash the checkpoint files on a background thread (LoadOptions): the
     // model serves as soon as it is mapped.
     bool sha256_in_background = false;
@@ -191,6 +196,8 @@ class Model {
   // Runs `item` through the batcher, or as one pool task, or inline.
   void RunHead(DynamicBatcher::Item item) const;
   absl::Status ServeInDType(DType dtype);
+  // Fills tokenizer_ or tokenizer_missing_reason_.
+  absl::Status LoadTokenizer(const Options& options);
 
   std::string name_;
   std::unique_ptr<Checkpoint> checkpoint_;
@@ -198,7 +205,7 @@ class Model {
   WeightsDType requested_dtype_ = WeightsDType::kAuto;
   std::string fallback_reason_;
   std::unique_ptr<Tokenizer> tokenizer_;
-  std::string tokenizer_missing_reason_ = "no tokenizer loader yet";
+  std::string tokenizer_missing_reason_;
   ComputePool* pool_ = nullptr;
   std::unique_ptr<DynamicBatcher> batcher_;
 };
