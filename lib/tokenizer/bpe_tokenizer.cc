@@ -16,7 +16,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <memory>
+#include <queue>
 #include <string>
 #include <utility>
 #include <vector>
@@ -312,35 +314,87 @@ class BpeTokenizer final : public VocabTokenizer {
     }
   }
 
-  // Lowest-rank adjacent pair first; ties go to the leftmost pair.
+  // Lowest-rank adjacent pair first; ties go to the leftmost pair. Short
+  // words (almost all) scan an array of pair ranks; long ones (a 100 KB
+  // run of letters is one GPT-2 word) use a heap over a linked list, so a
+  // word costs O(n log n), never O(n^2).
   void MergeSymbols(std::vector<Symbol>* syms) const {
+    if (syms->size() < 2) return;
+    if (syms->size() > 64) return MergeSymbolsHeap(syms);
     std::vector<Symbol>& s = *syms;
-    if (s.size() < 2) return;
-    constexpr int32_t kNone = INT32_MAX;
     std::vector<Merge> pair(s.size() - 1);
-    auto lookup = [&](size_t i) -> Merge {
-      if (!s[i].mergeable || !s[i + 1].mergeable) return {kNone, -1};
-      auto it = merges_.find(Key(s[i].id, s[i + 1].id));
-      return it == merges_.end() ? Merge{kNone, -1} : it->second;
-    };
-    for (size_t i = 0; i + 1 < s.size(); ++i) pair[i] = lookup(i);
+    for (size_t i = 0; i + 1 < s.size(); ++i) pair[i] = Lookup(s[i], s[i + 1]);
     while (s.size() > 1) {
       size_t best = 0;
-      int32_t best_rank = kNone;
+      int32_t best_rank = kNoRank;
       for (size_t i = 0; i < pair.size(); ++i) {
         if (pair[i].rank < best_rank) {
           best_rank = pair[i].rank;
           best = i;
         }
       }
-      if (best_rank == kNone) break;
+      if (best_rank == kNoRank) break;
       s[best].id = pair[best].id;
       s[best].end = s[best + 1].end;
       s.erase(s.begin() + best + 1);
       pair.erase(pair.begin() + best);
-      if (best + 1 < s.size()) pair[best] = lookup(best);
-      if (best > 0) pair[best - 1] = lookup(best - 1);
+      if (best + 1 < s.size()) pair[best] = Lookup(s[best], s[best + 1]);
+      if (best > 0) pair[best - 1] = Lookup(s[best - 1], s[best]);
     }
+  }
+
+  void MergeSymbolsHeap(std::vector<Symbol>* syms) const {
+    std::vector<Symbol>& s = *syms;
+    const int n = static_cast<int>(s.size());
+    std::vector<int> prev(n), next(n);
+    std::vector<bool> alive(n, true);
+    for (int i = 0; i < n; ++i) {
+      prev[i] = i - 1;
+      next[i] = i + 1 < n ? i + 1 : -1;
+    }
+    struct Cand {
+      int32_t rank;
+      int left;
+      int32_t left_id, right_id;  // to detect stale entries
+      bool operator>(const Cand& o) const {
+        return rank != o.rank ? rank > o.rank : left > o.left;
+      }
+    };
+    std::priority_queue<Cand, std::vector<Cand>, std::greater<Cand>> heap;
+    auto push = [&](int l) {
+      if (l < 0 || next[l] < 0) return;
+      const Merge m = Lookup(s[l], s[next[l]]);
+      if (m.rank != kNoRank) heap.push({m.rank, l, s[l].id, s[next[l]].id});
+    };
+    for (int i = 0; i + 1 < n; ++i) push(i);
+    while (!heap.empty()) {
+      const Cand c = heap.top();
+      heap.pop();
+      const int l = c.left;
+      if (!alive[l] || next[l] < 0) continue;
+      const int r = next[l];
+      if (s[l].id != c.left_id || s[r].id != c.right_id) continue;  // stale
+      const Merge m = Lookup(s[l], s[r]);
+      s[l].id = m.id;
+      s[l].end = s[r].end;
+      alive[r] = false;
+      next[l] = next[r];
+      if (next[r] >= 0) prev[next[r]] = l;
+      push(prev[l]);
+      push(l);
+    }
+    size_t w = 0;
+    for (int i = 0; i < n; ++i) {
+      if (alive[i]) s[w++] = s[i];
+    }
+    s.resize(w);
+  }
+
+  static constexpr int32_t kNoRank = INT32_MAX;
+  Merge Lookup(const Symbol& a, const Symbol& b) const {
+    if (!a.mergeable || !b.mergeable) return {kNoRank, -1};
+    auto it = merges_.find(Key(a.id, b.id));
+    return it == merges_.end() ? Merge{kNoRank, -1} : it->second;
   }
 
   BpeOptions o_;

@@ -147,7 +147,7 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> MakeSentencePieceFromVocab(
   const size_t n = vocab.pieces.size();
   // SentencePiece allows one UNKNOWN piece: the unk id (else the first);
   // other UNKNOWN-typed tokens (Phi-3's GGUF marks added tokens so) become
-  // control tokens matched in the text.
+  // control tokens.
   int unk = -1;
   if (vocab.unk && vocab.types[*vocab.unk] == TokenType::kUnknown) unk = *vocab.unk;
   bool byte_fallback = false;
@@ -156,7 +156,6 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> MakeSentencePieceFromVocab(
       if (unk < 0) unk = static_cast<int>(i);
       if (static_cast<int>(i) != unk) {
         vocab.types[i] = TokenType::kControl;
-        vocab.split_tokens.push_back(static_cast<int32_t>(i));
       }
     }
     if (vocab.types[i] == TokenType::kByte) {
@@ -232,7 +231,6 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> MakeSentencePieceFromModelFile(
     v.scores[i] = spp->score(i);
     const TokenType t = static_cast<TokenType>(spp->type(i));
     v.types[i] = t;
-    if (t == TokenType::kControl) v.split_tokens.push_back(i);
   }
   if (spp->bos_id() >= 0) v.bos = spp->bos_id();
   if (spp->eos_id() >= 0) v.eos = spp->eos_id();

@@ -107,13 +107,13 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> FromGguf(const GgufFile& g, const std
   }
   v.source = absl::StrCat(file, " (tokenizer.ggml.*, model ", kind,
                           pre.empty() ? "" : absl::StrCat(", pre ", pre), ")");
-  auto split_types = [&](bool user_defined) {
+  // Tokens matched verbatim in the text: user-defined ones (llama.cpp
+  // always matches them). Control tokens (BOS, <|endoftext|>, [CLS]) are
+  // never produced from text, as in sentencepiece and llama.cpp's default.
+  auto split_user_defined = [&]() {
     if (v.types.empty()) return;
     for (size_t i = 0; i < n; ++i) {
-      if (v.types[i] == TokenType::kControl ||
-          (user_defined && v.types[i] == TokenType::kUserDefined)) {
-        v.split_tokens.push_back(static_cast<int32_t>(i));
-      }
+      if (v.types[i] == TokenType::kUserDefined) v.split_tokens.push_back(static_cast<int32_t>(i));
     }
   };
 
@@ -128,7 +128,7 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> FromGguf(const GgufFile& g, const std
     o.add_dummy_prefix = GgufBool(g, "tokenizer.ggml.add_space_prefix").value_or(true);
     o.remove_extra_whitespaces =
         GgufBool(g, "tokenizer.ggml.remove_extra_whitespaces").value_or(false);
-    split_types(false);  // user-defined pieces are matched by sentencepiece itself
+    // user-defined pieces are matched by sentencepiece itself
     return tokenizer_internal::MakeSentencePieceFromVocab(std::move(v), o);
   }
   if (kind == "gpt2") {
@@ -150,7 +150,7 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> FromGguf(const GgufFile& g, const std
     o.ignore_merges = pre == "llama3" || pre == "llama-v3" || pre == "llama-bpe";
     v.add_bos = GgufBool(g, "tokenizer.ggml.add_bos_token").value_or(false);
     v.add_eos = GgufBool(g, "tokenizer.ggml.add_eos_token").value_or(false);
-    split_types(true);
+    split_user_defined();
     return tokenizer_internal::MakeBpe(std::move(v), merges->array_s, o);
   }
   if (kind == "bert") {
@@ -168,7 +168,7 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> FromGguf(const GgufFile& g, const std
     if (auto sep = GgufId(g, "tokenizer.ggml.seperator_token_id")) v.eos = sep;
     v.add_bos = GgufBool(g, "tokenizer.ggml.add_bos_token").value_or(true);
     v.add_eos = GgufBool(g, "tokenizer.ggml.add_eos_token").value_or(true);
-    split_types(true);
+    split_user_defined();
     return tokenizer_internal::MakeWordPiece(std::move(v), tokenizer_internal::WordPieceOptions{});
   }
   return absl::InvalidArgumentError(absl::StrCat(
@@ -240,7 +240,6 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> LoadLlama2c(const MappedFile& f,
   v.bos = 1;
   v.eos = 2;
   v.add_bos = true;
-  v.split_tokens = {1, 2};
   v.source = absl::StrCat(file, " (llama2.c tokenizer)");
   auto t = tokenizer_internal::MakeSentencePieceFromVocab(std::move(v), {});
   if (!t.ok()) return t.status();

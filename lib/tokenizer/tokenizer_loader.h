@@ -25,6 +25,12 @@
 //                                        max_token_length, then per token
 //                                        {f32 score, i32 len, len bytes}
 //
+// Special tokens in the input text: a tokenizer.json's added_tokens are
+// matched verbatim (as Hugging Face does); for SentencePiece models, GGUF
+// and llama2.c only user-defined tokens are (as sentencepiece and llama.cpp
+// do): control tokens (BOS, <|endoftext|>, [CLS]) never come from text
+// there, only from add_special_tokens.
+//
 // Errors: NOT_FOUND for a missing file; INVALID_ARGUMENT naming the file and
 // the field for a malformed one or an unsupported tokenizer kind.
 #ifndef VOCABD_LIB_TOKENIZER_TOKENIZER_LOADER_H_
