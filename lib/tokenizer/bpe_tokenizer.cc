@@ -223,6 +223,7 @@ class BpeTokenizer final : public VocabTokenizer {
 
     // 3. BPE per word.
     std::vector<Symbol> syms;
+    std::vector<Merge> pair_scratch;
     for (const Span2& w : words) {
       if (w.end <= w.begin) continue;
       const std::string_view word = text.substr(w.begin, w.end - w.begin);
@@ -235,7 +236,7 @@ class BpeTokenizer final : public VocabTokenizer {
       }
       syms.clear();
       InitialSymbols(word, w.begin, &syms);
-      MergeSymbols(&syms);
+      MergeSymbols(&syms, &pair_scratch);
       for (const Symbol& s : syms) {
         ids->push_back(s.id);
         if (offsets) offsets->emplace_back(to_orig(s.begin), to_orig(s.end));
@@ -318,11 +319,12 @@ class BpeTokenizer final : public VocabTokenizer {
   // words (almost all) scan an array of pair ranks; long ones (a 100 KB
   // run of letters is one GPT-2 word) use a heap over a linked list, so a
   // word costs O(n log n), never O(n^2).
-  void MergeSymbols(std::vector<Symbol>* syms) const {
+  void MergeSymbols(std::vector<Symbol>* syms, std::vector<Merge>* scratch) const {
     if (syms->size() < 2) return;
     if (syms->size() > 64) return MergeSymbolsHeap(syms);
     std::vector<Symbol>& s = *syms;
-    std::vector<Merge> pair(s.size() - 1);
+    std::vector<Merge>& pair = *scratch;
+    pair.resize(s.size() - 1);
     for (size_t i = 0; i + 1 < s.size(); ++i) pair[i] = Lookup(s[i], s[i + 1]);
     while (s.size() > 1) {
       size_t best = 0;
