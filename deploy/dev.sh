@@ -29,6 +29,7 @@ PACKAGES=(
   libcpp-httplib-dev prometheus-cpp-dev openssl python3-yaml ocl-icd-opencl-dev
   python3-grpcio gnuplot-nox libopenblas-dev
   clang libclang-rt-14-dev
+  libsentencepiece-dev libpcre2-dev libicu-dev python3-sentencepiece
 )
 
 deps() {

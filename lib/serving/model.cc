@@ -19,6 +19,7 @@
 #include "lib/quant/dequantize.h"
 #include "lib/quant/ggml_types.h"
 #include "lib/quant/quantize.h"
+#include "lib/tokenizer/tokenizer_loader.h"
 
 namespace vocabd {
 
@@ -30,6 +31,7 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Create(const Options& options) {
   model->checkpoint_ = std::move(checkpoint);
   model->requested_dtype_ = options.weights_dtype;
   model->pool_ = options.compute_pool;
+  RETURN_IF_ERROR(model->LoadTokenizer(options));
   const bool bf16_ok = LmHead::Bf16Supported();
   const char* const kBf16Fallback =
       "BF16 weights need a CPU with AVX512-BF16 or AMX (oneDNN effective ISA has neither); "
@@ -93,6 +95,29 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Create(const Options& options) {
     model->batcher_ = std::move(*batcher);
   }
   return model;
+}
+
+absl::Status Model::LoadTokenizer(const Options& options) {
+  const int64_t vocab_size = config().vocab_size;
+  absl::StatusOr<std::unique_ptr<Tokenizer>> tokenizer =
+      LoadTokenizerForCheckpoint(options.path, options.tokenizer_path, vocab_size);
+  if (tokenizer.ok() && (*tokenizer)->vocab_size() > vocab_size) {
+    tokenizer = absl::InvalidArgumentError(absl::StrCat(
+        (*tokenizer)->source(), " has ", (*tokenizer)->vocab_size(),
+        " tokens, more than the model's vocab_size ", vocab_size));
+  }
+  if (tokenizer.ok()) {
+    tokenizer_ = *std::move(tokenizer);
+    tokenizer_missing_reason_.clear();
+    return absl::OkStatus();
+  }
+  if (!options.tokenizer_path.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("model '", options.name, "': tokenizer ",
+                                                   options.tokenizer_path, ": ",
+                                                   tokenizer.status().message()));
+  }
+  tokenizer_missing_reason_ = std::string(tokenizer.status().message());
+  return absl::OkStatus();
 }
 
 DType Model::serving_dtype() const {

@@ -116,6 +116,11 @@ class Model {
     std::string name;
     // Checkpoint path (see LoadCheckpoint).
     std::string path;
+    // Tokenizer file or folder (LoadTokenizer); empty: the one the
+    // checkpoint carries (LoadTokenizerForCheckpoint), if any. An explicit
+    // path that does not load fails Create; a checkpoint without a
+    // tokenizer still serves everything else (tokenizer() == nullptr).
+    std::string tokenizer_path;
     // Hash the checkpoint files on a background thread (LoadOptions): the
     // model serves as soon as it is mapped.
     bool sha256_in_background = false;
@@ -248,6 +253,8 @@ class Model {
   // Re-encodes table `name` (kEmbedTokens / kLmHead) into `type` (F32,
   // BF16 or Q8_0), replacing it in the checkpoint so one copy stays.
   absl::Status ServeTableAs(const char* name, quant::GgmlType type);
+  // Fills tokenizer_ or tokenizer_missing_reason_.
+  absl::Status LoadTokenizer(const Options& options);
 
   std::string name_;
   std::unique_ptr<Checkpoint> checkpoint_;
@@ -255,7 +262,7 @@ class Model {
   WeightsDType requested_dtype_ = WeightsDType::kAuto;
   std::string fallback_reason_;
   std::unique_ptr<Tokenizer> tokenizer_;
-  std::string tokenizer_missing_reason_ = "no tokenizer loader yet";
+  std::string tokenizer_missing_reason_;
   ComputePool* pool_ = nullptr;
   std::unique_ptr<DynamicBatcher> batcher_;
 };

@@ -1,0 +1,523 @@
+// Tokenizers against llama.cpp's tokenizer fixtures (../shared/models/vocab:
+// vocabulary-only GGUFs, 46 inputs each, the ids Hugging Face `tokenizers`
+// produced) and the other files the models carry.
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_split.h"
+#include "gmock/gmock.h"
+#include "nlohmann/json.hpp"
+#include "gtest/gtest.h"
+#include "lib/checkpoint/gguf.h"
+#include "lib/tokenizer/tokenizer.h"
+#include "lib/tokenizer/tokenizer_loader.h"
+#include "tests/test_util.h"
+
+namespace vocabd {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::ElementsAreArray;
+using ::testing::HasSubstr;
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+struct Case {
+  std::string text;
+  std::vector<int32_t> ids;
+};
+
+// .inp: inputs, each followed by "\n__ggml_vocab_test__\n"; .out: one line
+// of space-separated ids per input.
+std::vector<Case> ReadCases(const std::string& gguf) {
+  const std::string inp = ReadAll(gguf + ".inp");
+  const std::string out = ReadAll(gguf + ".out");
+  const std::string sep = "\n__ggml_vocab_test__\n";
+  std::vector<std::string> texts;
+  size_t pos = 0;
+  while (true) {
+    const size_t hit = inp.find(sep, pos);
+    if (hit == std::string::npos) break;
+    texts.push_back(inp.substr(pos, hit - pos));
+    pos = hit + sep.size();
+  }
+  std::vector<std::string> lines = absl::StrSplit(out, '\n');
+  std::vector<Case> cases;
+  for (size_t i = 0; i < texts.size(); ++i) {
+    Case c;
+    c.text = texts[i];
+    if (i < lines.size()) {
+      for (absl::string_view tok : absl::StrSplit(lines[i], ' ', absl::SkipEmpty())) {
+        c.ids.push_back(std::stoi(std::string(tok)));
+      }
+    }
+    cases.push_back(std::move(c));
+  }
+  return cases;
+}
+
+std::string VocabPath(const std::string& name) {
+  return testing::SharedModelsDir() + "/vocab/ggml-vocab-" + name + ".gguf";
+}
+
+struct FixtureParam {
+  const char* name;
+  const char* kind;
+  bool lossless;  // Decode(Encode(text)) == text
+};
+
+class VocabFixtureTest : public ::testing::TestWithParam<FixtureParam> {};
+
+TEST_P(VocabFixtureTest, EveryInputGivesTheHuggingFaceIds) {
+  const FixtureParam& p = GetParam();
+  auto tok = LoadTokenizer(VocabPath(p.name));
+  ASSERT_TRUE(tok.ok()) << tok.status();
+  EXPECT_EQ((*tok)->kind(), p.kind);
+  const std::vector<Case> cases = ReadCases(VocabPath(p.name));
+  ASSERT_EQ(cases.size(), 46u);
+  int failures = 0;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    auto enc = (*tok)->Encode(cases[i].text, /*add_special_tokens=*/false);
+    ASSERT_TRUE(enc.ok()) << enc.status();
+    EXPECT_THAT(enc->ids, ElementsAreArray(cases[i].ids))
+        << p.name << " input #" << i << " \"" << cases[i].text << "\"";
+    if (enc->ids != cases[i].ids) ++failures;
+    // Same ids without offsets.
+    auto ids = (*tok)->EncodeIds(cases[i].text, false);
+    ASSERT_TRUE(ids.ok());
+    EXPECT_EQ(*ids, enc->ids);
+    // Offsets: one per id, ordered, inside the text.
+    ASSERT_EQ(enc->offsets.size(), enc->ids.size());
+    int64_t prev = 0;
+    for (const auto& [b, e] : enc->offsets) {
+      EXPECT_LE(prev, b);
+      EXPECT_LE(b, e);
+      EXPECT_LE(e, static_cast<int64_t>(cases[i].text.size()));
+      prev = b;
+    }
+    if (p.lossless) {
+      auto text = (*tok)->Decode(enc->ids, /*skip_special_tokens=*/false);
+      ASSERT_TRUE(text.ok()) << text.status();
+      EXPECT_EQ(*text, cases[i].text) << p.name << " input #" << i;
+    }
+  }
+  EXPECT_EQ(failures, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Fixtures, VocabFixtureTest,
+    ::testing::Values(FixtureParam{"llama-spm", "sentencepiece", true},
+                      FixtureParam{"phi-3", "sentencepiece", true},
+                      FixtureParam{"gpt-2", "bpe", true}, FixtureParam{"falcon", "bpe", true},
+                      FixtureParam{"bert-bge", "wordpiece", false}),
+    [](const auto& info) {
+      std::string n = info.param.name;
+      for (char& c : n) if (c == '-') c = '_';
+      return n;
+    });
+
+TEST(TokenizerTest, BertDecodeJoinsWordPieces) {
+  auto tok = LoadTokenizer(VocabPath("bert-bge"));
+  ASSERT_TRUE(tok.ok()) << tok.status();
+  auto enc = (*tok)->Encode("Hello World! Tokenization", /*add_special_tokens=*/true);
+  ASSERT_TRUE(enc.ok());
+  // [CLS] ... [SEP]
+  EXPECT_EQ(enc->ids.front(), 101);
+  EXPECT_EQ(enc->ids.back(), 102);
+  auto text = (*tok)->Decode(enc->ids, /*skip_special_tokens=*/true);
+  ASSERT_TRUE(text.ok());
+  EXPECT_EQ(*text, "hello world! tokenization");
+  EXPECT_EQ((*tok)->Piece(101), "[CLS]");
+  EXPECT_EQ((*tok)->Type(101), TokenType::kControl);
+}
+
+TEST(TokenizerTest, HfGpt2TokenizerJsonMatchesTheGgufFixture) {
+  auto json_tok = LoadTokenizer(testing::SharedModelsDir() + "/fake_gpt2");
+  ASSERT_TRUE(json_tok.ok()) << json_tok.status();
+  EXPECT_EQ((*json_tok)->kind(), "bpe");
+  EXPECT_EQ((*json_tok)->vocab_size(), 50257);
+  EXPECT_EQ((*json_tok)->eos_id(), 50256);
+  for (const Case& c : ReadCases(VocabPath("gpt-2"))) {
+    auto enc = (*json_tok)->Encode(c.text, false);
+    ASSERT_TRUE(enc.ok()) << enc.status();
+    EXPECT_THAT(enc->ids, ElementsAreArray(c.ids)) << "\"" << c.text << "\"";
+    auto text = (*json_tok)->Decode(enc->ids, false);
+    ASSERT_TRUE(text.ok());
+    EXPECT_EQ(*text, c.text);
+  }
+  // The added token is matched in text and skipped on request.
+  auto enc = (*json_tok)->Encode("Hi<|endoftext|>", false);
+  ASSERT_TRUE(enc.ok());
+  EXPECT_THAT(enc->ids, ElementsAre(17250, 50256));
+  EXPECT_EQ(*(*json_tok)->Decode(enc->ids, true), "Hi");
+  EXPECT_EQ(*(*json_tok)->Decode(enc->ids, false), "Hi<|endoftext|>");
+}
+
+TEST(TokenizerTest, Gpt2PiecesBytesAndOffsets) {
+  auto tok = LoadTokenizer(VocabPath("gpt-2"));
+  ASSERT_TRUE(tok.ok()) << tok.status();
+  auto enc = (*tok)->Encode("Hello world", false);
+  ASSERT_TRUE(enc.ok());
+  EXPECT_THAT(enc->ids, ElementsAre(15496, 995));
+  EXPECT_EQ((*tok)->Piece(995), "\xC4\xA0world");  // "Ġworld"
+  EXPECT_EQ((*tok)->TokenBytes(995), " world");
+  EXPECT_EQ(enc->offsets[0], (std::pair<int64_t, int64_t>(0, 5)));
+  EXPECT_EQ(enc->offsets[1], (std::pair<int64_t, int64_t>(5, 11)));
+  // A partial UTF-8 sequence: "ü" (C3 BC) is two byte-level tokens here?
+  // Whatever the split, the bytes concatenate to the text.
+  auto e2 = (*tok)->Encode("\xF0\x9F\xA6\x99", false);  // 🦙
+  ASSERT_TRUE(e2.ok());
+  std::string joined;
+  for (int32_t id : e2->ids) joined += (*tok)->TokenBytes(id);
+  EXPECT_EQ(joined, "\xF0\x9F\xA6\x99");
+}
+
+TEST(TokenizerTest, InvalidUtf8NamesTheOffset) {
+  for (const char* name : {"llama-spm", "gpt-2", "bert-bge"}) {
+    auto tok = LoadTokenizer(VocabPath(name));
+    ASSERT_TRUE(tok.ok()) << tok.status();
+    for (const std::string& bad :
+         {std::string("ab\xFF"), std::string("ab\xC3"), std::string("ab\xC0\xAF"),
+          std::string("ab\xED\xA0\x80"), std::string("ab\xF4\x90\x80\x80")}) {
+      auto enc = (*tok)->Encode(bad, false);
+      ASSERT_FALSE(enc.ok()) << name;
+      EXPECT_EQ(enc.status().code(), absl::StatusCode::kInvalidArgument);
+      EXPECT_THAT(enc.status().message(), HasSubstr("text: invalid UTF-8 at byte offset 2"));
+    }
+  }
+}
+
+TEST(TokenizerTest, IdsOutOfRangeNameTheIndex) {
+  auto tok = LoadTokenizer(VocabPath("gpt-2"));
+  ASSERT_TRUE(tok.ok());
+  auto text = (*tok)->Decode(std::vector<int32_t>{15496, 50257}, false);
+  ASSERT_FALSE(text.ok());
+  EXPECT_EQ(text.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(text.status().message(), HasSubstr("ids[1] = 50257 is outside [0, vocab_size = 50257)"));
+  auto neg = (*tok)->Decode(std::vector<int32_t>{-1}, false);
+  ASSERT_FALSE(neg.ok());
+  EXPECT_THAT(neg.status().message(), HasSubstr("ids[0] = -1"));
+}
+
+TEST(TokenizerTest, CompleteUtf8Prefix) {
+  EXPECT_EQ(CompleteUtf8Prefix("abc"), 3u);
+  EXPECT_EQ(CompleteUtf8Prefix("ab\xF0\x9F"), 2u);
+  EXPECT_EQ(CompleteUtf8Prefix("ab\xF0\x9F\xA6\x99"), 6u);
+  EXPECT_EQ(CompleteUtf8Prefix("\xC3"), 0u);
+  EXPECT_EQ(CompleteUtf8Prefix("\xC3\xBC"), 2u);
+  EXPECT_EQ(CompleteUtf8Prefix(""), 0u);
+}
+
+// stories260K: the known encoding from SOURCES.md through every form the
+// model carries its tokenizer in.
+TEST(TokenizerTest, Stories260KKnownEncodingInEveryForm) {
+  const std::string dir = testing::SharedModelsDir();
+  const std::vector<int32_t> expected = {403, 407, 261, 378, 432, 383, 286, 261,
+                                         376, 298, 315, 421, 395, 317, 426};
+  const std::string text = "Once upon a time, there was a little girl named Lily.";
+  for (const std::string& path :
+       {dir + "/stories260K/tok512.model", dir + "/stories260K-hf", dir + "/stories260K/tok512.bin",
+        dir + "/stories260K/stories260K.gguf"}) {
+    auto tok = LoadTokenizer(path);
+    ASSERT_TRUE(tok.ok()) << path << ": " << tok.status();
+    EXPECT_EQ((*tok)->kind(), "sentencepiece") << path;
+    EXPECT_EQ((*tok)->vocab_size(), 512) << path;
+    auto enc = (*tok)->Encode(text, false);
+    ASSERT_TRUE(enc.ok()) << enc.status();
+    EXPECT_THAT(enc->ids, ElementsAreArray(expected)) << path;
+    auto with_bos = (*tok)->Encode(text, true);
+    ASSERT_TRUE(with_bos.ok());
+    EXPECT_EQ(with_bos->ids.front(), 1) << path;
+    EXPECT_EQ(*(*tok)->Decode(with_bos->ids, true), text) << path;
+    EXPECT_EQ((*tok)->bos_id(), 1);
+    EXPECT_EQ((*tok)->eos_id(), 2);
+    EXPECT_EQ((*tok)->Type(3), TokenType::kByte);
+    EXPECT_EQ((*tok)->TokenBytes(3 + 0x0A), "\n");
+  }
+}
+
+// Golden ids from Debian's python3-sentencepiece (make_sentencepiece_golden.py).
+TEST(TokenizerTest, Stories260KAgreesWithPythonSentencePiece) {
+  const std::string dir = testing::SharedModelsDir();
+  const nlohmann::json golden = nlohmann::json::parse(
+      ReadAll(testing::SourceDir() + "/tests/lib/tokenizer/testdata/stories260K_sentencepiece_golden.json"));
+  const auto& cases = golden["cases"];
+  ASSERT_GT(cases.size(), 400u);
+  struct Form {
+    std::string path;
+    bool keeps_whitespace;  // no NormalizerSpec: runs of spaces are kept
+  };
+  std::vector<std::unique_ptr<Tokenizer>> toks;
+  const std::vector<Form> forms = {{dir + "/stories260K/tok512.model", false},
+                                   {dir + "/stories260K-hf/tokenizer.model", false},
+                                   {dir + "/stories260K/tok512.bin", true},
+                                   {dir + "/stories260K/stories260K.gguf", true}};
+  for (const Form& f : forms) {
+    auto tok = LoadTokenizer(f.path);
+    ASSERT_TRUE(tok.ok()) << f.path << ": " << tok.status();
+    toks.push_back(*std::move(tok));
+  }
+  int agree_all = 0;
+  for (const auto& c : cases) {
+    const std::string text = c["text"];
+    std::vector<std::vector<int32_t>> got;
+    for (size_t k = 0; k < forms.size(); ++k) {
+      const char* ids_key = forms[k].keeps_whitespace ? "ids_keep_ws" : "ids";
+      const char* dec_key = forms[k].keeps_whitespace ? "decoded_keep_ws" : "decoded";
+      auto enc = toks[k]->Encode(text, false);
+      ASSERT_TRUE(enc.ok()) << enc.status();
+      EXPECT_EQ(enc->ids, c[ids_key].get<std::vector<int32_t>>()) << forms[k].path << " \"" << text << "\"";
+      auto dec = toks[k]->Decode(enc->ids, false);
+      ASSERT_TRUE(dec.ok());
+      EXPECT_EQ(*dec, c[dec_key].get<std::string>()) << forms[k].path << " \"" << text << "\"";
+      got.push_back(enc->ids);
+    }
+    if (c["ids"] == c["ids_keep_ws"]) {
+      for (size_t k = 1; k < got.size(); ++k) EXPECT_EQ(got[k], got[0]) << text;
+      ++agree_all;
+    }
+  }
+  EXPECT_GT(agree_all, 100);  // the corpus has plenty of texts all four forms share
+}
+
+// Code points of a UTF-8 string, as Python indexes a str.
+std::vector<std::string> Chars(const std::string& s) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    const size_t n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : 4;
+    out.push_back(s.substr(i, n));
+    i += n;
+  }
+  return out;
+}
+
+// A Hugging Face Llama-style tokenizer.json (Prepend/Replace "▁"
+// normalizer, BPE with byte_fallback) made from the llama-spm GGUF the way
+// transformers' LlamaConverter makes one from a SentencePiece model: every
+// split of a piece into two vocabulary pieces is a merge, ordered by the
+// piece's score (higher first). It must give HF's fixture ids.
+TEST(TokenizerTest, HfMetaspaceBpeJsonGivesTheFixtureIds) {
+  auto spm = LoadTokenizer(VocabPath("llama-spm"));
+  ASSERT_TRUE(spm.ok()) << spm.status();
+  const Tokenizer& t = **spm;
+  nlohmann::json vocab = nlohmann::json::object();
+  std::map<std::string, int32_t> ids;
+  for (int32_t i = 0; i < t.vocab_size(); ++i) {
+    vocab[t.Piece(i)] = i;
+    ids[t.Piece(i)] = i;
+  }
+  struct M { std::string l, r; float score; int32_t piece, lid, rid; };
+  std::vector<M> merges;
+  for (int32_t i = 0; i < t.vocab_size(); ++i) {
+    if (t.Type(i) != TokenType::kNormal) continue;
+    const std::vector<std::string> cs = Chars(t.Piece(i));
+    std::vector<M> local;
+    for (size_t k = 1; k < cs.size(); ++k) {
+      std::string l, r;
+      for (size_t a = 0; a < k; ++a) l += cs[a];
+      for (size_t a = k; a < cs.size(); ++a) r += cs[a];
+      auto li = ids.find(l), ri = ids.find(r);
+      if (li != ids.end() && ri != ids.end()) local.push_back({l, r, t.Score(i), i, li->second, ri->second});
+    }
+    std::sort(local.begin(), local.end(), [](const M& a, const M& b) {
+      return std::make_pair(a.lid, a.rid) < std::make_pair(b.lid, b.rid);
+    });
+    merges.insert(merges.end(), local.begin(), local.end());
+  }
+  std::stable_sort(merges.begin(), merges.end(), [](const M& a, const M& b) { return a.score > b.score; });
+  nlohmann::json jm = nlohmann::json::array();
+  for (const M& m : merges) jm.push_back(m.l + " " + m.r);
+  nlohmann::json j = nlohmann::json::parse(R"({
+    "version": "1.0",
+    "added_tokens": [{"id": 0, "content": "<unk>", "special": true},
+                     {"id": 1, "content": "<s>", "special": true},
+                     {"id": 2, "content": "</s>", "special": true}],
+    "normalizer": {"type": "Sequence", "normalizers": [
+        {"type": "Prepend", "prepend": "\u2581"},
+        {"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"}]},
+    "pre_tokenizer": null,
+    "post_processor": {"type": "TemplateProcessing", "single": [
+        {"SpecialToken": {"id": "<s>", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}}]},
+    "model": {"type": "BPE", "unk_token": "<unk>", "byte_fallback": true, "fuse_unk": true}
+  })");
+  j["model"]["vocab"] = vocab;
+  j["model"]["merges"] = jm;
+  const std::string dir = ::testing::TempDir() + "/llama_hf_json";
+  std::filesystem::create_directories(dir);
+  { std::ofstream f(dir + "/tokenizer.json"); f << j.dump(); }
+  auto hf = LoadTokenizer(dir);
+  ASSERT_TRUE(hf.ok()) << hf.status();
+  EXPECT_EQ((*hf)->kind(), "bpe");
+  EXPECT_EQ((*hf)->bos_id(), 1);
+  EXPECT_TRUE((*hf)->add_bos());
+  for (const Case& c : ReadCases(VocabPath("llama-spm"))) {
+    auto enc = (*hf)->Encode(c.text, false);
+    ASSERT_TRUE(enc.ok()) << enc.status();
+    EXPECT_THAT(enc->ids, ElementsAreArray(c.ids)) << "\"" << c.text << "\"";
+    EXPECT_EQ(*(*hf)->Decode(enc->ids, false), c.text);
+    auto with_bos = (*hf)->Encode(c.text, true);
+    ASSERT_TRUE(with_bos.ok());
+    EXPECT_EQ(with_bos->ids.front(), 1);
+  }
+}
+
+// A BERT tokenizer.json with the bert-bge GGUF's vocabulary in BERT's own
+// "##" form gives the same ids as the GGUF (the fixture's HF ids).
+TEST(TokenizerTest, HfWordPieceJsonGivesTheFixtureIds) {
+  auto gguf = LoadTokenizer(VocabPath("bert-bge"));
+  ASSERT_TRUE(gguf.ok()) << gguf.status();
+  nlohmann::json vocab = nlohmann::json::object();
+  for (int32_t i = 0; i < (*gguf)->vocab_size(); ++i) vocab[(*gguf)->Piece(i)] = i;
+  nlohmann::json added = nlohmann::json::array();
+  for (const auto& [id, s] : std::vector<std::pair<int, std::string>>{
+           {0, "[PAD]"}, {100, "[UNK]"}, {101, "[CLS]"}, {102, "[SEP]"}, {103, "[MASK]"}}) {
+    added.push_back({{"id", id}, {"content", s}, {"special", true}});
+  }
+  nlohmann::json j = nlohmann::json::parse(R"({
+    "normalizer": {"type": "BertNormalizer", "clean_text": true, "handle_chinese_chars": true,
+                   "strip_accents": null, "lowercase": true},
+    "pre_tokenizer": {"type": "BertPreTokenizer"},
+    "post_processor": {"type": "BertProcessing", "sep": ["[SEP]", 102], "cls": ["[CLS]", 101]},
+    "model": {"type": "WordPiece", "unk_token": "[UNK]", "continuing_subword_prefix": "##",
+              "max_input_chars_per_word": 100}
+  })");
+  j["added_tokens"] = added;
+  j["model"]["vocab"] = vocab;
+  const std::string dir = ::testing::TempDir() + "/bert_hf_json";
+  std::filesystem::create_directories(dir);
+  { std::ofstream f(dir + "/tokenizer.json"); f << j.dump(); }
+  auto hf = LoadTokenizer(dir + "/tokenizer.json");
+  ASSERT_TRUE(hf.ok()) << hf.status();
+  EXPECT_EQ((*hf)->kind(), "wordpiece");
+  for (const Case& c : ReadCases(VocabPath("bert-bge"))) {
+    auto enc = (*hf)->Encode(c.text, false);
+    ASSERT_TRUE(enc.ok()) << enc.status();
+    EXPECT_THAT(enc->ids, ElementsAreArray(c.ids)) << "\"" << c.text << "\"";
+  }
+  auto enc = (*hf)->Encode("Hello", true);
+  ASSERT_TRUE(enc.ok());
+  EXPECT_EQ(enc->ids.front(), 101);
+  EXPECT_EQ(enc->ids.back(), 102);
+}
+
+// Words longer than 64 symbols take the heap path of the BPE merge loop:
+// it must give what a plain reference BPE (rank-ordered merges on strings,
+// written here from the GGUF's merges list) gives.
+TEST(TokenizerTest, LongWordsMatchAReferenceBpe) {
+  auto tok = LoadTokenizer(VocabPath("gpt-2"));
+  ASSERT_TRUE(tok.ok()) << tok.status();
+  const std::string gguf_bytes = ReadAll(VocabPath("gpt-2"));
+  auto g = ParseGguf(reinterpret_cast<const uint8_t*>(gguf_bytes.data()), gguf_bytes.size(), "gpt-2");
+  ASSERT_TRUE(g.ok()) << g.status();
+  std::map<std::pair<std::string, std::string>, int> rank;
+  const auto& merges = g->Find("tokenizer.ggml.merges")->array_s;
+  for (size_t r = 0; r < merges.size(); ++r) {
+    const size_t sp = merges[r].find(' ', 1);
+    rank.emplace(std::make_pair(merges[r].substr(0, sp), merges[r].substr(sp + 1)), static_cast<int>(r));
+  }
+  std::map<std::string, int32_t> ids;
+  for (int32_t i = 0; i < (*tok)->vocab_size(); ++i) ids[(*tok)->Piece(i)] = i;
+  std::mt19937 rng(14);
+  const std::string letters = "etaoinshrdlucmfwypvbgkqjxz";
+  for (int trial = 0; trial < 30; ++trial) {
+    std::string word;
+    const int len = 65 + static_cast<int>(rng() % 300);
+    for (int k = 0; k < len; ++k) word += letters[rng() % (trial % 2 ? 6 : letters.size())];
+    // Reference: symbols are single letters (ASCII letters map to themselves).
+    std::vector<std::string> sym;
+    for (char c : word) sym.push_back(std::string(1, c));
+    while (true) {
+      int best = -1, best_rank = INT32_MAX;
+      for (size_t k = 0; k + 1 < sym.size(); ++k) {
+        auto it = rank.find({sym[k], sym[k + 1]});
+        if (it != rank.end() && it->second < best_rank) { best_rank = it->second; best = static_cast<int>(k); }
+      }
+      if (best < 0) break;
+      sym[best] += sym[best + 1];
+      sym.erase(sym.begin() + best + 1);
+    }
+    std::vector<int32_t> want;
+    for (const auto& s : sym) want.push_back(ids.at(s));
+    auto enc = (*tok)->EncodeIds(word, false);
+    ASSERT_TRUE(enc.ok());
+    EXPECT_EQ(*enc, want) << word;
+  }
+  // A 1 MB word finishes (O(n log n)) and decodes back.
+  std::string big(1 << 20, 'a');
+  for (size_t k = 0; k < big.size(); k += 7) big[k] = 'b';
+  auto enc = (*tok)->EncodeIds(big, false);
+  ASSERT_TRUE(enc.ok());
+  EXPECT_EQ(*(*tok)->Decode(*enc, false), big);
+}
+
+TEST(TokenizerTest, CheckpointLookup) {
+  const std::string dir = testing::SharedModelsDir();
+  // llama2.c: tok512.bin beside stories260K.bin.
+  auto t = LoadTokenizerForCheckpoint(dir + "/stories260K/stories260K.bin", "", 512);
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_THAT((*t)->source(), HasSubstr("tok512.bin"));
+  // HF folder: tokenizer.model.
+  t = LoadTokenizerForCheckpoint(dir + "/stories260K-hf", "");
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_THAT((*t)->source(), HasSubstr("tokenizer.model"));
+  // A safetensors file: its folder's tokenizer.json.
+  t = LoadTokenizerForCheckpoint(dir + "/fake_gpt2/model.safetensors", "");
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_THAT((*t)->source(), HasSubstr("tokenizer.json"));
+  // GGUF: embedded.
+  t = LoadTokenizerForCheckpoint(dir + "/llama-2-tiny-random/llama-2-tiny-random.gguf", "");
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ((*t)->vocab_size(), 32000);
+  // Explicit path wins.
+  t = LoadTokenizerForCheckpoint(dir + "/stories260K/stories260K.bin",
+                                 dir + "/stories260K/tok512.model");
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_THAT((*t)->source(), HasSubstr("tok512.model"));
+  // A GGUF without tokenizer metadata names what was looked for.
+  auto q = LoadTokenizerForCheckpoint(dir + "/quant/synth-v1024-h512-Q8_0.gguf", "");
+  if (!q.ok()) {
+    EXPECT_EQ(q.status().code(), absl::StatusCode::kNotFound) << q.status();
+    EXPECT_THAT(q.status().message(), HasSubstr("tokenizer.ggml"));
+  }
+  // A llama2.c checkpoint with a vocab size no tok*.bin has.
+  auto wrong = LoadTokenizerForCheckpoint(dir + "/stories260K/stories260K.bin", "", 1000);
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_THAT(wrong.status().message(), HasSubstr("vocab_size is 1000"));
+}
+
+TEST(TokenizerTest, MissingAndMalformedFiles) {
+  auto missing = LoadTokenizer("/nonexistent/tokenizer.json");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
+  const std::string tmp = ::testing::TempDir() + "/bad_tokenizer.json";
+  {
+    std::ofstream f(tmp);
+    f << "{\"model\": {\"type\": \"Unigram\", \"vocab\": {}}}";
+  }
+  auto bad = LoadTokenizer(tmp);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  const std::string junk = ::testing::TempDir() + "/tokjunk.bin";
+  {
+    std::ofstream f(junk, std::ios::binary);
+    f << "\x07\x00\x00\x00\x00\x00\x00\x00\xFF\xFF\xFF\x7F";
+  }
+  auto j = LoadTokenizer(junk);
+  ASSERT_FALSE(j.ok());
+  EXPECT_THAT(j.status().message(), HasSubstr("not a llama2.c tokenizer"));
+}
+
+}  // namespace
+}  // namespace vocabd
