@@ -10,11 +10,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <future>
+#include <memory>
+#include <thread>
 #include <string>
 
 #include <gmock/gmock.h>
@@ -24,7 +28,11 @@
 
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "proto/tensor_codec.h"
+#include "lib/serving/model_registry.h"
+#include "lib/serving/model_repository.h"
+#include "server/model_service.h"
 #include "server/server.h"
+#include "server/service_context.h"
 #include "tests/test_util.h"
 #include "vocabd/v1/embedding.grpc.pb.h"
 #include "vocabd/v1/model.grpc.pb.h"
@@ -358,6 +366,44 @@ TEST_F(SealingTest, TruncatedSafetensorsFileIsAnErrorNotSigbus) {
                       testing::Stories260KHfDir() + "/model.safetensors");
 }
 
+// Truncation while calls are running: reads may fault inside the weights
+// (the SIGBUS guard turns them into zero pages); every call answers OK
+// (finished before) or FAILED_PRECONDITION, and the process lives on.
+TEST_F(SealingTest, TruncationDuringConcurrentCallsNeverCrashes) {
+  const std::string file = *root_ + "/race/race.bin";
+  fs::create_directories(*root_ + "/race");
+  CopyWritable(testing::Stories260KBin(), file);
+  ASSERT_TRUE(rpcs_->Load("race").ok());
+  std::atomic<bool> stop{false};
+  std::atomic<int> ok{0}, refused{0}, other{0};
+  auto hammer = [&](bool score) {
+    Rpcs rpcs(server_->target());
+    while (!stop) {
+      grpc::Status s = score ? rpcs.Score("race") : rpcs.Embed("race", nullptr);
+      if (s.ok()) {
+        ++ok;
+      } else if (s.error_code() == grpc::StatusCode::FAILED_PRECONDITION) {
+        ++refused;
+      } else {
+        ++other;
+        ADD_FAILURE() << s.error_message();
+      }
+    }
+  };
+  std::thread embedder(hammer, false), scorer(hammer, true);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_EQ(::truncate(file.c_str(), 64), 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  stop = true;
+  embedder.join();
+  scorer.join();
+  EXPECT_GT(ok.load(), 0);
+  EXPECT_GT(refused.load(), 0);
+  EXPECT_EQ(other.load(), 0);
+  ASSERT_TRUE(rpcs_->Embed("default", nullptr).ok());  // still alive
+  EXPECT_EQ(rpcs_->Embed("race", nullptr).error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+}
+
 // Overall health ("") follows the default model; ModelService stays up.
 TEST(HealthFollowsModelsTest, OverallHealthIsNotServingUnlessTheDefaultModelIsReady) {
   const std::string root = testing::MakeTempDir() + "/repo";
@@ -444,6 +490,90 @@ TEST(HealthFollowsModelsTest, WatchSeesServingOnlyAfterTheDefaultLoads) {
   watch_context.TryCancel();
   watch->Finish();
   (*server)->Shutdown();
+}
+
+// A load that never ends (its factory blocked like an open() on a hung
+// network filesystem) holds neither the LoadModel call past a cancel nor the
+// server's drain past the drain deadline: the real ModelService handler on a
+// live gRPC server, with a repository whose factory blocks.
+TEST(StuckLoadTest, LoadModelCancelsAndDoesNotHoldTheDrain) {
+  const std::string root = testing::MakeTempDir() + "/repo";
+  fs::create_directories(root + "/stuck");
+  fs::create_directories(root + "/stuck2");
+  ModelRegistry registry;
+  auto gate = std::make_shared<std::promise<void>>();
+  std::shared_future<void> released = gate->get_future().share();
+  ModelRepository::Options repository_options;
+  repository_options.root = root;
+  repository_options.registry = &registry;
+  repository_options.stop_timeout = std::chrono::milliseconds(100);
+  repository_options.factory = [released](const std::string&, const std::string&)
+      -> absl::StatusOr<std::unique_ptr<Model>> {
+    released.wait();
+    return absl::UnavailableError("released");
+  };
+  auto repository = ModelRepository::Create(repository_options);
+  ASSERT_TRUE(repository.ok()) << repository.status();
+  ServiceContext context;
+  context.registry = &registry;
+  context.repository = repository->get();
+  ModelServiceImpl service(context);
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(&service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  ASSERT_NE(port, 0);
+  auto channel = grpc::CreateChannel("127.0.0.1:" + std::to_string(port),
+                                     grpc::InsecureChannelCredentials());
+  auto models = v1::ModelService::NewStub(channel);
+
+  // 1. The client's deadline ends the call; the load shows LOADING.
+  {
+    const auto start = std::chrono::steady_clock::now();
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(200));
+    v1::LoadModelRequest request;
+    request.set_name("stuck");
+    v1::ModelInfo info;
+    grpc::Status s = models->LoadModel(&ctx, request, &info);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED) << s.error_message();
+    EXPECT_LT(std::chrono::steady_clock::now() - start, kFast);
+    grpc::ClientContext get_ctx;
+    v1::GetModelRequest get;
+    get.set_name("stuck");
+    ASSERT_TRUE(models->GetModel(&get_ctx, get, &info).ok());
+    EXPECT_EQ(info.state(), v1::LOADING);
+  }
+  // 2. A LoadModel without deadline is open when the drain starts: the
+  //    drain deadline cancels it and Shutdown returns.
+  grpc::Status pending;
+  std::thread caller([&] {
+    grpc::ClientContext ctx;
+    v1::LoadModelRequest request;
+    request.set_name("stuck2");
+    v1::ModelInfo info;
+    pending = models->LoadModel(&ctx, request, &info);
+  });
+  ASSERT_TRUE(testing::WaitFor(
+      [&] {
+        auto st = registry.Status("stuck2");
+        return st.ok() && st->state == ModelState::kLoading;
+      },
+      std::chrono::milliseconds(5000)));
+  const auto start = std::chrono::steady_clock::now();
+  server->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(200));
+  server->Wait();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(2000));
+  caller.join();
+  EXPECT_FALSE(pending.ok());
+  // 3. The repository's destructor abandons the stuck loads after
+  //    stop_timeout instead of joining them forever.
+  const auto stop = std::chrono::steady_clock::now();
+  repository->reset();
+  EXPECT_LT(std::chrono::steady_clock::now() - stop, kFast);
+  gate->set_value();  // the abandoned threads end and report to nobody
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
 }
 
 }  // namespace
