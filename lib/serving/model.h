@@ -39,9 +39,9 @@ namespace vocabd {
 //          per block of 32: d = max|x| / 127, q = round(x / d); a tied
 //          head shares the embedding's copy), like llama.cpp's
 //          --output-tensor-type q8_0. Each weight moves by at most half a
-//          step: |w - q8_0(w)| <= d / 2 + f16 rounding of d (<= max|x| of
-//          its block / 254 * (1 + 2^-10)); tests/lib/serving/
-//          model_quant_test.cc checks it. Tables already q8_0 are kept;
+//          step plus the f16 rounding of d over up to 127 steps:
+//          |w - q8_0(w)| <= max|w of its block| * (1/254 + 1/2048);
+//          tests/lib/serving/model_quant_test.cc checks it. Tables already q8_0 are kept;
 //          other quantized tables are INVALID_ARGUMENT (re-quantizing would
 //          stack two roundings).
 // F16 tables are converted once, straight from the file mapping into the

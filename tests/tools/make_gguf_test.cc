@@ -16,7 +16,7 @@
 namespace vocabd {
 namespace {
 
-int Run(const std::string& args) {
+int RunTool(const std::string& args) {
   const std::string cmd = std::string(VOCABD_BINARY_DIR) + "/tools/vocabd_make_gguf " + args +
                           " > /dev/null 2>&1";
   return std::system(cmd.c_str());
@@ -28,7 +28,7 @@ TEST(MakeGgufToolTest, RandomHeadOfEveryServedType) {
     const std::string name = quant::GgmlTypeName(type);
     SCOPED_TRACE(name);
     const std::string out = dir + "/" + name + ".gguf";
-    ASSERT_EQ(Run("--random 64x512 --embd-type " + name + " --output-type q6_K -o " + out), 0);
+    ASSERT_EQ(RunTool("--random 64x512 --embd-type " + name + " --output-type q6_K -o " + out), 0);
     auto c = LoadCheckpoint(out);
     ASSERT_TRUE(c.ok()) << c.status();
     EXPECT_EQ((*c)->embedding().type_name(), name);
@@ -40,7 +40,7 @@ TEST(MakeGgufToolTest, RandomHeadOfEveryServedType) {
 
 TEST(MakeGgufToolTest, FromCheckpointQuantizesItsRows) {
   const std::string out = testing::MakeTempDir() + "/s.gguf";
-  ASSERT_EQ(Run("--from " + testing::Stories260KBin() + " --embd-type q8_0 --tied -o " + out), 0);
+  ASSERT_EQ(RunTool("--from " + testing::Stories260KBin() + " --embd-type q8_0 --tied -o " + out), 0);
   auto q = LoadCheckpoint(out);
   auto f = LoadCheckpoint(testing::Stories260KBin());
   ASSERT_TRUE(q.ok()) << q.status();
@@ -53,7 +53,7 @@ TEST(MakeGgufToolTest, FromCheckpointQuantizesItsRows) {
   ASSERT_EQ((*q)->embedding().nbytes, want.size());
   EXPECT_EQ(0, std::memcmp((*q)->embedding().data, want.data(), want.size()));
   // Bad shape for the type: refused with the rule.
-  EXPECT_NE(Run("--random 8x100 --embd-type q4_K -o " + out + ".bad"), 0);
+  EXPECT_NE(RunTool("--random 8x100 --embd-type q4_K -o " + out + ".bad"), 0);
 }
 
 }  // namespace
