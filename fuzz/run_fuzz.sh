@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets with clang (ASan + UBSan) and runs each for
 # SECONDS (default 60) on a seed corpus made from ../shared/models and
-# tests/data. Exit status != 0 when a target crashes (the reproducer is
+# tests/data (request_fuzzer: the server tests' requests, written by the
+# fuzzer itself). Exit status != 0 when a target crashes (the reproducer is
 # left in $FUZZ_DIR/artifacts/).
-#   fuzz/run_fuzz.sh            # 60 s each (CI)
-#   fuzz/run_fuzz.sh 3600       # long run, 1 h each
+#   fuzz/run_fuzz.sh                      # 60 s each (CI)
+#   fuzz/run_fuzz.sh 3600                 # long run, 1 h each
+#   VOCABD_FUZZ_TARGETS=request_fuzzer fuzz/run_fuzz.sh 36000   # one target, 10 h
 set -euo pipefail
 SECONDS_EACH="${1:-60}"
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -15,7 +17,9 @@ MODELS="$ROOT/../shared/models"
 cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_CXX_COMPILER=clang++ -DVOCABD_FUZZ=ON -DVOCABD_BUILD_TESTS=OFF \
   -DVOCABD_BUILD_BENCH=OFF >/dev/null
-cmake --build "$BUILD" --target safetensors_header_fuzzer gguf_fuzzer hf_config_fuzzer
+TARGETS="${VOCABD_FUZZ_TARGETS:-safetensors_header_fuzzer gguf_fuzzer hf_config_fuzzer request_fuzzer}"
+# shellcheck disable=SC2086
+cmake --build "$BUILD" --target $TARGETS
 
 mkdir -p "$FUZZ_DIR/artifacts"
 seed() {  # seed <name> <files...>
@@ -30,11 +34,25 @@ seed gguf_fuzzer "$MODELS"/*/*.gguf "$ROOT"/tests/data/forms/*/*.gguf "$ROOT"/te
 seed hf_config_fuzzer "$MODELS"/*/config.json "$ROOT"/tests/data/forms/*/config.json \
   "$ROOT"/tests/data/hostile/cfg_*/config.json
 
+mkdir -p "$FUZZ_DIR/corpus/request_fuzzer"
+if [[ " $TARGETS " == *" request_fuzzer "* ]]; then
+  VOCABD_REQUEST_SEEDS_OUT="$FUZZ_DIR/corpus/request_fuzzer" "$BUILD/fuzz/request_fuzzer"
+fi
+
 status=0
-for target in safetensors_header_fuzzer gguf_fuzzer hf_config_fuzzer; do
+for target in $TARGETS; do
   echo "== $target: ${SECONDS_EACH}s"
+  if [[ $target == request_fuzzer ]]; then
+    # Per input: 10 s, RSS 2 GiB, and no single allocation above 128 MiB
+    # (twice the server's --max-request-memory-bytes in the fuzzer: a bigger
+    # one means a request's cost escaped the budget). Leak checks off: the
+    # in-process server's threads hold memory across inputs.
+    limits=(-max_len=65536 -rss_limit_mb=2048 -malloc_limit_mb=128 -timeout=10 -detect_leaks=0)
+  else
+    limits=(-max_len=2097152 -rss_limit_mb=4096 -timeout=20)
+  fi
   "$BUILD/fuzz/$target" "$FUZZ_DIR/corpus/$target" -max_total_time="$SECONDS_EACH" \
-    -max_len=2097152 -rss_limit_mb=4096 -timeout=20 -print_final_stats=1 \
+    "${limits[@]}" -print_final_stats=1 \
     -artifact_prefix="$FUZZ_DIR/artifacts/$target-" 2>&1 | tail -n 12 || status=1
 done
 exit $status

@@ -417,8 +417,14 @@ namespace vocabd {
 bool HeadKernelAmxAvailable() {
   static const bool available = [] {
     if (DetectHeadKernelIsa() != HeadKernelIsa::kAvx512Bf16) return false;
+#if defined(__clang__) && __clang_major__ < 16
+    // clang < 16 (the fuzz build's Debian clang 14) has no "amx-*" feature
+    // strings: treated as no AMX there.
+    return false;
+#else
     __builtin_cpu_init();
     if (!__builtin_cpu_supports("amx-tile") || !__builtin_cpu_supports("amx-bf16")) return false;
+#endif
     // Linux enables the AMX tile state per process on request (5.16+).
     constexpr long kArchReqXcompPerm = 0x1023;
     constexpr long kXfeatureXtiledata = 18;
