@@ -12,12 +12,16 @@
 //                   41 bos_id  42 eos_id  43 pad_id
 //   NormalizerSpec  1 name ("identity")  3 add_dummy_prefix
 //                   4 remove_extra_whitespaces  5 escape_whitespaces
+#include <array>
 #include <cstring>
+#include <mutex>
 #include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/hash/hash.h"
 #include "absl/strings/str_cat.h"
 #include "lib/tokenizer/kinds.h"
 #include "lib/tokenizer/spm_processor.h"
@@ -108,14 +112,23 @@ class SentencePieceTokenizer final : public VocabTokenizer {
  public:
   SentencePieceTokenizer(Vocab vocab, std::unique_ptr<SpmProcessor> spp,
                          bool add_dummy_prefix)
-      : VocabTokenizer(std::move(vocab)), spp_(std::move(spp)) {
+      : VocabTokenizer(std::move(vocab)), spp_(std::move(spp)), add_dummy_prefix_(add_dummy_prefix) {
     strip_leading_space_ = add_dummy_prefix;
   }
   std::string kind() const override { return "sentencepiece"; }
 
+  // Word mode: `word_spp` is the same model without a normalizer (no dummy
+  // prefix, no whitespace escaping). Used when no piece has "▁" after
+  // another character, so no BPE merge can cross the start of a "▁..."
+  // word: the text is cut before every "▁" that follows a non-"▁"
+  // character, each word is encoded once (libsentencepiece) and cached.
+  // Same ids as encoding the whole text (the fixture tests check both).
+  void EnableWordMode(std::unique_ptr<SpmProcessor> word_spp) { word_spp_ = std::move(word_spp); }
+
  protected:
   absl::Status EncodeSegment(std::string_view segment, int64_t base, std::vector<int32_t>* ids,
                              std::vector<std::pair<int64_t, int64_t>>* offsets) const override {
+    if (word_spp_ != nullptr) return EncodeWords(segment, base, ids, offsets);
     std::string error;
     if (!spp_->Encode(segment, ids, offsets, base, &error)) {
       return absl::InternalError(absl::StrCat(vocab().source, ": sentencepiece: ", error));
@@ -124,7 +137,107 @@ class SentencePieceTokenizer final : public VocabTokenizer {
   }
 
  private:
+  using Pieces = std::vector<std::pair<int32_t, uint32_t>>;  // (id, byte length)
+  static constexpr size_t kShards = 16;
+  static constexpr size_t kMaxCachedWordBytes = 128;
+  static constexpr size_t kMaxEntriesPerShard = 1 << 14;
+  struct Shard {
+    std::mutex mu;
+    absl::flat_hash_map<std::string, Pieces> map;
+  };
+
+  absl::Status EncodeWord(std::string_view word, Pieces* out) const {
+    const size_t h = absl::Hash<absl::string_view>()(absl::string_view(word.data(), word.size()));
+    const bool cacheable = word.size() <= kMaxCachedWordBytes;
+    Shard& shard = shards_[h % kShards];
+    if (cacheable) {
+      std::lock_guard<std::mutex> lock(shard.mu);
+      auto it = shard.map.find(absl::string_view(word.data(), word.size()));
+      if (it != shard.map.end()) {
+        *out = it->second;
+        return absl::OkStatus();
+      }
+    }
+    std::vector<int32_t> wids;
+    std::vector<std::pair<int64_t, int64_t>> woffs;
+    std::string error;
+    if (!word_spp_->Encode(word, &wids, &woffs, 0, &error)) {
+      return absl::InternalError(absl::StrCat(vocab().source, ": sentencepiece: ", error));
+    }
+    out->clear();
+    for (size_t k = 0; k < wids.size(); ++k) {
+      out->emplace_back(wids[k], static_cast<uint32_t>(woffs[k].second - woffs[k].first));
+    }
+    if (cacheable) {
+      std::lock_guard<std::mutex> lock(shard.mu);
+      if (shard.map.size() >= kMaxEntriesPerShard) shard.map.clear();
+      shard.map.emplace(std::string(word), *out);
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status EncodeWords(std::string_view segment, int64_t base, std::vector<int32_t>* ids,
+                           std::vector<std::pair<int64_t, int64_t>>* offsets) const {
+    // Normalize: [▁] + text with " " -> "▁"; orig[k] = segment byte of
+    // normalized byte k.
+    std::string norm;
+    std::vector<uint32_t> orig;
+    norm.reserve(segment.size() + 8);
+    orig.reserve(segment.size() + 8);
+    if (add_dummy_prefix_) {
+      norm.append(kMetaSpace);
+      orig.insert(orig.end(), 3, 0);
+    }
+    for (size_t i = 0; i < segment.size(); ++i) {
+      if (segment[i] == ' ') {
+        norm.append(kMetaSpace);
+        orig.insert(orig.end(), 3, static_cast<uint32_t>(i));
+      } else {
+        norm.push_back(segment[i]);
+        orig.push_back(static_cast<uint32_t>(i));
+      }
+    }
+    orig.push_back(static_cast<uint32_t>(segment.size()));
+    Pieces pieces;
+    size_t start = 0;
+    auto is_meta = [&](size_t k) {
+      return k + 3 <= norm.size() && norm.compare(k, 3, kMetaSpace.data(), 3) == 0;
+    };
+    auto flush = [&](size_t end) -> absl::Status {
+      if (end <= start) return absl::OkStatus();
+      if (absl::Status s = EncodeWord(std::string_view(norm).substr(start, end - start), &pieces); !s.ok()) {
+        return s;
+      }
+      size_t at = start;
+      for (const auto& [id, len] : pieces) {
+        ids->push_back(id);
+        if (offsets) offsets->emplace_back(base + orig[at], base + orig[std::min(at + len, norm.size())]);
+        at += len;
+      }
+      start = end;
+      return absl::OkStatus();
+    };
+    size_t k = 0;
+    bool prev_meta = true;
+    while (k < norm.size()) {
+      if (is_meta(k)) {
+        if (!prev_meta) {
+          if (absl::Status s = flush(k); !s.ok()) return s;
+        }
+        prev_meta = true;
+        k += 3;
+      } else {
+        prev_meta = false;
+        k += Utf8Length(static_cast<unsigned char>(norm[k]));
+      }
+    }
+    return flush(norm.size());
+  }
+
   std::unique_ptr<SpmProcessor> spp_;
+  std::unique_ptr<SpmProcessor> word_spp_;
+  bool add_dummy_prefix_;
+  mutable std::array<Shard, kShards> shards_;
 };
 
 // Decoded bytes of a SentencePiece piece.
@@ -194,6 +307,7 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> MakeSentencePieceFromVocab(
   PutVarintField(42, vocab.eos ? *vocab.eos : -1, &trainer);
   PutVarintField(43, -1, &trainer);
   PutBytes(2, trainer, &model);
+  const std::string pieces_and_trainer = model;
   std::string normalizer;
   PutBytes(1, "identity", &normalizer);
   PutVarintField(3, options.add_dummy_prefix ? 1 : 0, &normalizer);
@@ -207,10 +321,41 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> MakeSentencePieceFromVocab(
     return absl::InvalidArgumentError(
         absl::StrCat(vocab.source, ": sentencepiece refused the vocabulary: ", error));
   }
+  // Word mode (see SentencePieceTokenizer::EnableWordMode) when no piece
+  // has "▁" after another character and spaces are not collapsed.
+  bool word_mode = !options.remove_extra_whitespaces;
+  for (size_t i = 0; i < n && word_mode; ++i) {
+    const std::string& p = vocab.pieces[i];
+    size_t k = p.find(kMetaSpace.data(), 0, 3);
+    bool seen_other = false;
+    for (size_t j = 0; j < p.size();) {
+      if (p.compare(j, 3, kMetaSpace.data(), 3) == 0) {
+        if (seen_other) word_mode = false;
+        j += 3;
+      } else {
+        seen_other = true;
+        ++j;
+      }
+    }
+    (void)k;
+  }
+  std::unique_ptr<SpmProcessor> word_spp;
+  if (word_mode) {
+    std::string word_model = pieces_and_trainer;
+    std::string plain;
+    PutBytes(1, "identity", &plain);
+    PutVarintField(3, 0, &plain);
+    PutVarintField(4, 0, &plain);
+    PutVarintField(5, 0, &plain);
+    PutBytes(3, plain, &word_model);
+    word_spp = SpmProcessor::Load(word_model, &error);
+  }
   vocab.bytes.resize(n);
   for (size_t i = 0; i < n; ++i) vocab.bytes[i] = SpmPieceBytes(vocab.pieces[i], vocab.types[i]);
-  return std::unique_ptr<Tokenizer>(
-      new SentencePieceTokenizer(std::move(vocab), std::move(spp), options.add_dummy_prefix));
+  auto tok = std::make_unique<SentencePieceTokenizer>(std::move(vocab), std::move(spp),
+                                                      options.add_dummy_prefix);
+  if (word_spp != nullptr) tok->EnableWordMode(std::move(word_spp));
+  return std::unique_ptr<Tokenizer>(std::move(tok));
 }
 
 absl::StatusOr<std::unique_ptr<Tokenizer>> MakeSentencePieceFromModelFile(

@@ -378,7 +378,11 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> LoadHfJson(const std::string& path) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": no \"model\" object"));
   }
   const json& m = j["model"];
-  const std::string type = m.value("type", "");
+  const std::string type = m.value("type", m.contains("merges") ? "BPE" : "");
+  if (type != "BPE" && type != "WordPiece") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        path, ": model.type \"", type, "\" is not supported (supported: BPE, WordPiece)"));
+  }
   const json& mv = m.value("vocab", json());
   if (!mv.is_object()) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": model.vocab is not an object"));
@@ -474,7 +478,7 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> LoadHfJson(const std::string& path) {
   p.bpe.byte_level = false;
   RETURN_IF_ERROR(ParseNormalizer(j.value("normalizer", json()), path, &p));
   RETURN_IF_ERROR(ParsePreTokenizer(j.value("pre_tokenizer", json()), path, &p));
-  if (type == "BPE" || (type.empty() && m.contains("merges"))) {
+  if (type == "BPE") {
     std::vector<std::string> merges;
     for (const json& e : m.value("merges", json::array())) {
       if (e.is_string()) {

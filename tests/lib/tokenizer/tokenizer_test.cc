@@ -2,6 +2,10 @@
 // vocabulary-only GGUFs, 46 inputs each, the ids Hugging Face `tokenizers`
 // produced) and the other files the models carry.
 #include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <functional>
+#include <thread>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -460,6 +464,207 @@ TEST(TokenizerTest, LongWordsMatchAReferenceBpe) {
   auto enc = (*tok)->EncodeIds(big, false);
   ASSERT_TRUE(enc.ok());
   EXPECT_EQ(*(*tok)->Decode(*enc, false), big);
+}
+
+// A minimal GGUF v3 writer for tokenizer metadata (no tensors).
+class GgufWriter {
+ public:
+  void Str(const std::string& key, const std::string& v) { Key(key, 8); S(v); ++n_; }
+  void U32(const std::string& key, uint32_t v) { Key(key, 4); Put(v); ++n_; }
+  void Strs(const std::string& key, const std::vector<std::string>& v) {
+    Key(key, 9); Put(uint32_t{8}); Put(uint64_t{v.size()});
+    for (const auto& x : v) S(x);
+    ++n_;
+  }
+  void F32s(const std::string& key, const std::vector<float>& v) {
+    Key(key, 9); Put(uint32_t{6}); Put(uint64_t{v.size()});
+    for (float x : v) Put(x);
+    ++n_;
+  }
+  void I32s(const std::string& key, const std::vector<int32_t>& v) {
+    Key(key, 9); Put(uint32_t{5}); Put(uint64_t{v.size()});
+    for (int32_t x : v) Put(x);
+    ++n_;
+  }
+  std::string Write(const std::string& name) const {
+    std::string head = "GGUF";
+    auto put = [&](auto x) { head.append(reinterpret_cast<const char*>(&x), sizeof(x)); };
+    put(uint32_t{3});
+    put(uint64_t{0});
+    put(uint64_t{n_});
+    const std::string path = ::testing::TempDir() + "/" + name + ".gguf";
+    std::ofstream f(path, std::ios::binary);
+    f << head << body_;
+    return path;
+  }
+
+ private:
+  template <typename T> void Put(T x) { body_.append(reinterpret_cast<const char*>(&x), sizeof(x)); }
+  void S(const std::string& v) { Put(uint64_t{v.size()}); body_ += v; }
+  void Key(const std::string& k, uint32_t type) { S(k); Put(type); }
+  std::string body_;
+  uint64_t n_ = 0;
+};
+
+// A tiny SentencePiece-style vocabulary: <unk> <s> </s> <0x00>..<0xFF> ▁ a b ▁a.
+void SmallLlamaVocab(GgufWriter* w, std::vector<int32_t> types_override = {}) {
+  std::vector<std::string> tokens = {"<unk>", "<s>", "</s>"};
+  std::vector<int32_t> types = {2, 3, 3};
+  for (int b = 0; b < 256; ++b) {
+    char buf[8];
+    std::snprintf(buf, sizeof(buf), "<0x%02X>", b);
+    tokens.push_back(buf);
+    types.push_back(6);
+  }
+  for (const char* t : {"\xE2\x96\x81", "a", "b", "\xE2\x96\x81" "a"}) {
+    tokens.push_back(t);
+    types.push_back(1);
+  }
+  std::vector<float> scores(tokens.size(), 0.0f);
+  scores.back() = 1.0f;
+  if (!types_override.empty()) types = types_override;
+  w->Str("tokenizer.ggml.model", "llama");
+  w->Strs("tokenizer.ggml.tokens", tokens);
+  w->F32s("tokenizer.ggml.scores", scores);
+  w->I32s("tokenizer.ggml.token_type", types);
+}
+
+TEST(TokenizerTest, SmallGgufVocabularyWorks) {
+  GgufWriter w;
+  SmallLlamaVocab(&w);
+  auto tok = LoadTokenizer(w.Write("small_llama"));
+  ASSERT_TRUE(tok.ok()) << tok.status();
+  auto enc = (*tok)->Encode("a ab\n", true);
+  ASSERT_TRUE(enc.ok()) << enc.status();
+  // <s> ▁a ▁a b <0x0A>
+  EXPECT_THAT(enc->ids, ElementsAre(1, 262, 262, 261, 3 + 0x0A));
+  EXPECT_EQ(*(*tok)->Decode(enc->ids, true), "a ab\n");
+}
+
+TEST(TokenizerTest, MalformedGgufTokenizerMetadataNamesTheKey) {
+  struct Bad {
+    std::string name;
+    std::function<void(GgufWriter*)> write;
+    std::string message;
+  };
+  const std::vector<Bad> cases = {
+      {"model_not_string", [](GgufWriter* w) { w->U32("tokenizer.ggml.model", 1); },
+       "tokenizer.ggml.model is not a string"},
+      {"no_tokens", [](GgufWriter* w) { w->Str("tokenizer.ggml.model", "llama"); },
+       "tokenizer.ggml.tokens missing"},
+      {"unknown_model", [](GgufWriter* w) {
+         w->Str("tokenizer.ggml.model", "rwkv");
+         w->Strs("tokenizer.ggml.tokens", {"a"});
+       }, "tokenizer.ggml.model \"rwkv\" is not supported"},
+      {"scores_count", [](GgufWriter* w) {
+         w->Str("tokenizer.ggml.model", "llama");
+         w->Strs("tokenizer.ggml.tokens", {"<unk>", "a"});
+         w->F32s("tokenizer.ggml.scores", {0.0f});
+       }, "tokenizer.ggml.scores has 1 values for 2 tokens"},
+      {"type_range", [](GgufWriter* w) {
+         w->Str("tokenizer.ggml.model", "llama");
+         w->Strs("tokenizer.ggml.tokens", {"<unk>", "a"});
+         w->I32s("tokenizer.ggml.token_type", {2, 9});
+       }, "tokenizer.ggml.token_type[1] = 9"},
+      {"bos_range", [](GgufWriter* w) {
+         w->Str("tokenizer.ggml.model", "llama");
+         w->Strs("tokenizer.ggml.tokens", {"<unk>", "a"});
+         w->I32s("tokenizer.ggml.token_type", {2, 1});
+         w->U32("tokenizer.ggml.bos_token_id", 7);
+       }, "bos id 7 is outside [0, 2)"},
+      {"no_unknown", [](GgufWriter* w) {
+         w->Str("tokenizer.ggml.model", "llama");
+         w->Strs("tokenizer.ggml.tokens", {"<s>", "a"});
+         w->I32s("tokenizer.ggml.token_type", {3, 1});
+         w->U32("tokenizer.ggml.bos_token_id", 0);
+         w->U32("tokenizer.ggml.eos_token_id", 0);
+         w->U32("tokenizer.ggml.unknown_token_id", 0);
+       }, "no token of type UNKNOWN"},
+      {"bad_byte_piece", [](GgufWriter* w) {
+         w->Str("tokenizer.ggml.model", "llama");
+         w->Strs("tokenizer.ggml.tokens", {"<unk>", "<0xZZ>"});
+         w->I32s("tokenizer.ggml.token_type", {2, 6});
+         w->U32("tokenizer.ggml.bos_token_id", 0);
+         w->U32("tokenizer.ggml.eos_token_id", 0);
+       }, "token 1 \"<0xZZ>\" is of type BYTE but not <0xXX>"},
+      {"no_merges", [](GgufWriter* w) {
+         w->Str("tokenizer.ggml.model", "gpt2");
+         w->Strs("tokenizer.ggml.tokens", {"a"});
+       }, "tokenizer.ggml.merges missing"},
+      {"unknown_pre", [](GgufWriter* w) {
+         w->Str("tokenizer.ggml.model", "gpt2");
+         w->Str("tokenizer.ggml.pre", "martian");
+         w->Strs("tokenizer.ggml.tokens", {"a"});
+         w->Strs("tokenizer.ggml.merges", {});
+       }, "tokenizer.ggml.pre: pre-tokenizer \"martian\" is not known"},
+      {"bad_merge", [](GgufWriter* w) {
+         w->Str("tokenizer.ggml.model", "gpt2");
+         w->Strs("tokenizer.ggml.tokens", {"a"});
+         w->Strs("tokenizer.ggml.merges", {"ab"});
+       }, "merges[0] = \"ab\" is not \"left right\""},
+  };
+  for (const Bad& b : cases) {
+    GgufWriter w;
+    b.write(&w);
+    auto tok = LoadTokenizer(w.Write("bad_" + b.name));
+    ASSERT_FALSE(tok.ok()) << b.name;
+    EXPECT_EQ(tok.status().code(), absl::StatusCode::kInvalidArgument) << b.name << ": " << tok.status();
+    EXPECT_THAT(std::string(tok.status().message()), HasSubstr(b.message)) << b.name;
+  }
+}
+
+TEST(TokenizerTest, UnsupportedTokenizerJsonPartsAreNamed) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {R"({"model": {"type": "Unigram", "vocab": {}}})", "model.type \"Unigram\" is not supported"},
+      {R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": []},
+           "normalizer": {"type": "NFKC"}})", "normalizer"},
+      {R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": []},
+           "pre_tokenizer": {"type": "Whitespace"}})", "pre_tokenizer \"Whitespace\" is not supported"},
+      {R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": [7]}})", "model.merges entry 7"},
+      {R"({"model": {"type": "BPE", "vocab": {"a": "x"}, "merges": []}})", "model.vocab[\"a\"] is not an integer"},
+      {R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": []},
+           "pre_tokenizer": {"type": "Split", "pattern": {"Regex": "("}, "behavior": "Isolated"}})",
+       "split regex \"(\""},
+      {R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": []},
+           "pre_tokenizer": {"type": "Split", "pattern": {"Regex": "a"}, "behavior": "Removed"}})",
+       "Split behavior Removed"},
+      {R"({"model": 3})", "no \"model\" object"},
+      {R"(not json)", "not valid JSON"},
+  };
+  int k = 0;
+  for (const auto& [json, message] : cases) {
+    const std::string path = ::testing::TempDir() + "/bad_" + std::to_string(k++) + "_tokenizer.json";
+    { std::ofstream f(path); f << json; }
+    auto tok = LoadTokenizer(path);
+    ASSERT_FALSE(tok.ok()) << json;
+    EXPECT_EQ(tok.status().code(), absl::StatusCode::kInvalidArgument) << tok.status();
+    EXPECT_THAT(std::string(tok.status().message()), HasSubstr(message)) << json;
+    EXPECT_THAT(std::string(tok.status().message()), HasSubstr(path));
+  }
+}
+
+// Encode/Decode are const and thread-safe: threads encoding at once get the
+// fixture ids (run under TSan in CI).
+TEST(TokenizerTest, ConcurrentEncodeGivesTheSameIds) {
+  for (const char* name : {"llama-spm", "gpt-2", "bert-bge"}) {
+    auto tok = LoadTokenizer(VocabPath(name));
+    ASSERT_TRUE(tok.ok());
+    const std::vector<Case> cases = ReadCases(VocabPath(name));
+    std::vector<std::thread> threads;
+    std::atomic<int> mismatches{0};
+    for (int t = 0; t < 4; ++t) {
+      threads.emplace_back([&] {
+        for (int rep = 0; rep < 3; ++rep) {
+          for (const Case& c : cases) {
+            auto enc = (*tok)->Encode(c.text, false);
+            if (!enc.ok() || enc->ids != c.ids) ++mismatches;
+          }
+        }
+      });
+    }
+    for (auto& th : threads) th.join();
+    EXPECT_EQ(mismatches.load(), 0) << name;
+  }
 }
 
 TEST(TokenizerTest, CheckpointLookup) {
