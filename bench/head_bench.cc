@@ -289,7 +289,7 @@ int main(int argc, char** argv) {
   }
   struct QuantCase {
     std::string name;
-    const vocabd::QuantTypeInfo* info;
+    const vocabd::QuantTypeInfo* info = nullptr;
     std::vector<uint8_t> w;
     std::unique_ptr<vocabd::LmHead> head;
     double floor = 0;
@@ -297,6 +297,7 @@ int main(int argc, char** argv) {
   };
   std::vector<QuantCase> quants;
   for (const std::string& name : quant_names) {
+    if (name.empty()) continue;  // --quant "": none
     const vocabd::QuantTypeInfo* info = nullptr;
     for (uint32_t id = 0; id < 64 && info == nullptr; ++id) {
       const auto* i = vocabd::FindQuantTypeInfo(static_cast<vocabd::quant::GgmlType>(id));
@@ -306,7 +307,10 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "--quant: unknown or unserved ggml type '%s'\n", name.c_str());
       return 1;
     }
-    QuantCase q{name, info, RandomQuantHead(*info, v, d), nullptr};
+    QuantCase q;
+    q.name = name;
+    q.info = info;
+    q.w = RandomQuantHead(*info, v, d);
     q.head = QuantHead(q.w.data(), info->type, v, d);
     quants.push_back(std::move(q));
   }

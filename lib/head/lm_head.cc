@@ -207,6 +207,17 @@ int64_t LmHead::weight_bytes() const {
 int64_t LmHead::vocab_size() const { return impl_->options.vocab_size; }
 int64_t LmHead::hidden_size() const { return impl_->options.hidden_size; }
 int64_t LmHead::small_rows_max() const { return impl_->small_rows_max; }
+int64_t LmHead::DefaultSmallRowsMax(DType weights_dtype, bool amx) {
+  if (amx) return kDefaultAmxRowsMax;
+  const HeadKernelIsa isa = DetectHeadKernelIsa();
+  if (isa == HeadKernelIsa::kNone) return 0;
+  // AVX512_BF16 without AMX (AMD Zen 4/5 class): measured there.
+  if (isa == HeadKernelIsa::kAvx512Bf16 && !HeadKernelAmxAvailable()) {
+    return weights_dtype == DType::kBF16 ? kDefaultBf16NoAmxRowsMax : kDefaultF32NoAmxRowsMax;
+  }
+  return kDefaultSmallRowsMax;
+}
+
 std::optional<quant::GgmlType> LmHead::weights_quant() const {
   return impl_->options.weights_quant;
 }
@@ -338,7 +349,7 @@ absl::StatusOr<std::unique_ptr<LmHead>> LmHead::Create(const Options& options) {
     const bool usable = bf16 ? isa == HeadKernelIsa::kAvx512Bf16 : isa != HeadKernelIsa::kNone;
     impl->amx = usable && bf16 && options.allow_amx && kernel_env != "no-amx" &&
                 options.hidden_size % 32 == 0 && HeadKernelAmxAvailable();
-    const int64_t dflt = impl->amx ? kDefaultAmxRowsMax : kDefaultSmallRowsMax;
+    const int64_t dflt = DefaultSmallRowsMax(options.weights_dtype, impl->amx);
     const int64_t want = options.small_rows_max < 0 ? dflt : options.small_rows_max;
     impl->small_rows_max = usable ? want : 0;
     if (impl->small_rows_max == 0) impl->amx = false;

@@ -97,7 +97,8 @@ class LmHead {
     // (lib/quant/ggml_blocks.h), weights_dtype is ignored.
     std::optional<quant::GgmlType> weights_quant;
   };
-  // The measured crossovers against oneDNN's fixed-M primitives
+  // The measured crossovers against oneDNN's fixed-M primitives, per CPU
+  // feature set (DefaultSmallRowsMax)
   // (bench/head_bench --paths, Llama-3 head, 2 cores; README "Scoring
   // performance"): above them oneDNN is faster. F32 kernel vs
   // brg:avx512_core: 1.15x at 12 rows, 1.02x at 16, 0.88x at 24. AMX kernel
@@ -106,6 +107,18 @@ class LmHead {
   // oneDNN on AMX; measured only on an AMX machine).
   static constexpr int64_t kDefaultSmallRowsMax = 16;
   static constexpr int64_t kDefaultAmxRowsMax = 224;
+  // The same measurement on a CPU with AVX512_BF16 and no AMX (2-core AMD
+  // Zen 5 VM, heavily loaded, README "Scoring performance"): F32 kernel vs
+  // brg:avx512_core 0.89x at 8 rows, 0.81x at 16; the vdpbf16ps kernel vs
+  // brg:avx512_core_bf16 1.20x at 8, 0.94x at 16.
+  static constexpr int64_t kDefaultF32NoAmxRowsMax = 8;
+  static constexpr int64_t kDefaultBf16NoAmxRowsMax = 12;
+  // The crossover for this CPU's feature set (what small_rows_max = -1
+  // means): AMX (BF16 on tiles) kDefaultAmxRowsMax; AVX512_BF16 without
+  // AMX the two NoAmx values; AVX-512 without BF16 kDefaultSmallRowsMax
+  // (its F32 kernel and oneDNN's brg:avx512_core are the same instructions
+  // as on the AMX machine, where it was measured); no AVX-512 0 (oneDNN).
+  static int64_t DefaultSmallRowsMax(DType weights_dtype, bool amx);
   // Most rows in one oneDNN call (larger M runs in chunks of this many).
   static constexpr int64_t kFixedRowsMax = 256;
   // INVALID_ARGUMENT for null weights, non-positive sizes or a weights_dtype

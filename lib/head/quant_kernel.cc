@@ -58,7 +58,11 @@ const QuantTypeInfo* FindQuantTypeInfo(quant::GgmlType type) {
 }
 
 int64_t QuantActRowBytes(int64_t d) { return ActLayout(d).bytes; }
-int64_t QuantUnpackScratchBytes(int64_t d) { return UnpackLayout(d).bytes(); }
+int64_t QuantUnpackScratchBytes(int64_t d) {
+  const int64_t a = UnpackLayout(d).bytes();
+  const int64_t b = quant_kernel_internal::Avx512GemmScratchBytes(d);
+  return a > b ? a : b;
+}
 
 void QuantizeActivations(const float* x, int64_t rows, int64_t d, uint8_t* acts) {
   const ActLayout al(d);
@@ -69,24 +73,31 @@ void QuantizeActivations(const float* x, int64_t rows, int64_t d, uint8_t* acts)
     auto* dal = reinterpret_cast<float*>(row + al.dal);
     auto* da = reinterpret_cast<float*>(row + al.da);
     auto* qs16 = reinterpret_cast<float*>(row + al.qs16);
-    for (int64_t b = 0; b < d / 8; ++b) {
-      const float* xb = xr + 8 * b;
+    auto* qs32 = reinterpret_cast<float*>(row + al.qs32);
+    for (int64_t b = 0; b < d / 32; ++b) {
+      const float* xb = xr + 32 * b;
       float amax = 0.0f;
-      for (int i = 0; i < 8; ++i) amax = std::fmax(amax, std::fabs(xb[i]));
-      // As ggml quantize_row_q8_0 (on 8 values): da = amax / 127, codes
-      // round(x / da).
-      const float scale = amax / 127.0f;
-      const float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
-      int32_t isum = 0;
-      for (int i = 0; i < 8; ++i) {
+      bool finite = true;
+      for (int i = 0; i < 32; ++i) {
+        amax = std::fmax(amax, std::fabs(xb[i]));
+        finite = finite && std::isfinite(xb[i]);
+      }
+      // As ggml quantize_row_q8_0: da = amax / 127, codes round(x / da).
+      // A NaN or infinity makes the block's scale NaN (codes 0), so the
+      // row's logits come out NaN, as with F32 weights, not silently finite.
+      const float scale = finite ? amax / 127.0f : std::nanf("");
+      const float inv = finite && amax > 0.0f ? 127.0f / amax : 0.0f;
+      int32_t isum[2] = {0, 0};
+      for (int i = 0; i < 32; ++i) {
         const int q = static_cast<int>(std::nearbyint(xb[i] * inv));
-        aq[8 * b + i] = static_cast<int8_t>(q);
-        isum += q;
+        aq[32 * b + i] = static_cast<int8_t>(q);
+        isum[i / 16] += q;
       }
       da[b] = scale;
-      dal[2 * b] = dal[2 * b + 1] = scale;
-      if (b % 2 == 0) qs16[b / 2] = 0.0f;
-      qs16[b / 2] += scale * static_cast<float>(isum);
+      for (int l = 0; l < 8; ++l) dal[8 * b + l] = scale;
+      qs16[2 * b] = scale * static_cast<float>(isum[0]);
+      qs16[2 * b + 1] = scale * static_cast<float>(isum[1]);
+      qs32[b] = scale * static_cast<float>(isum[0] + isum[1]);
     }
   }
 }

@@ -8,15 +8,16 @@
 //   row v: [d:f16|qs:32 x i8][d:f16|qs:32 x i8] ... 128 blocks, 34 B each
 //   Q4_K:  [d|dmin|scales:12|qs:128] ... 16 super-blocks of 256, 144 B each
 //
-// Activations are quantized once per call, per row, in blocks of 8 values
-// the way ggml's Q8_0 does it for 32 (quantize_row_q8_0): da = max|x| / 127,
+// Activations are quantized once per call, per row, in blocks of 32 values
+// as ggml's Q8_0 (quantize_row_q8_0): da = max|x| / 127,
 // a = round(x / da), int8 in [-127, 127]. Per row:
 //
 //   aq   [d]      int8 codes a
 //   dal  [d / 4]  da of the block each group of 4 codes belongs to (one
 //                 float per 32-bit lane of an int8 dot product)
-//   da   [d / 8]  the block scales
-//   qs16 [d / 16] sum of da * sum(a) over each 16 values (quantized sums)
+//   da   [d / 32] the block scales
+//   qs16 [d / 16] da * sum(a) over each 16 values (quantized sums)
+//   qs32 [d / 32] the same over each block of 32
 //
 // Weights are unpacked, a few vocabulary rows at a time into an L1 buffer,
 // to one canonical form for every type: unsigned codes u in [0, 255] and a
@@ -40,8 +41,7 @@
 // so that one int8 dot product serves every type (u8 x s8: exactly what
 // vpdpbusd multiplies):
 //
-//   logit = sum_j  dw[j] * sum_{b in j} da[b] * sum_{k in b} u[k] a[k]
-//                                                   (int32 sums, exact)
+//   logit = sum_j  dw[j] * da[j / 2] * sum_{k in j} u[k] a[k]   (int32, exact)
 //         + sum_j  mw[j] * qs16[j]
 //
 // which equals sum_k w[k] * (da * a[k]) up to float rounding: the offset
@@ -49,11 +49,11 @@
 // and the error is that of the int8 activations alone, as in ggml's signed
 // dot products (the exact float sums were measured 3-4x worse on the golden
 // files: the error then is dw * sum(u e), u not centred). Activation blocks
-// of 8 (ggml: 32 for the legacy types, one scale per 256 (Q8_K) for the
-// k-quants) keep the error below ggml's for every type (blocks of 16 and 32
-// were measured: 32 equals ggml's Q8_0 error, 16 still lost to ggml on
-// Q5_0's file); they cost nothing in the VNNI paths, whose lane scales are
-// per 4 codes anyway.
+// of 32 are ggml's own for the legacy types (Q8_0 and IQ4_NL then give
+// ggml's error up to float rounding) and finer than its one scale per 256
+// (Q8_K) for the k-quants (about half ggml's error). Blocks of 8 were
+// measured 10-15% more accurate, but they cost the many-row kernel below a
+// scale multiply per 8 codes and row, which made it no faster than BF16.
 //
 // ISA paths (QuantKernelIsa), chosen at run time from the CPU's features:
 //   avx512vnni  zmm vpdpbusd: 64 codes per instruction, 16 int32 lanes of 4
@@ -63,9 +63,18 @@
 //   scalar      plain C++ (the reference every path is tested against)
 // The integer dot products are exact on every path; paths differ only in
 // the order of float sums (tested: <= 1e-5 of a row's largest |logit|).
-// Register tiles: up to 4 vocabulary rows x 4 input rows (more rows run as
-// groups over the same unpacked weights, which stay in L1); input rows are
-// taken in blocks of 64 so their quantized codes stay in L2.
+// The few-row kernel (every path; M < kGemmMinRows on avx512vnni): register
+// tiles of up to 4 vocabulary rows x 4 input rows (2 on ymm; more rows run
+// as groups over the same unpacked weights, which stay in L1); input rows
+// are taken in blocks of 64 so their quantized codes stay in L2.
+// The many-row kernel (avx512vnni, M >= kGemmMinRows; drawn in
+// quant_kernel_avx512vnni.cc): 16 vocabulary rows packed so that one zmm
+// holds the same 4 codes of all 16 rows, activations broadcast 4 codes at a
+// time, tiles of 16 vocabulary rows x 8 input rows, scales per 32 codes
+// (per 16 for Q2_K, Q3_K, Q6_K).
+//
+// A row's logits are bit-identical for every M on one kernel; the two
+// kernels differ by float summation order only.
 #ifndef VOCABD_LIB_HEAD_QUANT_KERNEL_H_
 #define VOCABD_LIB_HEAD_QUANT_KERNEL_H_
 
@@ -124,6 +133,10 @@ void KernelAvx2(const QuantTypeInfo&, const uint8_t*, int64_t, const uint8_t*, i
                 int64_t, float*, int64_t, uint8_t*);
 void KernelAvxVnni(const QuantTypeInfo&, const uint8_t*, int64_t, const uint8_t*, int64_t,
                    int64_t, int64_t, float*, int64_t, uint8_t*);
+// The AVX512-VNNI path runs the many-row kernel (vocabulary rows in the
+// lanes) from this many input rows on; below it the one described above.
+inline constexpr int64_t kGemmMinRows = 8;
+int64_t Avx512GemmScratchBytes(int64_t d);
 void KernelAvx512Vnni(const QuantTypeInfo&, const uint8_t*, int64_t, const uint8_t*, int64_t,
                       int64_t, int64_t, float*, int64_t, uint8_t*);
 }  // namespace quant_kernel_internal

@@ -2,7 +2,7 @@
 // without VNNI: per 16 codes, u and a widened to int16 (vpmovzxbw /
 // vpmovsxbw) and multiplied pairwise into 8 int32 lanes (vpmaddwd; u <= 255
 // and |a| <= 127 cannot overflow, unlike vpmaddubsw's saturating int16);
-// the 16 codes share one sub-block scale dw and two activation block scales.
+// the 16 codes share one sub-block scale dw and one activation scale da.
 // Compiled with -mavx2 -mfma; reached only when QuantKernelIsaSupported(kAvx2).
 #include <immintrin.h>
 
@@ -34,7 +34,6 @@ struct Avx2 {
     __m256 acc[R][MB];
     for (int r = 0; r < R; ++r)
       for (int m = 0; m < MB; ++m) acc[r][m] = _mm256_setzero_ps();
-    const __m256i idx = _mm256_set_epi32(1, 1, 1, 1, 0, 0, 0, 0);
     for (int64_t k = 0; k < d; k += 16) {
       __m256i wq[R];
       for (int r = 0; r < R; ++r)
@@ -42,10 +41,8 @@ struct Avx2 {
       for (int m = 0; m < MB; ++m) {
         const __m256i a =
             _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(t.act[m] + k)));
-        // Lanes 0-3 hold codes k..k+7 (activation block k/8), 4-7 the next 8.
-        const __m128 sa2 = _mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(
-            reinterpret_cast<const float*>(t.act[m] + al.da) + k / 8)));
-        const __m256 sa = _mm256_permutevar8x32_ps(_mm256_castps128_ps256(sa2), idx);
+        const __m256 sa =
+            _mm256_broadcast_ss(reinterpret_cast<const float*>(t.act[m] + al.da) + k / 32);
         for (int r = 0; r < R; ++r) {
           const __m256i p = _mm256_madd_epi16(wq[r], a);
           acc[r][m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p),

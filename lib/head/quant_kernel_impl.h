@@ -21,15 +21,16 @@ inline int64_t Round64(int64_t n) { return (n + 63) / 64 * 64; }
 inline int64_t Min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
 // One quantized activation row (see quant_kernel.h), byte offsets:
-//   [aq: d x i8][dal: d/4 x f32][da: d/8 x f32][qs16: d/16 x f32]
+//   [aq: d x i8][dal: d/4 x f32][da: d/32 x f32][qs16: d/16 x f32][qs32: d/32 x f32]
 // each part starting on a 64-byte boundary.
 struct ActLayout {
-  int64_t dal, da, qs16, bytes;
+  int64_t dal, da, qs16, qs32, bytes;
   explicit ActLayout(int64_t d) {
     dal = Round64(d);
     da = dal + Round64(d);
-    qs16 = da + Round64(d / 2);
-    bytes = qs16 + Round64(d / 4);
+    qs16 = da + Round64(d / 8);
+    qs32 = qs16 + Round64(d / 4);
+    bytes = qs32 + Round64(d / 8);
   }
 };
 

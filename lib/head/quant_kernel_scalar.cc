@@ -14,8 +14,7 @@ struct Scalar {
     UnpackRow(type, row, d, u, dw, mw);
   }
   static constexpr int kMaxMb = 1;
-  // Per (v, m): sum over sub-blocks of 16 of dw * (da * exact int dot of
-  // each activation block of 8),
+  // Per (v, m): sum over sub-blocks of 16 of dw * da * (exact int dot),
   // plus sum of mw * S, in index order.
   template <int R, int MB>
   static void Tile(const TileArgs& t) {
@@ -28,10 +27,9 @@ struct Scalar {
       for (int r = 0; r < R; ++r) {
         float acc = 0.0f, macc = 0.0f;
         for (int64_t j = 0; j < nj; ++j) {
-          int32_t dot[2] = {0, 0};
-          for (int i = 0; i < 16; ++i) dot[i / 8] += t.u[r][16 * j + i] * aq[16 * j + i];
-          acc += t.dw[r][j] * (da[2 * j] * static_cast<float>(dot[0]) +
-                               da[2 * j + 1] * static_cast<float>(dot[1]));
+          int32_t dot = 0;
+          for (int i = 0; i < 16; ++i) dot += t.u[r][16 * j + i] * aq[16 * j + i];
+          acc += t.dw[r][j] * da[j / 2] * static_cast<float>(dot);
           macc += t.mw[r][j] * sums[j];
         }
         t.out[m][r] = acc + macc;

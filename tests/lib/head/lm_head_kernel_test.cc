@@ -108,7 +108,7 @@ TEST(LmHeadKernelTest, ReportsTheSmallPathAndValidatesOptions) {
   EXPECT_EQ(off->small_rows_max(), 0);
   EXPECT_EQ(off->implementation().find("vocabd:"), std::string::npos) << off->implementation();
   if (HasF32Kernel()) {
-    EXPECT_EQ(dflt->small_rows_max(), LmHead::kDefaultSmallRowsMax);
+    EXPECT_EQ(dflt->small_rows_max(), LmHead::DefaultSmallRowsMax(DType::kF32, false));
     EXPECT_NE(dflt->implementation().find("vocabd:avx512"), std::string::npos)
         << dflt->implementation();
   } else {

@@ -87,7 +87,9 @@ TEST(ModelTest, ScoreAgreesWithLogSoftmax) {
 TEST(ModelTest, RowsScoredInParallelMatchEachRowAloneOnAnyThreadCount) {
   auto model = Load("bin", testing::Stories260KBin());
   ASSERT_NE(model, nullptr);
-  const int rows = static_cast<int>(LmHead::kDefaultSmallRowsMax);  // the kernel path
+  // The kernel path: this CPU's crossover (LmHead::DefaultSmallRowsMax).
+  const int64_t crossover = LmHead::DefaultSmallRowsMax(DType::kF32, false);
+  const int rows = static_cast<int>(crossover > 0 ? crossover : LmHead::kDefaultSmallRowsMax);
   ASSERT_LE(rows, model->lm_head().small_rows_max() > 0 ? model->lm_head().small_rows_max()
                                                          : int64_t{rows});
   const std::vector<float> h = Hidden(rows);
