@@ -7,7 +7,7 @@
 # Recommends of libdnnl-dev, so --no-install-recommends needs it spelled out.)
 # Build:  docker build -t vocabd:0.1.0 --build-arg VOCABD_GIT_SHA=$(git rev-parse --short=12 HEAD) .
 #         (or deploy/container-test.sh: buildah, no Docker engine)
-# Run:    docker run -p 50051:50051 -p 9090:9090 vocabd:0.1.0 [extra vocabd flags]
+# Run:    docker run -p 50051:50051 -p 8080:8080 -p 9090:9090 vocabd:0.1.0 [extra vocabd flags]
 # Flags come from VOCABD_* environment variables (defaults below) and from
 # CMD / `docker run ... <flags>`; a command-line flag wins over its env var.
 
@@ -49,6 +49,7 @@ LABEL org.opencontainers.image.title="vocabd" \
 ENV PATH=/opt/vocabd/bin:$PATH \
     VOCABD_LISTEN=0.0.0.0:50051 \
     VOCABD_METRICS_LISTEN=0.0.0.0:9090 \
+    VOCABD_HTTP_LISTEN=0.0.0.0:8080 \
     VOCABD_MODEL=stories260K=/opt/vocabd/models/stories260K/stories260K.bin \
     VOCABD_LOG_FORMAT=json \
     VOCABD_LOG_LEVEL=info \
@@ -56,8 +57,9 @@ ENV PATH=/opt/vocabd/bin:$PATH \
     OMP_NUM_THREADS=1
 USER 10001:10001
 WORKDIR /opt/vocabd
-# gRPC (vocabd.v1 + grpc.health.v1 + reflection) and Prometheus /metrics.
-EXPOSE 50051 9090
+# gRPC (vocabd.v1 + grpc.health.v1 + reflection), HTTP/JSON (POST /v1/<Service>/<Method>,
+# /healthz, /readyz, /metrics) and Prometheus /metrics.
+EXPOSE 50051 8080 9090
 # With TLS on, also set VOCABD_CA (and VOCABD_TLS_SERVER_NAME) for vocabctl.
 HEALTHCHECK --interval=10s --timeout=3s --start-period=5s --retries=3 \
   CMD ["/opt/vocabd/bin/vocabctl", "--timeout", "2000", "health"]

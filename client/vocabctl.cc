@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   RegisterServicesCommand(app, context);
   RegisterModelsCommand(app, context);
   RegisterEmbedCommand(app, context);
+  RegisterEmbedStreamCommand(app, context);
   RegisterLogitsCommand(app, context);
   RegisterScoreCommand(app, context);
   RegisterScoreStreamCommand(app, context);

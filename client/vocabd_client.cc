@@ -226,6 +226,32 @@ absl::StatusOr<std::vector<v1::ScoreResponse>> VocabdClient::ScoreStream(
   return responses;
 }
 
+absl::StatusOr<std::vector<v1::EmbedResponse>> VocabdClient::EmbedStream(
+    const std::vector<v1::EmbedRequest>& requests) {
+  grpc::ClientContext context;
+  PrepareContext(&context);
+  std::unique_ptr<grpc::ClientReaderWriter<v1::EmbedRequest, v1::EmbedResponse>> stream =
+      embedding_->EmbedStream(&context);
+  // A failed write means the stream is broken; Finish() has the reason.
+  std::thread writer([&stream, &requests]() {
+    for (const v1::EmbedRequest& request : requests) {
+      if (!stream->Write(request)) return;
+    }
+    stream->WritesDone();
+  });
+  std::vector<v1::EmbedResponse> responses;
+  v1::EmbedResponse response;
+  while (stream->Read(&response)) responses.push_back(std::move(response));
+  writer.join();
+  grpc::Status status = stream->Finish();
+  if (!status.ok()) return FromGrpcStatus(status);
+  if (responses.size() != requests.size()) {
+    return absl::InternalError(absl::StrCat("EmbedStream answered ", responses.size(),
+                                            " responses to ", requests.size(), " requests"));
+  }
+  return responses;
+}
+
 absl::StatusOr<v1::ApplyRopeResponse> VocabdClient::ApplyRope(
     const v1::ApplyRopeRequest& request) {
   return Unary(position_.get(), &v1::PositionService::Stub::ApplyRope, request,

@@ -63,6 +63,11 @@ class VocabdClient {
   // Returns when the model's in-flight calls have ended and it is freed.
   absl::StatusOr<v1::UnloadModelResponse> UnloadModel(const std::string& name);
   absl::StatusOr<v1::EmbedResponse> Embed(const v1::EmbedRequest& request);
+  // EmbeddingService/EmbedStream: every request on one bidirectional stream
+  // (written from a writer thread), the responses in order, one per request;
+  // the stream's status if it ends with an error (`requests[i]: ` prefix).
+  absl::StatusOr<std::vector<v1::EmbedResponse>> EmbedStream(
+      const std::vector<v1::EmbedRequest>& requests);
   absl::StatusOr<v1::ComputeLogitsResponse> ComputeLogits(const v1::ComputeLogitsRequest& request);
   absl::StatusOr<v1::ScoreResponse> Score(const v1::ScoreRequest& request);
   // ScoringService/ScoreStream: sends every request on one bidirectional

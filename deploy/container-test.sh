@@ -32,6 +32,7 @@ VERSION=$(sed -n 's/^project(vocabd VERSION \([0-9.]*\).*/\1/p' "$ROOT/CMakeList
 IMAGE="${VOCABD_IMAGE:-localhost/vocabd:$VERSION}"
 PORT="${VOCABD_CONTAINER_PORT:-50151}"
 METRICS_PORT="${VOCABD_CONTAINER_METRICS_PORT:-9190}"
+HTTP_PORT="${VOCABD_CONTAINER_HTTP_PORT:-8180}"
 VOCABCTL="$BUILD_DIR/client/vocabctl"
 ISO=(--isolation chroot)
 
@@ -140,7 +141,7 @@ checks = {
     "entrypoint": (c.get("Entrypoint"), ["/opt/vocabd/bin/vocabd"]),
     "healthcheck": ((c.get("Healthcheck") or {}).get("Test"),
                     ["CMD", "/opt/vocabd/bin/vocabctl", "--timeout", "2000", "health"]),
-    "exposed ports": (sorted(c.get("ExposedPorts") or {}), ["50051/tcp", "9090/tcp"]),
+    "exposed ports": (sorted(c.get("ExposedPorts") or {}), ["50051/tcp", "8080/tcp", "9090/tcp"]),
     "version label": ((c.get("Labels") or {}).get("org.opencontainers.image.version"), sys.argv[2]),
 }
 bad = [f"{k}: {got!r} != {want!r}" for k, (got, want) in checks.items() if got != want]
@@ -178,7 +179,7 @@ cleanup() {
 trap cleanup EXIT
 buildah run "${ISO[@]}" --network host --user 10001:10001 "$ctr" -- \
   /opt/vocabd/bin/vocabd --listen "127.0.0.1:$PORT" --metrics-listen "127.0.0.1:$METRICS_PORT" \
-  >"$WORK/vocabd.log" 2>&1 &
+  --http-listen "127.0.0.1:$HTTP_PORT" >"$WORK/vocabd.log" 2>&1 &
 run_pid=$!
 for _ in $(seq 1 100); do
   "$VOCABCTL" --target "127.0.0.1:$PORT" --timeout 1000 health >/dev/null 2>&1 && break
@@ -193,6 +194,20 @@ import sys, urllib.request
 body = urllib.request.urlopen(f"http://127.0.0.1:{sys.argv[1]}/metrics", timeout=5).read().decode()
 assert 'vocabd_requests_total{method="/vocabd.v1.EmbeddingService/Embed",code="OK"} 1' in body, body
 print([l for l in body.splitlines() if l.startswith("vocabd_build_info")][0])
+PY
+
+step "from outside: HTTP/JSON GET /readyz, POST /v1/EmbeddingService/Embed"
+/usr/bin/python3 - "$HTTP_PORT" <<'PY'
+import json, sys, urllib.request
+base = f"http://127.0.0.1:{sys.argv[1]}"
+ready = json.load(urllib.request.urlopen(base + "/readyz", timeout=5))
+assert ready["status"] == "READY", ready
+req = urllib.request.Request(base + "/v1/EmbeddingService/Embed?tensors=values",
+                             data=b'{"sequences": [{"tokenIds": [1, 403, 407]}]}',
+                             headers={"Content-Type": "application/json"})
+out = json.load(urllib.request.urlopen(req, timeout=5))
+assert out["embeddings"]["shape"] == ["3", "64"] and len(out["embeddings"]["values"]) == 192, out
+print("HTTP Embed ok:", out["embeddings"]["shape"])
 PY
 
 step "inside: the HEALTHCHECK command"

@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "lib/core/happens_before.h"
@@ -81,7 +82,15 @@ class CallInterceptor final : public grpc::experimental::Interceptor {
       }
     }
     if (id.empty()) id = tracker_->NextRequestId();
-    const std::string peer = context != nullptr ? context->peer() : "";
+    std::string peer = context != nullptr ? context->peer() : "";
+    if (context != nullptr && (peer == "unknown" || absl::StartsWith(peer, "inproc"))) {
+      // Calls of the HTTP/JSON gateway (server/http_gateway.h), the only
+      // in-process client (gRPC names no peer for it); it names the HTTP client.
+      const auto& metadata = context->client_metadata();
+      if (auto it = metadata.find("x-vocabd-http-peer"); it != metadata.end()) {
+        peer = "http:" + std::string(it->second.data(), it->second.size());
+      }
+    }
     const std::string rpc =
         method_.empty() ? std::string("unknown") : method_.substr(1);  // drop leading '/'
     // Client text (id, model, error) goes into fields, never into the

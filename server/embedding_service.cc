@@ -5,16 +5,17 @@
 #include "absl/strings/str_cat.h"
 #include "proto/tensor_codec.h"
 #include "lib/core/dtype.h"
+#include "lib/core/happens_before.h"
 #include "lib/core/shape.h"
 #include "lib/core/status_macros.h"
 #include "server/call_tracker.h"
+#include "server/embed_stream_reactor.h"
 #include "server/grpc_status.h"
 #include "server/handler_guard.h"
 #include "lib/serving/request_memory.h"
 #include "server/output_dtype.h"
 #include "server/proto_convert.h"
 #include "server/response_size.h"
-#include "server/unimplemented.h"
 
 namespace vocabd {
 
@@ -85,8 +86,9 @@ absl::Status EmbeddingServiceImpl::DoEmbed(const v1::EmbedRequest& request,
 
 grpc::ServerBidiReactor<v1::EmbedRequest, v1::EmbedResponse>* EmbeddingServiceImpl::EmbedStream(
     grpc::CallbackServerContext* context) {
-  return new UnimplementedBidiReactor<v1::EmbedRequest, v1::EmbedResponse>(
-      "EmbedStream is not implemented yet (streaming issue); use Embed");
+  auto* reactor = new EmbedStreamReactor(this, context);
+  HappensBefore(reactor);  // gRPC runs its callbacks on other threads
+  return reactor;
 }
 
 }  // namespace vocabd

@@ -1,5 +1,6 @@
 // vocabd.v1.EmbeddingService. Lookup is cheap: it runs inline on the
-// reactor thread.
+// reactor thread (Embed, and each request of EmbedStream:
+// server/embed_stream_reactor.h).
 #ifndef VOCABD_SERVER_EMBEDDING_SERVICE_H_
 #define VOCABD_SERVER_EMBEDDING_SERVICE_H_
 
@@ -20,6 +21,7 @@ class EmbeddingServiceImpl final : public v1::EmbeddingService::CallbackService 
       grpc::CallbackServerContext* context) override;
 
  private:
+  friend class EmbedStreamReactor;  // answers each stream request with DoEmbed
   absl::Status DoEmbed(const v1::EmbedRequest& request, v1::EmbedResponse* response);
   ServiceContext context_;
 };

@@ -108,6 +108,11 @@ int main(int argc, char** argv) {
                  "Prometheus /metrics HTTP address host:port (empty = off)")
       ->capture_default_str()
       ->envname("VOCABD_METRICS_LISTEN");
+  app.add_option("--http-listen", options.http_listen,
+                 "HTTP/JSON address host:port: POST /v1/<Service>/<Method>, /healthz, /readyz, "
+                 "/metrics; same TLS/token/limits as gRPC (empty = off)")
+      ->capture_default_str()
+      ->envname("VOCABD_HTTP_LISTEN");
   app.add_option("--max-tokens-per-request", options.max_tokens_per_request,
                  "Largest request in tokens/rows; more = RESOURCE_EXHAUSTED (0 = no limit)")
       ->capture_default_str()

@@ -108,6 +108,10 @@ class ConnectionThreads final : public httplib::TaskQueue {
 
 }  // namespace
 
+httplib::TaskQueue* NewConnectionThreads(size_t max_threads) {
+  return new ConnectionThreads(max_threads);
+}
+
 absl::Status SplitHostPort(const std::string& address, const std::string& flag,
                            std::string* host, int* port) {
   const size_t colon = address.rfind(':');

@@ -30,6 +30,7 @@
 
 namespace httplib {
 class Server;
+class TaskQueue;
 }
 
 namespace vocabd {
@@ -61,6 +62,11 @@ class MetricsHttpServer {
   std::thread thread_;
   int port_ = 0;
 };
+
+// The thread-per-connection task queue described above (up to `max_threads`
+// threads), for httplib::Server::new_task_queue; also used by the HTTP/JSON
+// gateway (server/http_gateway.h).
+httplib::TaskQueue* NewConnectionThreads(size_t max_threads);
 
 // Splits "host:port" / "[v6]:port"; INVALID_ARGUMENT naming `flag`.
 absl::Status SplitHostPort(const std::string& address, const std::string& flag,

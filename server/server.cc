@@ -2,6 +2,7 @@
 
 #include <condition_variable>
 #include <mutex>
+#include <thread>
 
 #include <grpcpp/ext/health_check_service_server_builder_option.h>
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
@@ -20,6 +21,7 @@
 #include "server/embedding_service.h"
 #include "server/health_service.h"
 #include "server/logging.h"
+#include "server/http_gateway.h"
 #include "server/metrics_http.h"
 #include "server/model_service.h"
 #include "server/position_service.h"
@@ -114,6 +116,11 @@ absl::Status VocabdServer::Options::Validate() const {
     RETURN_IF_ERROR(http_options.Validate());
   }
   RETURN_IF_ERROR(security.Validate());
+  if (!http_listen.empty()) {
+    std::string host;
+    int port = 0;
+    RETURN_IF_ERROR(SplitHostPort(http_listen, "--http-listen", &host, &port));
+  }
   CallTracker::Options tracker_options;
   tracker_options.max_tokens_per_request = max_tokens_per_request;
   tracker_options.max_concurrent_requests = max_concurrent_requests;
@@ -139,6 +146,8 @@ struct VocabdServer::Impl {
   // streams, see server/health_service.h).
   std::unique_ptr<HealthService> health_service;
   std::unique_ptr<grpc::Server> server;
+  // After the server: destroyed first (its handlers call the server).
+  std::unique_ptr<HttpGateway> http_gateway;
   int port = 0;
 
   std::mutex mu;
@@ -313,6 +322,37 @@ absl::StatusOr<std::unique_ptr<VocabdServer>> VocabdServer::Create(const Options
     spdlog::info("metrics on http://{}:{}/metrics (port {})", listen.substr(0, listen.rfind(':')),
                  impl->metrics_http->port(), impl->metrics_http->port());
   }
+  if (!options.http_listen.empty()) {
+    // The gateway calls this server in process (see server/http_gateway.h):
+    // the server's own limits apply, the channel adds none.
+    grpc::ChannelArguments args;
+    args.SetMaxReceiveMessageSize(-1);
+    args.SetMaxSendMessageSize(-1);
+    HttpGateway::Options http_options;
+    http_options.listen_address = options.http_listen;
+    http_options.security = options.security;
+    // JSON is larger than the binary message (base64 4/3, number arrays
+    // ~3x); the gRPC server then holds the decoded request to its limit.
+    http_options.max_body_bytes = static_cast<size_t>(options.max_receive_message_bytes) * 4;
+    http_options.ready = [registry = &impl->registry]() -> absl::StatusOr<std::string> {
+      ASSIGN_OR_RETURN(std::shared_ptr<const Model> model, registry->Get(""));
+      return model->name();
+    };
+    auto gateway = HttpGateway::Create(http_options, impl->server->InProcessChannel(args),
+                                       impl->metrics.get());
+    if (!gateway.ok()) {
+      impl->health_service->Shutdown();
+      impl->server->Shutdown();
+      impl->pool->Shutdown();
+      return gateway.status();
+    }
+    impl->http_gateway = std::move(*gateway);
+    const std::string& listen = options.http_listen;
+    spdlog::info("HTTP/JSON on {}://{}:{}/v1/<Service>/<Method> (port {})",
+                 impl->http_gateway->tls() ? "https" : "http",
+                 listen.substr(0, listen.rfind(':')), impl->http_gateway->port(),
+                 impl->http_gateway->port());
+  }
   for (const char* name : kServiceNames) impl->health_service->SetServingStatus(name, true);
   impl->registry.set_on_change([impl = impl.get()] { impl->UpdateHealth(); });
   {
@@ -334,6 +374,10 @@ std::shared_ptr<grpc::Channel> VocabdServer::InProcessChannel() const {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(-1);
   return impl_->server->InProcessChannel(args);
+}
+
+int VocabdServer::http_port() const {
+  return impl_->http_gateway ? impl_->http_gateway->port() : 0;
 }
 
 int VocabdServer::metrics_port() const {
@@ -364,9 +408,18 @@ void VocabdServer::Shutdown() {
   // that update and then end, so they do not hold the drain below (which
   // waits for every open call).
   impl_->health_service->Shutdown();
+  // HTTP: /readyz turns 503, the listener closes and the requests in
+  // progress finish (their in-process calls drain with the gRPC ones below,
+  // which cancels them at the drain deadline), concurrently with gRPC.
+  std::thread http_stop;
+  if (impl_->http_gateway) {
+    impl_->http_gateway->StartDraining();
+    http_stop = std::thread([gateway = impl_->http_gateway.get()] { gateway->Stop(); });
+  }
   impl_->server->Shutdown(std::chrono::system_clock::now() + impl_->options.drain_timeout);
   impl_->pool->Shutdown();
   impl_->server->Wait();
+  if (http_stop.joinable()) http_stop.join();
   if (impl_->metrics_http) impl_->metrics_http->Stop();
   spdlog::info("vocabd stopped");
   {

@@ -56,6 +56,10 @@ class VocabdServer {
     // Prometheus /metrics HTTP address host:port; empty = no HTTP listener
     // (metrics are still collected, see metrics()).
     std::string metrics_listen;
+    // HTTP/JSON front door (server/http_gateway.h) host:port: every unary
+    // RPC at POST /v1/<Service>/<Method>, /healthz, /readyz, /metrics, with
+    // the TLS, token, limits, logging and metrics of gRPC; empty = off.
+    std::string http_listen;
     // TLS / mTLS / bearer-token auth (server/transport_security.h).
     TransportSecurityOptions security;
     // Request limits (server/call_tracker.h); 0 = no limit.
@@ -81,6 +85,8 @@ class VocabdServer {
   std::string target() const;
   // The bound /metrics port (0 when metrics_listen is empty).
   int metrics_port() const;
+  // The bound HTTP/JSON port (0 when http_listen is empty).
+  int http_port() const;
   // The server's metrics (never null).
   Metrics& metrics() const;
   // A channel to the server that bypasses the network (for in-process

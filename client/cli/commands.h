@@ -23,6 +23,7 @@ void RegisterUnloadCommand(CLI::App& app, CommandContext& context);
 
 // client/cli/embed_command.cc: `embed --ids ...`.
 void RegisterEmbedCommand(CLI::App& app, CommandContext& context);
+void RegisterEmbedStreamCommand(CLI::App& app, CommandContext& context);
 
 // client/cli/logits_command.cc: `logits SOURCE`.
 void RegisterLogitsCommand(CLI::App& app, CommandContext& context);

@@ -114,6 +114,8 @@ class K8sManifestsTest(unittest.TestCase):
         self.assertEqual(port_of(self.docker["env"]["VOCABD_METRICS_LISTEN"]), self.ports["metrics"])
         self.assertEqual(port_of(self.config["VOCABD_LISTEN"]), self.ports["grpc"])
         self.assertEqual(port_of(self.config["VOCABD_METRICS_LISTEN"]), self.ports["metrics"])
+        self.assertEqual(port_of(self.docker["env"]["VOCABD_HTTP_LISTEN"]), self.ports["http"])
+        self.assertEqual(port_of(self.config["VOCABD_HTTP_LISTEN"]), self.ports["http"])
         ann = self.pod["metadata"]["annotations"]
         self.assertEqual(int(ann["prometheus.io/port"]), self.ports["metrics"])
 

@@ -550,6 +550,34 @@ TEST(LoggingTest, ClientTextIsQuotedInTextLogs) {
   while (std::getline(in, line)) {
     EXPECT_NE(line.rfind("{", 0), 0u) << "a forged line: " << line;
   }
+// The vocabd binary with --http-listen: an HTTP call is logged like a gRPC
+// call (its X-Request-Id as the id, the HTTP client as the peer), and
+// SIGTERM still drains and exits 0.
+TEST(LoggingTest, HttpCallsAreLoggedLikeGrpcCalls) {
+  VocabdProcess vocabd(
+      {"--log-level", "debug", "--log-format", "json", "--http-listen", "127.0.0.1:0"});
+  ASSERT_NE(vocabd.port(), 0) << vocabd.log();
+  std::smatch m;
+  const std::string startup = vocabd.log();
+  ASSERT_TRUE(std::regex_search(startup, m, std::regex("HTTP/JSON on http://[^ ]+ \\(port ([0-9]+)\\)")))
+      << startup;
+  httplib::Client http("127.0.0.1", std::stoi(m[1]));
+  auto res = http.Post("/v1/EmbeddingService/Embed", {{"X-Request-Id", "http-7"}},
+                       R"({"sequences": [{"tokenIds": [1, 403]}]})", "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200) << res->body;
+  std::chrono::milliseconds took{0};
+  ASSERT_EQ(vocabd.TerminateAndWait(std::chrono::seconds(20), &took), 0);
+  bool saw = false;
+  for (const nlohmann::json& line : JsonLines(vocabd.log())) {
+    if (line.value("id", "") != "http-7") continue;
+    saw = true;
+    EXPECT_EQ(line["rpc"], "vocabd.v1.EmbeddingService/Embed");
+    EXPECT_EQ(line["rows"], "2");
+    EXPECT_EQ(line["status"], "OK");
+    EXPECT_THAT(line.value("peer", ""), ::testing::StartsWith("http:127.0.0.1:")) << line.dump();
+  }
+  EXPECT_TRUE(saw) << vocabd.log();
 }
 
 TEST(LoggingTest, TextFormatAtInfoHasNoRequestLines) {

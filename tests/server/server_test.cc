@@ -17,7 +17,6 @@ namespace vocabd::testing {
 namespace {
 
 using ::testing::Contains;
-using ::testing::HasSubstr;
 
 constexpr int64_t kVocab = 512;
 constexpr int64_t kHidden = 64;
@@ -371,18 +370,6 @@ TEST_F(ServerIntegrationTest, ApplyRopeLayoutsAgree) {
   auto ka = *DecodeFloatTensor(a->k(), "k");
   EXPECT_EQ(to_bshd(ka, hk), *DecodeFloatTensor(b->k(), "k"));
   EXPECT_EQ(to_bshd(ka, hk), *DecodeFloatTensor(c->k(), "k"));
-}
-
-TEST_F(ServerIntegrationTest, LaterIssueRpcsAnswerUnimplementedWithAMessage) {
-  // (GetRopeCache and the other PositionService RPCs: tests/server/position_service_test.cc.)
-  grpc::ClientContext ctx2;
-  auto embed_stub = v1::EmbeddingService::NewStub(client().channel());
-  auto stream = embed_stub->EmbedStream(&ctx2);
-  v1::EmbedResponse r;
-  EXPECT_FALSE(stream->Read(&r));
-  grpc::Status stream_status = stream->Finish();
-  EXPECT_EQ(stream_status.error_code(), grpc::StatusCode::UNIMPLEMENTED);
-  EXPECT_THAT(stream_status.error_message(), HasSubstr("not implemented yet"));
 }
 
 }  // namespace

@@ -223,6 +223,32 @@ TEST_F(VocabdProcessTest, VocabctlPositionCommands) {
   }
 }
 
+// embed-stream sends one request per --ids on one stream and answers each
+// exactly as `embed` answers the same ids alone; a bad id ends the stream
+// naming the request.
+TEST_F(VocabdProcessTest, VocabctlEmbedStreamMatchesEmbed) {
+  auto [code, out] =
+      RunCommand(Vocabctl("--json embed-stream --ids 1,403,407 --ids 5 --dtype bf16"));
+  ASSERT_EQ(code, 0) << out;
+  const nlohmann::json stream = nlohmann::json::parse(out)["responses"];
+  ASSERT_EQ(stream.size(), 2u) << out;
+  const std::vector<std::string> ids = {"1,403,407", "5"};
+  for (size_t i = 0; i < ids.size(); ++i) {
+    auto [embed_code, embed_out] = RunCommand(Vocabctl("--json embed --dtype bf16 --ids " + ids[i]));
+    ASSERT_EQ(embed_code, 0) << embed_out;
+    const nlohmann::json alone = nlohmann::json::parse(embed_out);
+    EXPECT_EQ(stream[i]["shape"], alone["shape"]);
+    EXPECT_EQ(stream[i]["dtype"], "BF16");
+    EXPECT_EQ(stream[i]["embeddings"], alone["embeddings"]) << i;
+  }
+  auto [text_code, text] = RunCommand(Vocabctl("embed-stream --ids 1,403 --ids 5 --show 2"));
+  ASSERT_EQ(text_code, 0) << text;
+  EXPECT_THAT(text, ::testing::HasSubstr("response 1 (--ids 5):\nmodel: stories260K"));
+  auto [bad_code, bad_out] = RunCommand(Vocabctl("embed-stream --ids 1 --ids 5,9999 2>&1"));
+  EXPECT_EQ(bad_code, 1) << bad_out;
+  EXPECT_THAT(bad_out, ::testing::HasSubstr("INVALID_ARGUMENT: requests[1]: "));
+}
+
 // score-stream sends one request per --from-ids on one stream and answers
 // each exactly as `score` answers the same request alone.
 TEST_F(VocabdProcessTest, VocabctlScoreStreamMatchesScore) {

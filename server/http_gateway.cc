@@ -1,0 +1,364 @@
+#include "server/http_gateway.h"
+
+#include <httplib.h>
+#include <openssl/crypto.h>
+#include <sys/socket.h>
+
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <utility>
+
+#include <google/protobuf/descriptor.h>
+#include <google/protobuf/dynamic_message.h>
+#include <google/protobuf/message.h>
+#include <grpcpp/generic/generic_stub.h>
+#include <grpcpp/support/byte_buffer.h>
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/match.h"
+#include "server/http_json.h"
+#include "server/metrics_http.h"
+
+namespace vocabd {
+namespace {
+
+constexpr char kPackage[] = "vocabd.v1.";
+constexpr char kJson[] = "application/json";
+
+std::string CodeName(grpc::StatusCode code) {
+  return absl::StatusCodeToString(static_cast<absl::StatusCode>(code));
+}
+
+void SendError(httplib::Response& res, grpc::StatusCode code, const std::string& message,
+               int http_status = 0) {
+  nlohmann::json body = {{"code", CodeName(code)}, {"message", message}};
+  res.status = http_status != 0 ? http_status : HttpStatusFor(code);
+  res.set_content(body.dump() + "\n", kJson);
+}
+
+void SendError(httplib::Response& res, const absl::Status& status) {
+  SendError(res, static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
+}
+
+// The unary RPCs of the registered vocabd.v1 services, for error messages.
+std::string UnaryRpcList() {
+  const auto* pool = google::protobuf::DescriptorPool::generated_pool();
+  std::string out;
+  for (const char* service : {"ModelService", "EmbeddingService", "ScoringService",
+                              "PositionService", "TokenizerService"}) {
+    const auto* s = pool->FindServiceByName(absl::StrCat(kPackage, service));
+    if (s == nullptr) continue;
+    for (int i = 0; i < s->method_count(); ++i) {
+      const auto* m = s->method(i);
+      if (m->client_streaming() || m->server_streaming()) continue;
+      absl::StrAppend(&out, out.empty() ? "" : ", ", "/v1/", service, "/", m->name());
+    }
+  }
+  return out;
+}
+
+grpc::ByteBuffer ToByteBuffer(const std::string& bytes) {
+  grpc::Slice slice(bytes);
+  return grpc::ByteBuffer(&slice, 1);
+}
+
+bool FromByteBuffer(const grpc::ByteBuffer& buffer, google::protobuf::Message* message) {
+  std::vector<grpc::Slice> slices;
+  if (!buffer.Dump(&slices).ok()) return false;
+  std::string bytes;
+  bytes.reserve(buffer.Length());
+  for (const grpc::Slice& s : slices) {
+    bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
+  }
+  return message->ParseFromString(bytes);
+}
+
+bool WantsTensorValues(const httplib::Request& req) {
+  return req.get_param_value("tensors") == "values" ||
+         absl::EqualsIgnoreCase(req.get_header_value("X-Vocabd-Tensors"), "values");
+}
+
+}  // namespace
+
+int HttpStatusFor(grpc::StatusCode code) {
+  switch (code) {
+    case grpc::StatusCode::OK: return 200;
+    case grpc::StatusCode::CANCELLED: return 499;
+    case grpc::StatusCode::INVALID_ARGUMENT:
+    case grpc::StatusCode::FAILED_PRECONDITION:
+    case grpc::StatusCode::OUT_OF_RANGE: return 400;
+    case grpc::StatusCode::UNAUTHENTICATED: return 401;
+    case grpc::StatusCode::PERMISSION_DENIED: return 403;
+    case grpc::StatusCode::NOT_FOUND: return 404;
+    case grpc::StatusCode::ALREADY_EXISTS:
+    case grpc::StatusCode::ABORTED: return 409;
+    case grpc::StatusCode::RESOURCE_EXHAUSTED: return 429;
+    case grpc::StatusCode::UNIMPLEMENTED: return 501;
+    case grpc::StatusCode::UNAVAILABLE: return 503;
+    case grpc::StatusCode::DEADLINE_EXCEEDED: return 504;
+    default: return 500;  // UNKNOWN, INTERNAL, DATA_LOSS
+  }
+}
+
+struct HttpGateway::State {
+  std::shared_ptr<grpc::Channel> channel;
+  std::unique_ptr<grpc::GenericStub> stub;
+  Metrics* metrics = nullptr;
+  std::vector<std::string> tokens;  // empty = no token auth
+  std::function<absl::StatusOr<std::string>()> ready;
+  std::atomic<bool> draining{false};
+
+  // Empty when the request may pass, else the refusal message.
+  std::string CheckToken(const httplib::Request& req) const {
+    if (tokens.empty()) return "";
+    if (!req.has_header("Authorization")) {
+      return "missing Authorization header: send 'Authorization: Bearer <token>'";
+    }
+    const std::string value = req.get_header_value("Authorization");
+    constexpr char kBearer[] = "Bearer ";
+    if (!absl::StartsWith(value, kBearer)) {
+      return "Authorization header must have the form 'Bearer <token>'";
+    }
+    const std::string token = value.substr(sizeof(kBearer) - 1);
+    bool match = false;
+    for (const std::string& allowed : tokens) {
+      // Constant time for equal lengths; lengths are not secret.
+      if (allowed.size() == token.size() &&
+          CRYPTO_memcmp(allowed.data(), token.data(), token.size()) == 0) {
+        match = true;
+      }
+    }
+    return match ? "" : "bearer token is not accepted";
+  }
+
+  // Token check for the paths that need it; refusals are answered and
+  // counted (as the gRPC token processor counts its refusals).
+  bool Refused(const httplib::Request& req, httplib::Response& res, const std::string& method,
+               std::chrono::steady_clock::time_point start) const {
+    const std::string refusal = CheckToken(req);
+    if (refusal.empty()) return false;
+    if (!method.empty()) {
+      metrics->RecordRequest(
+          Metrics::MethodLabel(method), "UNAUTHENTICATED",
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    }
+    res.set_header("WWW-Authenticate", "Bearer");
+    SendError(res, grpc::StatusCode::UNAUTHENTICATED, refusal);
+    return true;
+  }
+
+  void Rpc(const httplib::Request& req, httplib::Response& res) {
+    const auto start = std::chrono::steady_clock::now();
+    const std::string service = req.matches[1];
+    const std::string method_name = req.matches[2];
+    const std::string method = absl::StrCat("/", kPackage, service, "/", method_name);
+    const auto* pool = google::protobuf::DescriptorPool::generated_pool();
+    const auto* service_desc = pool->FindServiceByName(absl::StrCat(kPackage, service));
+    const auto* method_desc =
+        service_desc == nullptr ? nullptr : service_desc->FindMethodByName(method_name);
+    if (method_desc == nullptr) {
+      SendError(res, grpc::StatusCode::NOT_FOUND,
+                absl::StrCat("no RPC ", method.substr(1), "; unary RPCs: ", UnaryRpcList()));
+      return;
+    }
+    if (Refused(req, res, method, start)) return;
+    if (method_desc->client_streaming() || method_desc->server_streaming()) {
+      SendError(res, grpc::StatusCode::UNIMPLEMENTED,
+                absl::StrCat(method.substr(1),
+                             " is a streaming RPC: gRPC only (use the unary RPC over HTTP)"));
+      return;
+    }
+    auto* factory = google::protobuf::MessageFactory::generated_factory();
+    const google::protobuf::Message* in_proto = factory->GetPrototype(method_desc->input_type());
+    const google::protobuf::Message* out_proto =
+        factory->GetPrototype(method_desc->output_type());
+    if (in_proto == nullptr || out_proto == nullptr) {
+      SendError(res, grpc::StatusCode::INTERNAL, "no message type for " + method);
+      return;
+    }
+    std::unique_ptr<google::protobuf::Message> request(in_proto->New());
+    std::unique_ptr<google::protobuf::Message> response(out_proto->New());
+    if (absl::Status s = JsonToMessage(req.body, request.get()); !s.ok()) {
+      SendError(res, s);
+      return;
+    }
+    grpc::ClientContext context;
+    if (req.has_header("X-Request-Id")) {
+      context.AddMetadata("x-request-id", req.get_header_value("X-Request-Id"));
+    }
+    context.AddMetadata("x-vocabd-http-peer",
+                        absl::StrCat(req.remote_addr, ":", req.remote_port));
+    if (req.has_header("X-Vocabd-Timeout-Ms")) {
+      int64_t ms = 0;
+      if (!absl::SimpleAtoi(req.get_header_value("X-Vocabd-Timeout-Ms"), &ms) || ms <= 0) {
+        SendError(res, grpc::StatusCode::INVALID_ARGUMENT,
+                  absl::StrCat("X-Vocabd-Timeout-Ms = '", req.get_header_value("X-Vocabd-Timeout-Ms"),
+                               "' must be a positive number of milliseconds"));
+        return;
+      }
+      context.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(ms));
+    }
+    const grpc::ByteBuffer request_bytes = ToByteBuffer(request->SerializeAsString());
+    grpc::ByteBuffer response_bytes;
+    std::promise<grpc::Status> done;
+    stub->UnaryCall(&context, method, grpc::StubOptions(), &request_bytes, &response_bytes,
+                    [&done](grpc::Status status) { done.set_value(std::move(status)); });
+    const grpc::Status status = done.get_future().get();
+    if (!status.ok()) {
+      SendError(res, status.error_code(), status.error_message());
+      return;
+    }
+    if (!FromByteBuffer(response_bytes, response.get())) {
+      SendError(res, grpc::StatusCode::INTERNAL, "cannot parse the response of " + method);
+      return;
+    }
+    absl::StatusOr<std::string> json = MessageToJson(*response, WantsTensorValues(req));
+    if (!json.ok()) {
+      SendError(res, json.status());
+      return;
+    }
+    res.status = 200;
+    res.set_content(*json + "\n", kJson);
+  }
+};
+
+absl::Status HttpGateway::Options::Validate() const {
+  std::string host;
+  int port = 0;
+  if (absl::Status s = SplitHostPort(listen_address, "--http-listen", &host, &port); !s.ok()) {
+    return s;
+  }
+  if (max_body_bytes < 1024) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("HTTP max_body_bytes = ", max_body_bytes, " must be >= 1024"));
+  }
+  if (!ready) return absl::InvalidArgumentError("HttpGateway::Options::ready is not set");
+  return security.Validate();
+}
+
+absl::StatusOr<std::unique_ptr<HttpGateway>> HttpGateway::Create(
+    const Options& options, std::shared_ptr<grpc::Channel> channel, Metrics* metrics) {
+  if (absl::Status s = options.Validate(); !s.ok()) return s;
+  std::string host;
+  int port = 0;
+  if (absl::Status s = SplitHostPort(options.listen_address, "--http-listen", &host, &port);
+      !s.ok()) {
+    return s;
+  }
+  std::unique_ptr<HttpGateway> gateway(new HttpGateway());
+  auto state = std::make_shared<State>();
+  state->channel = std::move(channel);
+  state->stub = std::make_unique<grpc::GenericStub>(state->channel);
+  state->metrics = metrics;
+  state->ready = options.ready;
+  if (!options.security.auth_token_file.empty()) {
+    auto tokens = ReadTokenFile(options.security.auth_token_file);
+    if (!tokens.ok()) return tokens.status();
+    state->tokens = std::move(*tokens);
+  }
+  gateway->state_ = state;
+  if (options.security.tls()) {
+    const std::string& ca = options.security.tls_client_ca_file;
+    auto ssl = std::make_unique<httplib::SSLServer>(
+        options.security.tls_cert_file.c_str(), options.security.tls_key_file.c_str(),
+        ca.empty() ? nullptr : ca.c_str());
+    if (!ssl->is_valid()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--http-listen: cannot set up TLS from --tls-cert = '", options.security.tls_cert_file,
+          "', --tls-key = '", options.security.tls_key_file, "'",
+          ca.empty() ? std::string() : absl::StrCat(", --tls-client-ca = '", ca, "'"),
+          " (unreadable or not PEM, or the key does not match the certificate)"));
+    }
+    gateway->http_ = std::move(ssl);
+    gateway->tls_ = true;
+  } else {
+    gateway->http_ = std::make_unique<httplib::Server>();
+  }
+  httplib::Server& http = *gateway->http_;
+  http.new_task_queue = [] {
+    return NewConnectionThreads(MetricsHttpServer::kMaxConnectionThreads);
+  };
+  http.set_payload_max_length(options.max_body_bytes);
+  http.set_error_handler([max = options.max_body_bytes](const httplib::Request& req,
+                                                         httplib::Response& res) {
+    if (!res.body.empty()) return;  // a handler's own (JSON) answer
+    if (res.status == 413) {
+      SendError(res, grpc::StatusCode::RESOURCE_EXHAUSTED,
+                absl::StrCat("request body is larger than the HTTP limit of ", max,
+                             " bytes (4 x --max-receive-message-bytes)"),
+                413);
+    } else if (res.status == 404) {
+      SendError(res, grpc::StatusCode::NOT_FOUND,
+                absl::StrCat("no such path ", req.method, " ", req.path,
+                             "; RPCs are POST /v1/<Service>/<Method> (", UnaryRpcList(),
+                             "), health GET /healthz and /readyz, metrics GET /metrics"));
+    } else if (res.status >= 400) {
+      SendError(res, grpc::StatusCode::INVALID_ARGUMENT,
+                absl::StrCat("HTTP ", res.status, " for ", req.method, " ", req.path), res.status);
+    }
+  });
+  http.Post(R"(/v1/([A-Za-z0-9_]+)/([A-Za-z0-9_]+))",
+            [state](const httplib::Request& req, httplib::Response& res) { state->Rpc(req, res); });
+  http.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content("{\"status\":\"SERVING\"}\n", kJson);
+  });
+  http.Get("/readyz", [state](const httplib::Request&, httplib::Response& res) {
+    if (state->draining.load()) {
+      SendError(res, grpc::StatusCode::UNAVAILABLE, "draining: the server is shutting down");
+      return;
+    }
+    absl::StatusOr<std::string> model = state->ready();
+    if (!model.ok()) {
+      SendError(res, grpc::StatusCode::UNAVAILABLE,
+                absl::StrCat("default model not ready: ", model.status().message()));
+      return;
+    }
+    res.set_content(nlohmann::json{{"status", "READY"}, {"model", *model}}.dump() + "\n", kJson);
+  });
+  http.Get("/metrics", [state](const httplib::Request& req, httplib::Response& res) {
+    if (state->Refused(req, res, "", std::chrono::steady_clock::now())) return;
+    res.set_content(state->metrics->Render(), "text/plain; version=0.0.4; charset=utf-8");
+  });
+  int listen_socket = -1;
+  http.set_socket_options([&listen_socket](socket_t sock) {
+    httplib::default_socket_options(sock);
+    listen_socket = sock;
+  });
+  if (port == 0) {
+    gateway->port_ = http.bind_to_any_port(host);
+  } else {
+    gateway->port_ = http.bind_to_port(host, port) ? port : -1;
+  }
+  http.set_socket_options(httplib::default_socket_options);
+  if (gateway->port_ <= 0) {
+    return absl::UnavailableError(absl::StrCat("--http-listen = '", options.listen_address,
+                                               "': cannot bind (address in use or invalid)"));
+  }
+  // httplib's fixed backlog of 5 (see server/metrics_http.cc).
+  if (listen_socket >= 0) ::listen(listen_socket, SOMAXCONN);
+  gateway->thread_ = std::thread([g = gateway.get()] { g->http_->listen_after_bind(); });
+  return gateway;
+}
+
+HttpGateway::~HttpGateway() { Stop(); }
+
+void HttpGateway::StartDraining() {
+  if (state_) state_->draining.store(true);
+}
+
+void HttpGateway::Stop() {
+  StartDraining();
+  if (http_ && thread_.joinable()) {
+    // stop() is a no-op until the listener runs; give the thread time to start.
+    for (int i = 0; i < 5000 && !http_->is_running(); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    http_->stop();
+  }
+  if (thread_.joinable()) thread_.join();
+}
+
+}  // namespace vocabd

@@ -1,0 +1,52 @@
+// The JSON side of the HTTP/JSON front door (server/http_gateway.h): the
+// protobuf JSON mapping (google::protobuf::util, proto3 canonical JSON) plus
+// one gateway-only convenience for vocabd.v1.Tensor so a curl user can write
+// and read small tensors as plain numbers.
+//
+// Canonical mapping (what every tensor looks like by default):
+//   {"dtype": "F32", "shape": ["2", "64"], "data": "<base64 of the raw bytes>"}
+// (int64 fields such as shape and token ids are JSON strings on output and
+// accept numbers or strings on input; bytes are standard base64; enums are
+// names; field names lowerCamelCase on output, either spelling on input.)
+//
+// Number arrays ("values"):
+//   request   any Tensor object may hold "values": [numbers, row-major]
+//             instead of "data". "dtype" defaults to F32 and "shape" to
+//             [len(values)]; the numbers are encoded to `dtype` exactly as
+//             proto/tensor_codec.h's encoders do (F16/BF16 round to nearest
+//             even; I32/I64 need integers in range).
+//   response  with ?tensors=values (or header `X-Vocabd-Tensors: values`)
+//             every response Tensor of at most kMaxValuesElements elements
+//             is written as {"dtype", "shape", "values": [...]} (floats in
+//             the shortest form that reads back to the same F32 value, NaN
+//             and infinities as "NaN" / "Infinity" / "-Infinity" as the
+//             mapping writes float fields; I32/I64 as JSON numbers); larger
+//             tensors keep "data". Requests accept the same strings.
+#ifndef VOCABD_SERVER_HTTP_JSON_H_
+#define VOCABD_SERVER_HTTP_JSON_H_
+
+#include <cstdint>
+#include <string>
+
+#include <google/protobuf/message.h>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace vocabd {
+
+inline constexpr int64_t kMaxValuesElements = 1 << 20;
+
+// JSON text -> `message` (its type decides the fields). Unknown fields are
+// refused. INVALID_ARGUMENT: not JSON, a wrong field or value (protobuf's
+// message), or a bad "values" tensor ("<path>.values: ...").
+absl::Status JsonToMessage(const std::string& json, google::protobuf::Message* message);
+
+// `message` -> JSON text (fields with default values included). With
+// `tensor_values`, small tensors as number arrays (see above).
+absl::StatusOr<std::string> MessageToJson(const google::protobuf::Message& message,
+                                          bool tensor_values);
+
+}  // namespace vocabd
+
+#endif  // VOCABD_SERVER_HTTP_JSON_H_
