@@ -19,6 +19,7 @@
 #include "client/bench_workloads.h"
 #include "client/cli/output.h"
 #include "client/load_generator.h"
+#include "lib/core/data_path.h"
 #include "lib/core/status_macros.h"
 
 namespace vocabd {
@@ -58,6 +59,7 @@ struct BenchOptions {
   std::string csv_path;
   std::string label;
   int server_pid = 0;
+  std::string server_pid_file;
   std::string save_payload;
   bool no_progress = false;
   bool allow_errors = false;
@@ -188,7 +190,8 @@ std::string CsvRow(const std::string& label, const std::string& rpc, const std::
 // The checkpoint file the server loaded (same machine: loopback only).
 std::string ServerCheckpointPath(const v1::ModelInfo& m) {
   for (const auto& f : m.source_files()) {
-    if (f.format() == "llama2c" || f.format() == "safetensors" || f.format() == "safetensors.index.json") {
+    if (f.format() == "llama2c" || f.format() == "safetensors" || f.format() == "safetensors.index.json" ||
+        f.format() == "gguf") {
       return f.path();
     }
   }
@@ -202,6 +205,16 @@ absl::StatusOr<int> RunBench(VocabdClient& client, const GlobalOptions& global,
   const bool json_output = global.json;
   BenchOptions o = options;
   RETURN_IF_ERROR(CheckLoopbackTarget(target));
+  if (!o.server_pid_file.empty()) {
+    std::ifstream in(o.server_pid_file);
+    std::string text;
+    std::getline(in, text);
+    if (!absl::SimpleAtoi(text, &o.server_pid) || o.server_pid <= 0) {
+      return absl::InvalidArgumentError(absl::StrCat("--server-pid-file ", o.server_pid_file,
+                                                     ": first line '", text,
+                                                     "' is not a process id"));
+    }
+  }
   ASSIGN_OR_RETURN(std::vector<int> levels, ParseConcurrencyList(o.concurrency));
   ASSIGN_OR_RETURN(v1::ModelInfo info, client.GetModel(global.model));
   o.payload.model = global.model;
@@ -217,6 +230,10 @@ absl::StatusOr<int> RunBench(VocabdClient& client, const GlobalOptions& global,
       return absl::FailedPreconditionError(absl::StrCat(
           "--verify: model '", info.name(), "' reports no checkpoint file; pass --verify-checkpoint"));
     }
+    // A relative path (a server started with one, or --verify-checkpoint):
+    // the working directory, then beside vocabctl (lib/core/data_path.h).
+    ASSIGN_OR_RETURN(path, ResolveDataPath(path, absl::StrCat("--verify checkpoint of model '",
+                                                              info.name(), "'")));
     ASSIGN_OR_RETURN(std::unique_ptr<BenchReference> ref, BenchReference::Load(path));
     if (ref->checkpoint().config().vocab_size != info.vocab_size() ||
         ref->checkpoint().config().hidden_size != info.hidden_size()) {
@@ -420,8 +437,25 @@ void RegisterBenchCommand(CLI::App& app, CommandContext& context) {
       ->capture_default_str();
   check->add_option("--csv", o->csv_path, "append one CSV row per level to FILE ('-' = stdout)");
   check->add_option("--label", o->label, "label column of --csv / --json (e.g. the server under test)");
+  // One pid; `$(pidof vocabd)` with two servers running gives "123 456",
+  // which is refused with a pointer to the pid file instead.
   check->add_option("--server-pid", o->server_pid, "report this process's VmRSS at start and end (soak)")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Validator(
+          [](std::string& text) -> std::string {
+            int pid = 0;
+            if (absl::SimpleAtoi(text, &pid) && pid > 0) return "";
+            if (text.find_first_of(" \t") != std::string::npos) {
+              return "'" + text +
+                     "' is several pids (more than one vocabd runs?); pass one, or "
+                     "--server-pid-file FILE (deploy/dev.sh run writes build/vocabd.pid)";
+            }
+            return "'" + text + "' is not a process id (a positive integer)";
+          },
+          "PID", "Pid"));
+  check->add_option("--server-pid-file", o->server_pid_file,
+                    "read --server-pid from FILE (deploy/dev.sh run writes build/vocabd.pid)")
+      ->check(CLI::ExistingFile)
+      ->excludes("--server-pid");
   check->add_flag("--no-progress", o->no_progress, "no live progress line on stderr");
   check->add_flag("--allow-errors", o->allow_errors, "exit 0 even when calls failed");
 }

@@ -18,7 +18,8 @@
 # 4. buildah run --isolation chroot (host network) vocabd on 127.0.0.1:$PORT,
 #    then from the host: `vocabctl health`, `vocabctl embed`, GET /metrics;
 #    inside the image: the HEALTHCHECK command; then SIGTERM and exit 0.
-# Prints the time of each step. Needs the Debian mirror (apt) and, from step
+# Prints the time of each step. Needs the Debian mirror this machine's apt
+# uses (deploy/apt-mirror.sh; DEBIAN_MIRROR overrides) and, from step
 # 4 on, a built vocabctl on the host (deploy/dev.sh build vocabctl, or
 # VOCABD_BUILD_DIR); it may still be building while steps 1-3 run.
 set -euo pipefail
@@ -26,8 +27,11 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD_DIR="${VOCABD_BUILD_DIR:-$ROOT/build}"
 WORK="${VOCABD_CONTAINER_WORK:-/var/tmp/vocabd-container}"
-MIRROR="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
-SECURITY_MIRROR="${DEBIAN_SECURITY_MIRROR:-http://deb.debian.org/debian-security}"
+# The Debian mirrors this machine's apt uses (deploy/apt-mirror.sh reads
+# /etc/apt/sources.list.d/*.sources and sources.list); DEBIAN_MIRROR and
+# DEBIAN_SECURITY_MIRROR override them.
+MIRROR="${DEBIAN_MIRROR:-$("$ROOT/deploy/apt-mirror.sh" bookworm)}"
+SECURITY_MIRROR="${DEBIAN_SECURITY_MIRROR:-$("$ROOT/deploy/apt-mirror.sh" bookworm-security)}"
 VERSION=$(sed -n 's/^project(vocabd VERSION \([0-9.]*\).*/\1/p' "$ROOT/CMakeLists.txt")
 IMAGE="${VOCABD_IMAGE:-localhost/vocabd:$VERSION}"
 PORT="${VOCABD_CONTAINER_PORT:-50151}"

@@ -28,6 +28,7 @@ PACKAGES=(
   python3-torch
   libcpp-httplib-dev prometheus-cpp-dev openssl python3-yaml ocl-icd-opencl-dev
   python3-grpcio gnuplot-nox libopenblas-dev
+  python3-protobuf python3-setuptools python3-pytest python3-pip
   clang libclang-rt-14-dev
   libsentencepiece-dev libpcre2-dev libicu-dev python3-sentencepiece
 )
@@ -105,7 +106,7 @@ sanitizer_tests() {
 }
 
 run_server() {
-  build vocabd vocabctl
+  build vocabd vocabctl vocabd_python
   local pidfile="$BUILD_DIR/vocabd.pid" log="$BUILD_DIR/vocabd.log"
   if [[ -f $pidfile ]] && kill -0 "$(cat "$pidfile")" 2>/dev/null; then
     echo "vocabd already running (pid $(cat "$pidfile")); deploy/dev.sh stop first"; exit 1

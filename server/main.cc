@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
+#include "lib/core/data_path.h"
 #include "server/logging.h"
 #include "server/server.h"
 
@@ -44,8 +45,9 @@ int main(int argc, char** argv) {
       ->envname("VOCABD_LISTEN");
   app.add_option("--model", model_flags,
                  "Model to serve as name=path (repeatable; the first is the default model). "
-                 "path: llama2.c .bin file, or a Hugging Face folder with config.json + "
-                 "model.safetensors")
+                 "path: llama2.c .bin file, GGUF .gguf file, or a Hugging Face folder with "
+                 "config.json + model.safetensors. A relative path is looked up in the working "
+                 "directory, then beside the binary (../share/vocabd, .., ../..)")
       ->capture_default_str()
       ->envname("VOCABD_MODEL");
   app.add_option("--model-repository", options.model_repository,
@@ -169,6 +171,24 @@ int main(int argc, char** argv) {
     model_flags.clear();  // a repository replaces the built-in default model
   }
   for (const std::string& flag : model_flags) options.models.push_back(ParseModelFlag(flag));
+  // Relative paths: the working directory, then the install / container /
+  // build-tree data folders beside the binary (lib/core/data_path.h).
+  for (auto& spec : options.models) {
+    auto path = vocabd::ResolveDataPath(spec.path, "model '" + spec.name + "'");
+    if (!path.ok()) {
+      spdlog::critical("cannot start: {}", path.status().ToString());
+      return 1;
+    }
+    spec.path = *path;
+  }
+  if (!options.model_repository.empty()) {
+    auto path = vocabd::ResolveDataPath(options.model_repository, "--model-repository");
+    if (!path.ok()) {
+      spdlog::critical("cannot start: {}", path.status().ToString());
+      return 1;
+    }
+    options.model_repository = *path;
+  }
   for (const std::string& flag : weights_dtype_flags) {
     if (absl::Status st = options.serving.AddWeightsDTypeFlag(flag); !st.ok()) {
       std::cerr << st.message() << "\n";

@@ -3,6 +3,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -105,8 +106,21 @@ grpc::ServerUnaryReactor* ModelServiceImpl::ListModels(grpc::CallbackServerConte
                                                        v1::ListModelsResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   absl::Status listed = CatchAll("ListModels", nullptr, [&] {
+    std::set<std::string> known;
     for (const ModelStatus& status : context_.registry->Statuses()) {
       *response->add_models() = StatusToProto(status);
+      known.insert(status.name);
+    }
+    // Repository subfolders not loaded (and not failed): loadable by name.
+    if (context_.repository != nullptr) {
+      for (const std::string& name : context_.repository->Available()) {
+        if (known.count(name) != 0) continue;
+        v1::ModelInfo* info = response->add_models();
+        info->set_name(name);
+        info->set_state(v1::AVAILABLE);
+        info->set_state_reason(absl::StrCat("in the model repository ",
+                                            context_.repository->root(), "; LoadModel loads it"));
+      }
     }
     return absl::OkStatus();
   });

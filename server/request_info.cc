@@ -52,6 +52,10 @@ RequestInfo GetRequestInfo(const google::protobuf::Message& request) {
     info.model = r->model();
   } else if (const auto* r = dynamic_cast<const v1::GetModelRequest*>(&request)) {
     info.model = r->name();
+  } else if (const auto* r = dynamic_cast<const v1::LoadModelRequest*>(&request)) {
+    info.model = r->name();  // request logs name the model loaded, not "(default)"
+  } else if (const auto* r = dynamic_cast<const v1::UnloadModelRequest*>(&request)) {
+    info.model = r->name();
   }
   return info;
 }

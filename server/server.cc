@@ -233,7 +233,12 @@ absl::StatusOr<std::unique_ptr<VocabdServer>> VocabdServer::Create(const Options
   repository_options.factory = [model_options](const std::string& name, const std::string& path)
       -> absl::StatusOr<std::unique_ptr<Model>> {
     auto model = Model::Create(model_options(name, path));
-    if (model.ok()) LogServing(**model);
+    if (model.ok()) {
+      LogServing(**model);
+    } else {  // the model shows FAILED with this reason (ListModels, GetModel)
+      spdlog::error("loading model '{}' from {} failed: {}", name, path,
+                    model.status().ToString());
+    }
     return model;
   };
   ASSIGN_OR_RETURN(impl->repository, ModelRepository::Create(repository_options));

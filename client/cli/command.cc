@@ -3,11 +3,60 @@
 #include "client/cli/command.h"
 
 #include <chrono>
+#include <cstring>
 #include <iostream>
 
+#include <nlohmann/json.hpp>
+
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 
 namespace vocabd::cli {
+
+std::string ConnectionHint(const absl::Status& status, bool tls) {
+  // The server names the request field; vocabctl's flag for it (embed, rope,
+  // rope-cache) is spelled differently.
+  if (absl::StrContains(status.message(), "set allow_beyond_trained_length")) {
+    return "vocabctl: pass --allow-beyond-trained-length (or --allow-beyond)";
+  }
+  if (status.code() != absl::StatusCode::kUnavailable) return "";
+  const absl::string_view m = status.message();
+  // gRPC's TLS name check ("Peer name 127.0.0.1 is not in peer certificate").
+  if (absl::StrContains(m, "not in peer certificate")) {
+    return "the server certificate does not name the target host: pass --tls-server-name NAME "
+           "(a name in its subjectAltName)";
+  }
+  // What gRPC reports when one side speaks TLS and the other plaintext: a
+  // plaintext client sees the TLS server close the socket; a TLS client sees
+  // a handshake failure against a plaintext server.
+  const bool plaintext_vs_tls = absl::StrContains(m, "Socket closed") ||
+                                absl::StrContains(m, "Connection reset") ||
+                                absl::StrContains(m, "connection reset");
+  const bool handshake = absl::StrContains(m, "Handshake") || absl::StrContains(m, "handshake") ||
+                         absl::StrContains(m, "SSL") || absl::StrContains(m, "ssl");
+  if (!tls && plaintext_vs_tls) {
+    return "the server may require TLS: add --tls (and --ca FILE, --tls-server-name NAME when "
+           "the certificate does not name the target host)";
+  }
+  if (tls && (handshake || plaintext_vs_tls)) {
+    return "TLS handshake failed: the server may be plaintext (drop --tls/--ca), or its "
+           "certificate does not match --ca or the target name (set --tls-server-name)";
+  }
+  return "";
+}
+
+void PrintError(const absl::Status& status, bool tls, bool json) {
+  const std::string hint = ConnectionHint(status, tls);
+  std::cerr << "error: " << absl::StatusCodeToString(status.code()) << ": " << status.message()
+            << "\n";
+  if (!hint.empty()) std::cerr << "hint: " << hint << "\n";
+  if (json) {
+    nlohmann::json error = {{"code", absl::StatusCodeToString(status.code())},
+                            {"message", std::string(status.message())}};
+    if (!hint.empty()) error["hint"] = hint;
+    std::cout << nlohmann::json{{"error", error}}.dump() << "\n";
+  }
+}
 
 CommandContext::CommandContext(CLI::App& app) : app_(app) {
   app.fallthrough();  // global options are accepted after the subcommand too
@@ -54,7 +103,17 @@ int CommandContext::Main(int argc, char** argv) {
     }
   } catch (const CLI::ParseError& e) {
     const int code = app_.exit(e);
-    return code == 0 ? kExitOk : kExitUsage;
+    if (code == 0) return kExitOk;
+    // --json: usage errors also as one JSON object on stdout (the flag may
+    // not have been parsed yet, so look at argv).
+    for (int i = 1; i < argc; ++i) {
+      if (std::strcmp(argv[i], "--json") == 0) {
+        std::cout << nlohmann::json{{"error", {{"code", "USAGE"}, {"message", e.what()}}}}.dump()
+                  << "\n";
+        break;
+      }
+    }
+    return kExitUsage;
   }
 
   const GlobalOptions& g = global_;
@@ -82,8 +141,8 @@ int CommandContext::Main(int argc, char** argv) {
     }
   }
   if (!result.ok()) {
-    std::cerr << "error: " << absl::StatusCodeToString(result.status().code()) << ": "
-              << result.status().message() << "\n";
+    const bool tls = g.tls || !g.ca.empty() || !g.cert.empty() || !g.key.empty();
+    PrintError(result.status(), tls, g.json);
     return kExitError;
   }
   return *result;

@@ -26,6 +26,14 @@ inline constexpr int kExitOk = 0;
 inline constexpr int kExitError = 1;
 inline constexpr int kExitUsage = 2;
 
+// A hint for an UNAVAILABLE status that looks like a TLS/plaintext mismatch
+// (a plaintext client against a TLS server sees "Socket closed"), else "".
+std::string ConnectionHint(const absl::Status& status, bool tls);
+
+// "error: <CODE>: <message>" (+ "hint: ...") on stderr; with json also
+// {"error": {"code": "<CODE>", "message": "...", "hint": "..."}} on stdout.
+void PrintError(const absl::Status& status, bool tls, bool json);
+
 // Options accepted before or after any subcommand.
 struct GlobalOptions {
   std::string target = "127.0.0.1:50051";

@@ -38,6 +38,17 @@ CLI::Validator IdListValidator() {
       "ID,ID,...", "IdList");
 }
 
+CLI::Validator GreaterThanZero() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        double v = 0;
+        if (!absl::SimpleAtod(text, &v)) return "'" + text + "' is not a number";
+        if (!(v > 0)) return "must be > 0, got " + text;
+        return "";
+      },
+      "> 0", "GreaterThanZero");
+}
+
 absl::StatusOr<DType> ParseFloatDType(const std::string& name) {
   if (name == "f32") return DType::kF32;
   if (name == "f16") return DType::kF16;

@@ -22,6 +22,10 @@ absl::StatusOr<std::vector<int64_t>> ParseIdList(const std::string& text);
 // CLI11 validator for comma-separated integer lists (non-empty).
 CLI::Validator IdListValidator();
 
+// CLI11 validator: a number > 0 (CLI::PositiveNumber's message prints the
+// whole double range, 300 digits).
+CLI::Validator GreaterThanZero();
+
 // "f32", "f16", "bf16" -> DType.
 absl::StatusOr<DType> ParseFloatDType(const std::string& name);
 

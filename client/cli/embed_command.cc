@@ -26,6 +26,7 @@ struct EmbedOptions {
   std::string dtype = "f32";
   std::string positions = "default";
   std::string scale = "default";
+  bool allow_beyond = false;
   int show = 8;
 };
 
@@ -45,6 +46,7 @@ absl::StatusOr<int> RunEmbed(VocabdClient& client, const GlobalOptions& g, const
       {"sqrt-hidden", v1::EMBEDDING_SCALE_SQRT_HIDDEN}};
   request.set_absolute_positions(kPositions.at(o.positions));
   request.set_embedding_scale(kScales.at(o.scale));
+  request.set_allow_beyond_trained_length(o.allow_beyond);
   std::vector<int64_t> all_ids;
   for (size_t i = 0; i < o.ids.size(); ++i) {
     ASSIGN_OR_RETURN(std::vector<int64_t> ids, ParseIdList(o.ids[i]));
@@ -123,6 +125,9 @@ void RegisterEmbedCommand(CLI::App& app, CommandContext& context) {
   cmd->add_option("--scale", o->scale, "embedding scale")
       ->check(CLI::IsMember({"default", "none", "sqrt-hidden"}))
       ->capture_default_str();
+  cmd->add_flag("--allow-beyond,--allow-beyond-trained-length", o->allow_beyond,
+                "allow sinusoidal positions >= max_position_embeddings "
+                "(allow_beyond_trained_length)");
   cmd->add_option("--show", o->show, "values printed per token")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();

@@ -107,7 +107,8 @@ void RegisterLogitsCommand(CLI::App& app, CommandContext& context) {
   auto [cmd, o] = context.AddCommand(app, "logits", "hidden states -> LM-head logits", RunLogits);
   AddHiddenSource(cmd, &o->source);
   cmd->add_flag("--no-final-norm", o->no_final_norm, "skip the checkpoint's final norm");
-  cmd->add_option("--temperature", o->temperature, "divide logits by T (> 0)");
+  cmd->add_option("--temperature", o->temperature, "divide logits by T (> 0; default 1)")
+      ->check(GreaterThanZero());
   cmd->add_flag("--log-softmax", o->log_softmax, "return log-softmax(logits)");
   cmd->add_option("--top", o->top, "largest values printed per row")
       ->check(CLI::NonNegativeNumber)

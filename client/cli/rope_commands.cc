@@ -70,7 +70,8 @@ void AddRopeConfigOptions(CLI::App* cmd, RopeOverrides* o, const std::string& pa
 
 // --allow-beyond, --high-precision.
 void AddRopeFlags(CLI::App* cmd, RopeOverrides* o) {
-  cmd->add_flag("--allow-beyond", o->allow_beyond, "allow positions >= max_position_embeddings");
+  cmd->add_flag("--allow-beyond,--allow-beyond-trained-length", o->allow_beyond,
+                "allow positions >= max_position_embeddings (allow_beyond_trained_length)");
   cmd->add_flag("--high-precision", o->high_precision, "float64 angles");
 }
 

@@ -43,7 +43,8 @@ struct ScoreStreamOptions {
 void AddScoreRequestOptions(CLI::App* cmd, ScoreRequestOptions* o) {
   cmd->add_option("--top-k", o->top_k, "best tokens per row (0..1024)")->check(CLI::Range(0, 1024));
   cmd->add_flag("--no-final-norm", o->no_final_norm, "skip the checkpoint's final norm");
-  cmd->add_option("--temperature", o->temperature, "divide logits by T (> 0)");
+  cmd->add_option("--temperature", o->temperature, "divide logits by T (> 0; default 1)")
+      ->check(GreaterThanZero());
   cmd->add_option("--vocab-limit", o->vocab_limit, "mask ids >= this (0 = none)");
 }
 

@@ -1,12 +1,15 @@
 #include "lib/checkpoint/checkpoint.h"
 
+#include <dirent.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <set>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -244,10 +247,31 @@ absl::StatusOr<std::unique_ptr<Checkpoint>> LoadHfDirectory(const std::string& d
     if (Stat(bin) == PathKind::kFile) return LoadLlama2c(bin);
     const std::string gguf = JoinPath(dir, BaseName(dir) + ".gguf");
     if (Stat(gguf) == PathKind::kFile) return LoadGguf(gguf);
-    return absl::InvalidArgumentError(absl::StrCat("checkpoint directory ", dir,
-                                                   " has neither config.json nor ",
-                                                   BaseName(dir) + ".bin nor ",
-                                                   BaseName(dir) + ".gguf"));
+    // Otherwise the folder's only checkpoint file, whatever its name
+    // (tiny/llama-2-tiny-random.gguf).
+    std::vector<std::string> files;
+    if (DIR* d = ::opendir(dir.c_str())) {
+      while (const dirent* e = ::readdir(d)) {
+        const std::string name = e->d_name;
+        if ((EndsWith(name, ".gguf") || EndsWith(name, ".bin")) &&
+            Stat(JoinPath(dir, name)) == PathKind::kFile) {
+          files.push_back(name);
+        }
+      }
+      ::closedir(d);
+    }
+    std::sort(files.begin(), files.end());
+    if (files.size() == 1) {
+      const std::string only = JoinPath(dir, files[0]);
+      return EndsWith(only, ".gguf") ? LoadGguf(only) : LoadLlama2c(only);
+    }
+    return absl::InvalidArgumentError(absl::StrCat(
+        "checkpoint directory ", dir, " has no config.json, no ", BaseName(dir), ".bin or ",
+        BaseName(dir), ".gguf, and ",
+        files.empty() ? std::string("no .bin or .gguf file")
+                      : absl::StrCat(files.size(), " .bin/.gguf files (", absl::StrJoin(files, ", "),
+                                     "); keep one, or name the one to serve ", BaseName(dir),
+                                     ".bin / .gguf")));
   }
   if (Stat(single) == PathKind::kFile) return LoadSafetensorsSingle(config_path, single);
   if (Stat(index) == PathKind::kFile) return LoadSafetensorsSharded(config_path, index);

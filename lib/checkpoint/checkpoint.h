@@ -219,7 +219,10 @@ struct LoadOptions {
 //   - a file ending in ".safetensors" or ".safetensors.index.json" with
 //     config.json beside it.
 //   - a file ending in ".gguf" (GGUF v2/v3, see lib/checkpoint/gguf_checkpoint.h),
-//   - a directory X without config.json holding X.gguf.
+//   - a directory X without config.json holding X.gguf,
+//   - a directory without config.json, X.bin or X.gguf holding exactly one
+//     *.gguf or *.bin file, whatever its name (INVALID_ARGUMENT listing
+//     the files when there are several).
 // Hugging Face tensor names are mapped to the canonical names above per
 // config.json family (lib/checkpoint/hf_config.h HfCanonicalTensorNames).
 // Errors: NOT_FOUND for a missing path, INVALID_ARGUMENT for malformed

@@ -4,7 +4,8 @@
 //
 //   <root>/<name>/   any form LoadCheckpoint accepts for a directory:
 //                    config.json + model.safetensors[.index.json], or
-//                    <name>.bin (llama2.c), or <name>.gguf.
+//                    <name>.bin (llama2.c), <name>.gguf, or one .gguf /
+//                    .bin file of any name.
 //
 // Sealing: the factory runs under a ScopedFileRoot(root) (see
 // lib/core/model_file.h), so every file a load opens (config.json, the

@@ -133,6 +133,8 @@ class K8sManifestsTest(unittest.TestCase):
             tagged = re.search(r'IMAGE="\$\{VOCABD_IMAGE:-localhost/([\w.-]+):\$VERSION\}"', f.read())
         self.assertIsNotNone(tagged, "container-test.sh default IMAGE")
         self.assertEqual(tagged.group(1), self.container["image"])
+        # ... and the base deploys exactly that image (not docker.io/library/vocabd).
+        self.assertEqual(image.get("newName"), "localhost/" + tagged.group(1))
         uid, gid = self.docker["user"]
         sc = self.pod["spec"]["securityContext"]
         self.assertEqual(str(sc["runAsUser"]), uid)
@@ -187,6 +189,45 @@ class K8sManifestsTest(unittest.TestCase):
         self.assertIn("/opt/vocabd/models/", copies)
         rel = model_path[len("/opt/vocabd/models/"):]
         self.assertTrue(os.path.exists(os.path.join(ROOT, copies["/opt/vocabd/models/"], rel)), rel)
+
+    def test_native_grpc_probes_state_the_kubernetes_version(self):
+        with open(os.path.join(K8S, "base", "deployment.yaml")) as f:
+            self.assertRegex(f.read(), r"Kubernetes >= 1\.24")
+
+    def overlay_container(self, name):
+        patch = self.files[os.path.join("overlays", name, "deployment-patch.yaml")][0]
+        return patch["spec"]["template"]["spec"], patch["spec"]["template"]["spec"]["containers"][0]
+
+    def test_model_repository_overlay_mounts_a_read_only_volume(self):
+        pod, c = self.overlay_container("model-repository")
+        args = c["args"]
+        root = args[args.index("--model-repository") + 1]
+        mounts = {m["mountPath"]: m for m in c["volumeMounts"]}
+        self.assertIn(root, mounts)
+        self.assertTrue(mounts[root]["readOnly"])
+        self.assertIn("/tmp", mounts)  # the base's tmp mount survives the list merge
+        volumes = {v["name"]: v for v in pod["volumes"]}
+        claim = volumes[mounts[root]["name"]]["persistentVolumeClaim"]["claimName"]
+        pvc = self.files[os.path.join("overlays", "model-repository", "models-pvc.yaml")][0]
+        self.assertEqual((pvc["kind"], pvc["metadata"]["name"]), ("PersistentVolumeClaim", claim))
+        self.assertIn("ReadOnlyMany", pvc["spec"]["accessModes"])
+
+    def test_tls_overlay_exec_probes_name_the_server(self):
+        pod, c = self.overlay_container("tls")
+        env = {e["name"]: e["value"] for e in c["env"]}
+        for k in env:
+            self.assertIn(k, self.env_names)
+        mounts = {m["name"]: m["mountPath"] for m in c["volumeMounts"]}
+        for probe in ("livenessProbe", "readinessProbe", "startupProbe"):
+            cmd = c[probe]["exec"]["command"]
+            self.assertEqual(c[probe]["$patch"], "replace", probe)
+            self.assertEqual(cmd[-1], "health")
+            self.assertTrue(cmd[0].endswith("/vocabctl"))
+            # 127.0.0.1 is not in the certificate: the probe names the server.
+            self.assertIn("--tls-server-name", cmd)
+            for flag in ("--ca", "--cert", "--key"):
+                self.assertTrue(cmd[cmd.index(flag) + 1].startswith(mounts["tls"] + "/"), flag)
+            self.assertEqual(port_of(cmd[cmd.index("--target") + 1]), self.ports["grpc"])
 
     def test_resources_fit_the_model_and_drain_fits_grace_period(self):
         res = self.container["resources"]

@@ -143,6 +143,28 @@ TEST_F(RepositoryServerTest, LoadByNameServesAndListsReady) {
   EXPECT_TRUE(Find(list, "default")->is_default());
 }
 
+// ListModels shows every repository subfolder: unloaded ones as AVAILABLE
+// with no metadata and a reason saying how to load them (issue 15: a new
+// user saw "(no models)").
+TEST_F(RepositoryServerTest, ListModelsShowsUnloadedSubfoldersAsAvailable) {
+  const v1::ListModelsResponse list = List();
+  int available = 0;
+  for (const std::string name : {"gguf_bad_magic", "st_unknown_dtype", "gguf"}) {
+    const v1::ModelInfo* m = Find(list, name);
+    ASSERT_NE(m, nullptr) << name;
+    if (m->state() == v1::FAILED || m->state() == v1::READY) continue;  // loaded by another test
+    EXPECT_EQ(m->state(), v1::AVAILABLE) << name;
+    EXPECT_EQ(m->vocab_size(), 0) << name;
+    EXPECT_THAT(m->state_reason(), HasSubstr("LoadModel loads it"));
+    ++available;
+  }
+  EXPECT_GT(available, 0) << "every checked folder was already loaded";
+  EXPECT_EQ(Find(list, "default")->state(), v1::READY);
+  int defaults = 0;
+  for (const auto& m : list.models()) defaults += m.is_default() ? 1 : 0;
+  EXPECT_EQ(defaults, 1);
+}
+
 TEST_F(RepositoryServerTest, NamesOnlyNoEscapes) {
   for (const std::string bad : {"..", "../repo", "/etc", "hf/../hf", ""}) {
     grpc::Status s = Load(bad);
@@ -210,7 +232,9 @@ TEST_F(RepositoryServerTest, FailedReloadKeepsPreviousAndUnloadRemoves) {
 
   ASSERT_TRUE(Unload("hf").ok());
   EXPECT_EQ(EmbedBytes("hf", &after).error_code(), grpc::StatusCode::NOT_FOUND);
-  EXPECT_EQ(Find(List(), "hf"), nullptr);
+  // Unloaded, the folder is listed again as loadable (AVAILABLE).
+  ASSERT_NE(Find(List(), "hf"), nullptr);
+  EXPECT_EQ(Find(List(), "hf")->state(), v1::AVAILABLE);
   EXPECT_EQ(Unload("hf").error_code(), grpc::StatusCode::NOT_FOUND);
   ASSERT_TRUE(EmbedBytes("", &after).ok());  // the default model still serves
 }

@@ -3,6 +3,9 @@
 // tests/golden/make_checkpoint_golden.py, and the error paths.
 #include "lib/checkpoint/checkpoint.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -333,6 +336,32 @@ TEST(CheckpointTest, MissingPathIsNotFound) {
   EXPECT_THAT(std::string(c.status().message()), HasSubstr("/nonexistent/model.bin"));
 }
 
+// A folder holding exactly one checkpoint file loads it whatever its name
+// (issue 15: tiny/llama-2-tiny-random.gguf); two are refused, both named.
+TEST(CheckpointTest, FolderWithOneCheckpointFileOfAnyName) {
+  const std::string dir = testing::MakeTempDir() + "/tiny";
+  ASSERT_EQ(::mkdir(dir.c_str(), 0755), 0);
+  WriteFile(dir + "/llama-2-tiny-random.gguf",
+            ReadFileBytes(testing::SharedModelsDir() + "/llama-2-tiny-random/llama-2-tiny-random.gguf"));
+  WriteFile(dir + "/README.txt", "not a checkpoint");
+  auto c = LoadCheckpoint(dir);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ((*c)->config().vocab_size, 32000);
+  EXPECT_EQ((*c)->config().hidden_size, 8);
+
+  const std::string two = testing::MakeTempDir() + "/two";
+  ASSERT_EQ(::mkdir(two.c_str(), 0755), 0);
+  WriteFile(two + "/a.bin", ReadFileBytes(testing::Stories260KBin()));
+  WriteFile(two + "/b.gguf", "GGUF");
+  c = LoadCheckpoint(two);
+  EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(c.status().message()), HasSubstr("2 .bin/.gguf files (a.bin, b.gguf)"));
+  ::unlink((two + "/b.gguf").c_str());
+  c = LoadCheckpoint(two);  // now a.bin alone: the llama2.c checkpoint
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ((*c)->config().vocab_size, 512);
+}
+
 TEST(CheckpointTest, UnknownFormsAreRejected) {
   const std::string dir = testing::MakeTempDir();
   WriteFile(dir + "/weights.pt", "xx");
@@ -342,7 +371,8 @@ TEST(CheckpointTest, UnknownFormsAreRejected) {
   // A directory without config.json or <dir>.bin.
   c = LoadCheckpoint(dir);
   EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(std::string(c.status().message()), HasSubstr("neither config.json"));
+  EXPECT_THAT(std::string(c.status().message()), HasSubstr("has no config.json"));
+  EXPECT_THAT(std::string(c.status().message()), HasSubstr("no .bin or .gguf file"));
   // A .safetensors without config.json beside it.
   WriteFile(dir + "/m.safetensors",
             ReadFileBytes(testing::Stories260KHfDir() + "/model.safetensors"));
