@@ -11,6 +11,7 @@
 // Also: the latency of one ~1,000-token text (what Tokenize adds to an
 // Embed call).
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <fstream>

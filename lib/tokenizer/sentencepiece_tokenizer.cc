@@ -140,7 +140,8 @@ class SentencePieceTokenizer final : public VocabTokenizer {
   using Pieces = std::vector<std::pair<int32_t, uint32_t>>;  // (id, byte length)
   static constexpr size_t kShards = 16;
   static constexpr size_t kMaxCachedWordBytes = 128;
-  static constexpr size_t kMaxEntriesPerShard = 1 << 14;
+  // At most 16 x 4096 words cached (a few MB), a shard is cleared when full.
+  static constexpr size_t kMaxEntriesPerShard = 1 << 12;
   struct Shard {
     std::mutex mu;
     absl::flat_hash_map<std::string, Pieces> map;

@@ -62,6 +62,32 @@ size_t CompleteUtf8Prefix(std::string_view bytes) {
   return n;
 }
 
+absl::StatusOr<std::string> DecodeIncremental(const Tokenizer& tokenizer,
+                                              absl::Span<const int32_t> prefix_ids,
+                                              absl::Span<const int32_t> new_ids,
+                                              bool skip_special_tokens) {
+  std::vector<int32_t> all(prefix_ids.begin(), prefix_ids.end());
+  all.insert(all.end(), new_ids.begin(), new_ids.end());
+  absl::StatusOr<std::string> full = tokenizer.Decode(all, skip_special_tokens);
+  if (!full.ok()) return full.status();
+  absl::StatusOr<std::string> prev = tokenizer.Decode(prefix_ids, skip_special_tokens);
+  if (!prev.ok()) return prev.status();
+  const size_t emitted = CompleteUtf8Prefix(*prev);
+  const size_t ready = CompleteUtf8Prefix(*full);
+  // Decoding is prefix-stable for byte-joined tokenizers; when it is not
+  // (WordPiece's clean-up of " ." etc.), resume after the common prefix.
+  size_t start = 0;
+  const size_t limit = std::min(emitted, ready);
+  while (start < limit && (*prev)[start] == (*full)[start]) ++start;
+  // Never cut inside a character.
+  while (start > 0 && start < full->size() &&
+         (static_cast<unsigned char>((*full)[start]) & 0xC0) == 0x80) {
+    --start;
+  }
+  if (ready <= start) return std::string();
+  return full->substr(start, ready - start);
+}
+
 namespace tokenizer_internal {
 
 uint32_t DecodeUtf8(std::string_view text, size_t* pos) {

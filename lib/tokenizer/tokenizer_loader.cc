@@ -579,7 +579,7 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> LoadTokenizerForCheckpoint(
       looked.push_back(absl::StrCat(checkpoint_path, " tokenizer.ggml.* metadata"));
     } else {
       const fs::path dir = fs::path(checkpoint_path).parent_path();
-      if (absl::EndsWith(checkpoint_path, ".safetensors")) {
+      if (!absl::EndsWith(checkpoint_path, ".bin")) {  // .safetensors, .index.json ...
         auto t = LoadHfFolder(dir.empty() ? "." : dir.string(), &looked);
         if (t.ok() || looked.empty()) return t;
       } else {

@@ -54,6 +54,7 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> LoadTokenizer(const std::string& path
 // Otherwise, by checkpoint kind:
 //   *.gguf                 its tokenizer.ggml.* metadata
 //   HF folder / a file in  <folder>/tokenizer.json, else <folder>/tokenizer.model
+//   it (not *.bin)
 //   llama2.c .bin          tok*.bin beside it (with several, the one with
 //                          `vocab_size` tokens when given)
 // NOT_FOUND "no tokenizer: looked for ..." naming every place looked at

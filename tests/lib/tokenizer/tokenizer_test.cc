@@ -214,6 +214,36 @@ TEST(TokenizerTest, IdsOutOfRangeNameTheIndex) {
   EXPECT_THAT(neg.status().message(), HasSubstr("ids[0] = -1"));
 }
 
+// Streaming one id at a time never yields a broken UTF-8 sequence and the
+// pieces add up to the text.
+TEST(TokenizerTest, DecodeIncrementalStreamsWholeCharacters) {
+  const std::string text = "Hello 🦙 world, 你好! \xF0\x9F\x98\x80 caf\xC3\xA9\n";
+  for (const char* name : {"gpt-2", "llama-spm"}) {
+    auto tok = LoadTokenizer(VocabPath(name));
+    ASSERT_TRUE(tok.ok());
+    auto enc = (*tok)->EncodeIds(text, false);
+    ASSERT_TRUE(enc.ok());
+    std::string streamed;
+    int empty_steps = 0;
+    for (size_t i = 0; i < enc->size(); ++i) {
+      const size_t from = i >= 6 ? i - 6 : 0;  // a window of the last 6 ids
+      auto piece = DecodeIncremental(**tok, absl::MakeConstSpan(enc->data() + from, i - from),
+                                     absl::MakeConstSpan(enc->data() + i, 1), false);
+      ASSERT_TRUE(piece.ok()) << piece.status();
+      EXPECT_TRUE(ValidateUtf8(*piece, "piece").ok()) << name << " step " << i;
+      if (piece->empty()) ++empty_steps;
+      streamed += *piece;
+    }
+    EXPECT_EQ(streamed, text) << name;
+    EXPECT_GT(empty_steps, 0) << name;  // the emoji is split in byte tokens
+  }
+  auto tok = LoadTokenizer(VocabPath("gpt-2"));
+  ASSERT_TRUE(tok.ok());
+  auto bad = DecodeIncremental(**tok, {}, std::vector<int32_t>{99999}, false);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(std::string(bad.status().message()), HasSubstr("ids[0] = 99999"));
+}
+
 TEST(TokenizerTest, CompleteUtf8Prefix) {
   EXPECT_EQ(CompleteUtf8Prefix("abc"), 3u);
   EXPECT_EQ(CompleteUtf8Prefix("ab\xF0\x9F"), 2u);
