@@ -53,7 +53,9 @@ void ScoreStreamReactor::OnReadDone(bool ok) {
   if (!call.ok()) return fail(call.status());
   auto request = std::make_shared<v1::ScoreRequest>(std::move(request_));
   request_.Clear();
-  const ScoreInput input = ScoreInputFromProto(*request, call->head);
+  absl::StatusOr<ScoreInput> scored = ScoreInputFromProto(*request, *call);
+  if (!scored.ok()) return fail(scored.status());
+  const ScoreInput& input = *scored;
   ++in_compute_;
   Advance();  // may start the next read (flow control permitting)
   lock.unlock();

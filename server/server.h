@@ -59,6 +59,9 @@ class VocabdServer {
     // Request limits (server/call_tracker.h); 0 = no limit.
     int64_t max_tokens_per_request = 0;
     int max_concurrent_requests = 0;
+    // Largest text Tokenize accepts, bytes (a request: 4 x this); more =
+    // RESOURCE_EXHAUSTED naming texts[i].
+    int64_t max_text_bytes = 1 << 20;
 
     // INVALID_ARGUMENT naming the flag for bad values.
     absl::Status Validate() const;

@@ -8,6 +8,7 @@
 #include "server/metrics.h"
 #include "lib/serving/model_registry.h"
 #include "lib/serving/model_repository.h"
+#include "lib/tokenizer/tokenizer_ops.h"
 
 namespace vocabd {
 
@@ -32,6 +33,8 @@ struct ServiceContext {
   // response above it, or above protobuf's 2 GiB limit, before gRPC sees it
   // (server/response_size.h). 0 = only the 2 GiB limit.
   int64_t max_send_message_bytes = 0;
+  // --max-text-bytes (TokenizerService/Tokenize).
+  TokenizeLimits tokenize_limits;
 };
 
 }  // namespace vocabd
