@@ -120,6 +120,11 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber)
       ->envname("VOCABD_MAX_TOKENS_PER_REQUEST");
+  app.add_option("--max-text-bytes", options.max_text_bytes,
+                 "Largest text Tokenize accepts, bytes (a request: 4 x this); more = "
+                 "RESOURCE_EXHAUSTED")
+      ->capture_default_str()
+      ->envname("VOCABD_MAX_TEXT_BYTES");
   app.add_option("--max-concurrent-requests", options.max_concurrent_requests,
                  "vocabd.v1 calls in flight at once; more = RESOURCE_EXHAUSTED (0 = no limit)")
       ->capture_default_str()

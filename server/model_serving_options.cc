@@ -149,6 +149,11 @@ Model::Options ModelServingOptions::ForModel(const std::string& name, const std:
     b.on_batch = std::move(on_batch);
     o.batching = b;
   }
+  if (tokenizer_factory) {
+    o.tokenizer_factory = [factory = tokenizer_factory, name](const Checkpoint& checkpoint) {
+      return factory(name, checkpoint);
+    };
+  }
   return o;
 }
 

@@ -39,6 +39,12 @@ struct ModelServingOptions {
   std::map<std::string, Override> per_model;
   // "" = every model without its own entry.
   std::map<std::string, WeightsDType> weights_dtype;
+  // Tests and programs that embed VocabdServer: supplies a model's tokenizer
+  // (Model::Options::tokenizer_factory) given its name; unset = what the
+  // checkpoint carries.
+  std::function<absl::StatusOr<std::unique_ptr<Tokenizer>>(const std::string& name,
+                                                           const Checkpoint& checkpoint)>
+      tokenizer_factory;
 
   // Parses one --batching "NAME:KEY=VALUE" / --weights-dtype "[NAME=]DTYPE"
   // flag into this. INVALID_ARGUMENT naming the flag and the bad part.

@@ -94,6 +94,18 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Create(const Options& options) {
     }
     model->batcher_ = std::move(*batcher);
   }
+  if (options.tokenizer_factory) {
+    auto tokenizer = options.tokenizer_factory(*model->checkpoint_);
+    if (!tokenizer.ok()) {
+      return absl::Status(tokenizer.status().code(),
+                          absl::StrCat("model '", options.name,
+                                       "': tokenizer: ", tokenizer.status().message()));
+    }
+    if (*tokenizer != nullptr) {
+      model->tokenizer_ = std::move(*tokenizer);
+      model->tokenizer_missing_reason_.clear();
+    }
+  }
   return model;
 }
 
@@ -503,6 +515,18 @@ absl::Status Model::ValidateScore(const ScoreInput& input) const {
                                                      " is outside [0, ", effective_vocab, ")"));
     }
   }
+  if (static_cast<int64_t>(input.candidate_ids.size()) > kMaxCandidateIds) {
+    return absl::InvalidArgumentError(absl::StrCat("candidate_ids has ",
+                                                   input.candidate_ids.size(),
+                                                   " entries; at most ", kMaxCandidateIds));
+  }
+  for (size_t i = 0; i < input.candidate_ids.size(); ++i) {
+    const int64_t c = input.candidate_ids[i];
+    if (c < 0 || c >= effective_vocab) {
+      return absl::InvalidArgumentError(absl::StrCat("candidate_ids[", i, "] = ", c,
+                                                     " is outside [0, ", effective_vocab, ")"));
+    }
+  }
   if (input.top_k < 0 || input.top_k > kMaxTopK || input.top_k > effective_vocab) {
     return absl::InvalidArgumentError(
         absl::StrCat("top_k = ", input.top_k, " is outside [0, ",
@@ -518,7 +542,8 @@ void Model::ScoreRows(const ScoreInput& input, int64_t first, int64_t rows, cons
   ParallelFor(rows, [&](int64_t r) {
     const int64_t row = first + r;
     const int64_t target = input.target_ids.empty() ? -1 : input.target_ids[row];
-    output->rows[row] = ScoreRow(logits + r * vocab, vocab, target, input.top_k);
+    output->rows[row] = ScoreRow(logits + r * vocab, vocab, target, input.top_k,
+                                 input.candidate_ids.empty() ? nullptr : &input.candidate_ids);
   });
 }
 
