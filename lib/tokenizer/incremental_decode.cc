@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -73,6 +74,14 @@ absl::Status CheckIds(absl::Span<const int32_t> ids, int64_t vocab_size, const c
 std::optional<int64_t> FirstInvalidUtf8(std::string_view text) {
   size_t i = 0;
   while (i < text.size()) {
+    // ASCII fast path, 8 bytes at a time (Tokenize validates every text).
+    while (i + 8 <= text.size()) {
+      uint64_t w;
+      std::memcpy(&w, text.data() + i, 8);
+      if (w & 0x8080808080808080ull) break;
+      i += 8;
+    }
+    if (i >= text.size()) break;
     const Step s = Next(text, i);
     if (s.kind != Kind::kValid) return static_cast<int64_t>(i);
     i += s.len;

@@ -5,88 +5,20 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "lib/tokenizer/incremental_decode.h"
 #include "lib/tokenizer/vocab_tokenizer.h"
 
 namespace vocabd {
 
 absl::Status ValidateUtf8(std::string_view text, std::string_view field) {
-  const auto* s = reinterpret_cast<const unsigned char*>(text.data());
-  const size_t n = text.size();
-  size_t i = 0;
-  while (i < n) {
-    // ASCII fast path, 8 bytes at a time.
-    while (i + 8 <= n) {
-      uint64_t w;
-      __builtin_memcpy(&w, s + i, 8);
-      if (w & 0x8080808080808080ull) break;
-      i += 8;
-    }
-    if (i >= n) break;
-    const unsigned char c = s[i];
-    if (c < 0x80) {
-      ++i;
-      continue;
-    }
-    int len = 0;
-    uint32_t cp = 0, min = 0;
-    if ((c >> 5) == 0x6) { len = 2; cp = c & 0x1F; min = 0x80; }
-    else if ((c >> 4) == 0xE) { len = 3; cp = c & 0x0F; min = 0x800; }
-    else if ((c >> 3) == 0x1E) { len = 4; cp = c & 0x07; min = 0x10000; }
-    bool ok = len != 0 && i + len <= n;
-    for (int k = 1; ok && k < len; ++k) {
-      if ((s[i + k] & 0xC0) != 0x80) ok = false;
-      cp = (cp << 6) | (s[i + k] & 0x3F);
-    }
-    if (ok && (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))) ok = false;
-    if (!ok) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          std::string(field), ": invalid UTF-8 at byte offset ", i, " (byte 0x",
-          absl::Hex(c, absl::kZeroPad2), ")"));
-    }
-    i += len;
-  }
-  return absl::OkStatus();
+  const std::optional<int64_t> bad = FirstInvalidUtf8(text);
+  if (!bad.has_value()) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat(std::string(field), ": invalid UTF-8 at byte offset ", *bad, " (byte 0x",
+                   absl::Hex(static_cast<uint8_t>(text[*bad]), absl::kZeroPad2), ")"));
 }
 
-size_t CompleteUtf8Prefix(std::string_view bytes) {
-  const size_t n = bytes.size();
-  // Look back at most 3 bytes for the lead byte of the last sequence.
-  for (size_t back = 1; back <= 4 && back <= n; ++back) {
-    const auto c = static_cast<unsigned char>(bytes[n - back]);
-    if ((c & 0xC0) == 0x80) continue;  // continuation byte
-    if (c < 0x80) return n;
-    const int len = tokenizer_internal::Utf8Length(c);
-    if (len == 1) return n;  // invalid lead byte: nothing to wait for
-    return static_cast<size_t>(len) <= back ? n : n - back;
-  }
-  return n;
-}
 
-absl::StatusOr<std::string> DecodeIncremental(const Tokenizer& tokenizer,
-                                              absl::Span<const int32_t> prefix_ids,
-                                              absl::Span<const int32_t> new_ids,
-                                              bool skip_special_tokens) {
-  std::vector<int32_t> all(prefix_ids.begin(), prefix_ids.end());
-  all.insert(all.end(), new_ids.begin(), new_ids.end());
-  absl::StatusOr<std::string> full = tokenizer.Decode(all, skip_special_tokens);
-  if (!full.ok()) return full.status();
-  absl::StatusOr<std::string> prev = tokenizer.Decode(prefix_ids, skip_special_tokens);
-  if (!prev.ok()) return prev.status();
-  const size_t emitted = CompleteUtf8Prefix(*prev);
-  const size_t ready = CompleteUtf8Prefix(*full);
-  // Decoding is prefix-stable for byte-joined tokenizers; when it is not
-  // (WordPiece's clean-up of " ." etc.), resume after the common prefix.
-  size_t start = 0;
-  const size_t limit = std::min(emitted, ready);
-  while (start < limit && (*prev)[start] == (*full)[start]) ++start;
-  // Never cut inside a character.
-  while (start > 0 && start < full->size() &&
-         (static_cast<unsigned char>((*full)[start]) & 0xC0) == 0x80) {
-    --start;
-  }
-  if (ready <= start) return std::string();
-  return full->substr(start, ready - start);
-}
 
 namespace tokenizer_internal {
 

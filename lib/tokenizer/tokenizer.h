@@ -70,7 +70,8 @@ class Tokenizer {
   }
   // INVALID_ARGUMENT naming the index and value of an id outside
   // [0, vocab_size). The result may end in an incomplete UTF-8 sequence
-  // only when the ids do (byte tokens); see DecodeIncremental for streams.
+  // only when the ids do (byte tokens); see DecodeIncremental
+  // (incremental_decode.h) for streams.
   // skip_special_tokens drops control tokens (IsSpecial).
   virtual absl::StatusOr<std::string> Decode(absl::Span<const int32_t> ids,
                                              bool skip_special_tokens) const = 0;
@@ -99,24 +100,9 @@ class Tokenizer {
 // not valid UTF-8 (overlong forms, surrogates and code points above
 // U+10FFFF are invalid, as in RFC 3629).
 absl::Status ValidateUtf8(std::string_view text, std::string_view field);
-// Length of the longest prefix of `bytes` that does not end inside a UTF-8
-// sequence (for incremental detokenization: emit only completed text).
-size_t CompleteUtf8Prefix(std::string_view bytes);
-
-// Incremental detokenization for callers generating one token at a time:
-// the text `new_ids` completes after `prefix_ids`, i.e. what
-// Decode(prefix_ids + new_ids) adds to Decode(prefix_ids), both cut after
-// their last complete UTF-8 character, so the result never holds a broken
-// UTF-8 sequence: bytes of an unfinished character come out with the id
-// that completes it. Concatenating the results over a stream gives
-// Decode(all ids) (up to a trailing unfinished character). prefix_ids may
-// be a window of the last few ids (a window must start at a token that
-// begins a character; 6 ids cover any UTF-8 character split in byte
-// tokens). Errors as Decode (ids are indexed as prefix_ids then new_ids).
-absl::StatusOr<std::string> DecodeIncremental(const Tokenizer& tokenizer,
-                                              absl::Span<const int32_t> prefix_ids,
-                                              absl::Span<const int32_t> new_ids,
-                                              bool skip_special_tokens);
+// CompleteUtf8Prefix, FirstInvalidUtf8 and DecodeIncremental (text completed
+// by new ids for callers generating one token at a time):
+// lib/tokenizer/incremental_decode.h.
 
 }  // namespace vocabd
 

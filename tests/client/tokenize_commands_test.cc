@@ -1,7 +1,6 @@
 // vocabctl tokenize / detokenize / vocab / embed --text / score with token
 // text, run as the real binary against an in-process server whose
-// stories260K has the TEST-ONLY tok512 tokenizer
-// (tests/tokenizer/test_tokenizer.h; the ids are SentencePiece's own).
+// stories260K has its own tok512.bin tokenizer (the ids are SentencePiece's).
 #include <memory>
 #include <string>
 
@@ -11,7 +10,6 @@
 
 #include "server/server.h"
 #include "tests/test_util.h"
-#include "tests/tokenizer/test_tokenizer.h"
 
 namespace vocabd::testing {
 namespace {
@@ -25,12 +23,6 @@ class VocabctlTokenizeTest : public ::testing::Test {
     options.listen_address = "127.0.0.1:0";
     options.models = {{"stories260K", Stories260KBin()},
                       {"notok", SourceDir() + "/tests/data/forms/gpt2"}};
-    auto stories = StoriesTokenizerFactory();
-    options.serving.tokenizer_factory = [stories](const std::string& name, const Checkpoint& c)
-        -> absl::StatusOr<std::unique_ptr<Tokenizer>> {
-      if (name != "stories260K") return std::unique_ptr<Tokenizer>();
-      return stories(name, c);
-    };
     auto server = VocabdServer::Create(options);
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = std::move(*server).release();

@@ -5,8 +5,8 @@
 // -n 256), whose story starts with "Once upon a time": prompting with that
 // text (or with nothing, BOS only) reproduces it byte for byte.
 //
-// The server's stories260K tokenizer here is the TEST-ONLY tok512 one
-// (tests/tokenizer/test_tokenizer.h) until the real loader is merged.
+// The server's tokenizers are the checkpoints' own (tok512.bin beside the
+// .bin; the HF folder's tokenizer.model).
 #include <memory>
 #include <string>
 
@@ -15,7 +15,6 @@
 
 #include "server/server.h"
 #include "tests/test_util.h"
-#include "tests/tokenizer/test_tokenizer.h"
 
 namespace vocabd::testing {
 namespace {
@@ -26,7 +25,6 @@ class GenerateTextTest : public ::testing::Test {
     VocabdServer::Options options;
     options.listen_address = "127.0.0.1:0";
     options.models = {{"stories260K", Stories260KBin()}, {"stories260K-hf", Stories260KHfDir()}};
-    options.serving.tokenizer_factory = StoriesTokenizerFactory();
     auto server = VocabdServer::Create(options);
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = std::move(*server).release();

@@ -1,11 +1,11 @@
 // TokenizerService, token pieces in Score/ScoreStream, candidate-token
 // scoring and GetModel's tokenizer fields, on a real server (127.0.0.1:0).
 //
-// Tokenizers: stories260K gets the TEST-ONLY Llama2cTestTokenizer over
-// tok512.bin (tests/tokenizer/test_tokenizer.h) through
-// ModelServingOptions::tokenizer_factory; "notok" (tests/data/forms/gpt2, no
+// Tokenizers: stories260K loads the tok512.bin beside its .bin (llama2.c);
+// "flagtok" is the same checkpoint with --tokenizer pointing at
+// stories260K-hf/tokenizer.model; "notok" (tests/data/forms/gpt2, no
 // tokenizer files) has none. Every id expected below is SentencePiece's own
-// (SOURCES.md), so these tests hold for the real tok512 loader as well.
+// (SOURCES.md).
 #include <cmath>
 #include <memory>
 #include <string>
@@ -19,7 +19,6 @@
 #include "proto/tensor_codec.h"
 #include "server/server.h"
 #include "tests/test_util.h"
-#include "tests/tokenizer/test_tokenizer.h"
 
 namespace vocabd::testing {
 namespace {
@@ -30,6 +29,7 @@ using ::testing::HasSubstr;
 
 constexpr char kStories[] = "stories260K";
 constexpr char kNoTok[] = "notok";
+constexpr char kFlagTok[] = "flagtok";
 constexpr int64_t kMaxTextBytes = 4096;
 const char kLily[] = "Once upon a time, there was a little girl named Lily.";
 const std::vector<int64_t> kLilyIds = {403, 407, 261, 378, 432, 383, 286, 261,
@@ -44,13 +44,11 @@ class TokenizerServiceTest : public ::testing::Test {
                       {kNoTok, SourceDir() + "/tests/data/forms/gpt2"}};
     options.compute_threads = 2;
     options.max_text_bytes = kMaxTextBytes;
-    auto stories = StoriesTokenizerFactory();
-    options.serving.tokenizer_factory = [stories](const std::string& name,
-                                                  const Checkpoint& checkpoint)
-        -> absl::StatusOr<std::unique_ptr<Tokenizer>> {
-      if (name != kStories) return std::unique_ptr<Tokenizer>();
-      return stories(name, checkpoint);
-    };
+    options.models.push_back({kFlagTok, Stories260KBin()});
+    ASSERT_TRUE(options.serving
+                    .AddTokenizerFlag(absl::StrCat(kFlagTok, "=", Stories260KHfDir(),
+                                                   "/tokenizer.model"))
+                    .ok());
     auto server = VocabdServer::Create(options);
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = std::move(*server).release();
@@ -405,6 +403,37 @@ TEST_F(TokenizerServiceTest, ScoreStreamCarriesPiecesAndCandidates) {
   reqs[1].clear_candidate_ids();
   ExpectStatus(client().ScoreStream(reqs).status(), absl::StatusCode::kFailedPrecondition,
                "requests[1]: model 'notok' has no tokenizer");
+}
+
+}  // namespace
+}  // namespace vocabd::testing
+
+namespace vocabd::testing {
+namespace {
+
+// --tokenizer NAME=PATH replaces the tokenizer a checkpoint carries; the
+// flag's bad forms are named.
+TEST_F(TokenizerServiceTest, TokenizerFlagNamesTheTokenizerPerModel) {
+  auto info = client().GetModel(kFlagTok);
+  ASSERT_TRUE(info.ok()) << info.status();
+  ASSERT_TRUE(info->has_tokenizer());
+  EXPECT_THAT(info->tokenizer().source(), HasSubstr("tokenizer.model"));
+  EXPECT_EQ(info->tokenizer().kind(), "sentencepiece");
+  auto ids = Tokenize({kLily}, false, kFlagTok);
+  ASSERT_TRUE(ids.ok()) << ids.status();
+  auto reference = Tokenize({kLily}, false, kStories);
+  ASSERT_TRUE(reference.ok()) << reference.status();
+  EXPECT_THAT(ids->results(0).ids(), ElementsAreArray(reference->results(0).ids()));
+
+  ModelServingOptions serving;
+  for (const char* bad : {"nopath", "=x.model", "m="}) {
+    absl::Status s = serving.AddTokenizerFlag(bad);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_THAT(std::string(s.message()), HasSubstr("expected NAME=PATH")) << bad;
+  }
+  ASSERT_TRUE(serving.AddTokenizerFlag("m=a.model").ok());
+  EXPECT_THAT(std::string(serving.AddTokenizerFlag("m=b.model").message()),
+              HasSubstr("already has a --tokenizer"));
 }
 
 }  // namespace

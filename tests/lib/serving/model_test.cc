@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/test_util.h"
+#include "lib/tokenizer/tokenizer_loader.h"
 #include "tests/tokenizer/test_tokenizer.h"
 
 namespace vocabd {
@@ -199,9 +200,7 @@ namespace {
 TEST(ModelTokenizerFactoryTest, ReplacesKeepsOrFails) {
   Model::Options options("stories", testing::Stories260KBin());
   options.tokenizer_factory = [](const Checkpoint&) -> absl::StatusOr<std::unique_ptr<Tokenizer>> {
-    auto tok = testing::Llama2cTestTokenizer::Load(testing::Tok512Path());
-    if (!tok.ok()) return tok.status();
-    return std::unique_ptr<Tokenizer>(std::move(*tok));
+    return LoadTokenizer(testing::Tok512Path());
   };
   auto model = Model::Create(options);
   ASSERT_TRUE(model.ok()) << model.status();

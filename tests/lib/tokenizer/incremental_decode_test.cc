@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "lib/tokenizer/tokenizer_ops.h"
+#include "lib/tokenizer/tokenizer_loader.h"
 #include "tests/tokenizer/test_tokenizer.h"
 
 namespace vocabd {
@@ -154,7 +155,7 @@ TEST(DecodeIncrementalTest, IdsOutOfRange) {
 // The real stories260K vocabulary: "▁" splits into byte tokens there
 // (tok512.bin has no piece for it), emoji too.
 TEST(DecodeIncrementalTest, Tok512StreamMatchesFullDecode) {
-  auto tok = testing::Llama2cTestTokenizer::Load(testing::Tok512Path());
+  auto tok = LoadTokenizer(testing::Tok512Path());
   ASSERT_TRUE(tok.ok()) << tok.status();
   const std::string text = "Once upon a time \xF0\x9F\x98\x80 Lily saw a \xE2\x96\x81 cat\xC3\xA9.";
   auto enc = (*tok)->Encode(text, true);

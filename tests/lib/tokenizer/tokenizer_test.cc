@@ -19,6 +19,7 @@
 #include "nlohmann/json.hpp"
 #include "gtest/gtest.h"
 #include "lib/checkpoint/gguf.h"
+#include "lib/tokenizer/incremental_decode.h"
 #include "lib/tokenizer/tokenizer.h"
 #include "lib/tokenizer/tokenizer_loader.h"
 #include "tests/test_util.h"
@@ -230,9 +231,9 @@ TEST(TokenizerTest, DecodeIncrementalStreamsWholeCharacters) {
       auto piece = DecodeIncremental(**tok, absl::MakeConstSpan(enc->data() + from, i - from),
                                      absl::MakeConstSpan(enc->data() + i, 1), false);
       ASSERT_TRUE(piece.ok()) << piece.status();
-      EXPECT_TRUE(ValidateUtf8(*piece, "piece").ok()) << name << " step " << i;
-      if (piece->empty()) ++empty_steps;
-      streamed += *piece;
+      EXPECT_TRUE(ValidateUtf8(piece->text, "piece").ok()) << name << " step " << i;
+      if (piece->text.empty()) ++empty_steps;
+      streamed += piece->text;
     }
     EXPECT_EQ(streamed, text) << name;
     EXPECT_GT(empty_steps, 0) << name;  // the emoji is split in byte tokens
@@ -244,14 +245,6 @@ TEST(TokenizerTest, DecodeIncrementalStreamsWholeCharacters) {
   EXPECT_THAT(std::string(bad.status().message()), HasSubstr("ids[0] = 99999"));
 }
 
-TEST(TokenizerTest, CompleteUtf8Prefix) {
-  EXPECT_EQ(CompleteUtf8Prefix("abc"), 3u);
-  EXPECT_EQ(CompleteUtf8Prefix("ab\xF0\x9F"), 2u);
-  EXPECT_EQ(CompleteUtf8Prefix("ab\xF0\x9F\xA6\x99"), 6u);
-  EXPECT_EQ(CompleteUtf8Prefix("\xC3"), 0u);
-  EXPECT_EQ(CompleteUtf8Prefix("\xC3\xBC"), 2u);
-  EXPECT_EQ(CompleteUtf8Prefix(""), 0u);
-}
 
 // stories260K: the known encoding from SOURCES.md through every form the
 // model carries its tokenizer in.
