@@ -68,7 +68,8 @@ run_tests() {
     sanitizer_tests asan
     sanitizer_tests tsan
   fi
-  # libFuzzer targets for the checkpoint parsers (fuzz/), 60 s each after ctest.
+  # libFuzzer targets (fuzz/): the checkpoint parsers and request_fuzzer (every
+  # RPC through the real handlers), 60 s each after ctest.
   if [[ ${VOCABD_FUZZ_SECONDS:-60} != 0 ]]; then
     local TIMEFORMAT="fuzz (build + runs): %R s wall, %U s user, %S s sys"
     time VOCABD_FUZZ_BUILD_DIR="${BUILD_DIR}-fuzz" "$ROOT/fuzz/run_fuzz.sh" "${VOCABD_FUZZ_SECONDS:-60}"

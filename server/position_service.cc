@@ -245,9 +245,11 @@ absl::Status PositionServiceImpl::DoGetSinusoidalPositions(
       return absl::InvalidArgumentError(absl::StrCat(
           "layout = ", static_cast<int>(request.layout()), " is not a known layout"));
   }
+  const double base = request.base() == 0 ? 10000.0 : request.base();
+  RETURN_IF_ERROR(
+      ValidateSinusoidalTable(request.start_position(), request.num_positions(), request.dim(), base));
   RETURN_IF_ERROR(CheckRequestMemory(SinusoidalMemory(request.num_positions(), request.dim()),
                                      context_.max_request_memory_bytes));
-  const double base = request.base() == 0 ? 10000.0 : request.base();
   ASSIGN_OR_RETURN(std::vector<float> table,
                    SinusoidalTable(request.start_position(), request.num_positions(),
                                    request.dim(), base, layout));

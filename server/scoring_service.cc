@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <memory>
+#include <new>
 #include <string>
 #include <utility>
 #include <vector>
@@ -173,25 +174,39 @@ grpc::ServerUnaryReactor* ScoringServiceImpl::ComputeLogits(grpc::CallbackServer
         absl::StrCat(call.head.rows, " rows x vocab_size ", vocab, " x ",
                      std::string(DTypeName(output_dtype))),
         context_.max_send_message_bytes));
-    // The response tensor is sized once; each slice of logits rows is
-    // encoded straight into it (no whole-call logits copy).
+    // The response tensor is sized once, when the first slice of logits rows
+    // is ready (after the model validated the call); each slice is encoded
+    // straight into it (no whole-call logits copy).
     v1::Tensor* logits = response->mutable_logits();
     logits->set_dtype(DTypeToProto(output_dtype));
     logits->add_shape(call.head.rows);
     logits->add_shape(vocab);
-    logits->mutable_data()->resize(static_cast<size_t>(call.head.rows * vocab * dtype_size));
-    char* out = logits->mutable_data()->data();
+    auto out_of_memory = std::make_shared<bool>(false);
     dispatched = true;
     m.ComputeLogitsAsync(
         call.head, request->log_softmax(), ComputeCheck(context, context_.metrics, m, call.head.rows),
-        [out, vocab, dtype_size, output_dtype](int64_t first, int64_t rows, const float* values) {
+        [data = logits->mutable_data(), total = call.head.rows * vocab * dtype_size, vocab,
+         dtype_size, output_dtype, out_of_memory](int64_t first, int64_t rows, const float* values) {
+          if (*out_of_memory) return;
+          if (data->empty()) {
+            try {
+              data->resize(static_cast<size_t>(total));
+            } catch (const std::bad_alloc&) {
+              *out_of_memory = true;  // `done` answers RESOURCE_EXHAUSTED
+              return;
+            }
+          }
           ConvertFromF32(values, static_cast<size_t>(rows * vocab), output_dtype,
-                         out + first * vocab * dtype_size);
+                         data->data() + first * vocab * dtype_size);
         },
-        [model = call.model, hidden_rows = call.hidden, request, response, reactor,
+        [model = call.model, hidden_rows = call.hidden, request, response, reactor, out_of_memory,
          max_send = context_.max_send_message_bytes](absl::Status st) {
           st = CatchAll("ComputeLogits", nullptr, [&]() -> absl::Status {
             RETURN_IF_ERROR(st);
+            if (*out_of_memory) {
+              RequestMemory need = HeadRequestMemory(*request, *model);
+              return OutOfMemoryStatus("ComputeLogits", need.bytes(), need.formula());
+            }
             response->set_model(model->name());
             response->set_request_id(request->request_id());
             return CheckResponseSize(*response, max_send);

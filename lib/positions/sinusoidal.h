@@ -25,6 +25,9 @@ enum class SinusoidalLayout {
 // count * dim > 2^26), `start_position` (< 0), `base` (<= 0 or not finite).
 absl::StatusOr<std::vector<float>> SinusoidalTable(int64_t start, int64_t count, int64_t dim,
                                                    double base, SinusoidalLayout layout);
+// SinusoidalTable's checks alone (nothing allocated): callers validate
+// first, then apply their memory bound, then build the table.
+absl::Status ValidateSinusoidalTable(int64_t start, int64_t count, int64_t dim, double base);
 
 // Adds the kInterleaved table's rows for arbitrary positions in place, in
 // fp32: rows[r, j] += float(PE[positions[r], j]) (the same float values as

@@ -83,7 +83,7 @@ RequestMemory RopeCacheMemory(int64_t positions, int64_t rotary_dim) {
 
 RequestMemory SinusoidalMemory(int64_t positions, int64_t dim) {
   RequestMemory m("GetSinusoidalPositions");
-  m.Add("table", {positions, dim, 4, 3});
+  m.Add("table", {positions, dim, 4, 3}).Add("frequencies", {dim, 8});
   return m;
 }
 

@@ -23,7 +23,7 @@
 //     q, k (Nq + Nk) x 4 + positions T x 8 + cos/sin T x (16 + D x 4)
 //     + response (Nq + Nk) x s x 2
 //   GetRopeCache (P positions, r rotary_dim):   P x r x 4 x 3
-//   GetSinusoidalPositions (P positions, d):     P x d x 4 x 3
+//   GetSinusoidalPositions (P positions, d):     P x d x 4 x 3 + d x 8
 //   GetAlibiSlopes (h heads, q x k bias):       h x 4 + h x q x k x 4 x 3
 // ("x 2" / "x 3": the response message and gRPC's serialized copy of it.)
 #ifndef VOCABD_LIB_SERVING_REQUEST_MEMORY_H_

@@ -442,7 +442,7 @@ TEST_F(SmallBudgetTest, EveryRpcChecksItsBudgetBeforeAllocating) {
     v1::GetSinusoidalPositionsResponse response;
     grpc::Status st = live_->positions->GetSinusoidalPositions(&ctx, request, &response);
     ExpectOverBudget(st, "GetSinusoidalPositions");
-    EXPECT_THAT(st.error_message(), HasSubstr("(table 4096 x 64 x 4 x 3)"));
+    EXPECT_THAT(st.error_message(), HasSubstr("(table 4096 x 64 x 4 x 3 + frequencies 64 x 8)"));
   }
   {
     v1::GetAlibiSlopesRequest request;
@@ -475,6 +475,27 @@ TEST(RequestMemoryTest, FormulasSaturateAndZeroBudgetIsUnbounded) {
   EXPECT_EQ(score.bytes(), 2560 + 23040 + 80 + 3840);
   EXPECT_EQ(score.formula(),
             "hidden 10 x 64 x 4 + batch 10 x 576 x 4 + targets 10 x 8 + results 10 x 128 x 3");
+}
+
+// ---- request_fuzzer findings ------------------------------------------------
+
+// fuzz/request_fuzzer crash-870a795a (7 bytes): GetSinusoidalPositions with
+// num_positions 0 and dim = 3,053,453,310 passed num_positions x dim <= 2^26
+// and the budget (0 bytes of table) and then allocated dim / 2 doubles (47.6 GB).
+TEST_F(RequestBoundsTest, SinusoidalHugeDimWithZeroPositionsIsRefused) {
+  v1::GetSinusoidalPositionsRequest request;
+  request.set_num_positions(0);
+  request.set_dim(11922309118);
+  grpc::Status status;
+  const Cost cost = Measure([&] {
+    grpc::ClientContext ctx;
+    v1::GetSinusoidalPositionsResponse response;
+    status = live().positions->GetSinusoidalPositions(&ctx, request, &response);
+  });
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(status.error_message(), "dim = 11922309118 exceeds 67108864 values");
+  EXPECT_LT(cost.seconds, 0.5);
+  EXPECT_LT(cost.peak_growth_bytes, 32 * kMiB);
 }
 
 // ---- non-finite input --------------------------------------------------------

@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -361,6 +362,33 @@ TEST(RopeTest, InterleavedAndHalfSplitAreRelatedByAPermutation) {
   }
 }
 
+TEST(RopeTest, NonFiniteQkIsInvalidArgumentNamingTheFirstElement) {
+  const int d = 8, hq = 2, hk = 1, s_len = 3;
+  std::vector<float> q = RandomVec(hq * s_len * d, 6), k = RandomVec(hk * s_len * d, 7);
+  q[(1 * s_len + 2) * d + 5] = std::numeric_limits<float>::infinity();  // q[0, 1, 2, 5] BHSD
+  ApplyRopeOptions opt;
+  absl::StatusOr<ApplyRopeResult> r = ApplyRope(Params(d, d, RopePairLayout::kHalfSplit), opt,
+                                                {0, 1, 2}, Tensor(q, 1, hq, s_len, d),
+                                                Tensor(k, 1, hk, s_len, d));
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(r.status().message(),
+            "q[0, 1, 2, 5] = inf is not finite (set allow_non_finite to accept NaN/Inf)");
+  opt.allow_non_finite = true;
+  EXPECT_TRUE(ApplyRope(Params(d, d, RopePairLayout::kHalfSplit), opt, {0, 1, 2},
+                        Tensor(q, 1, hq, s_len, d), Tensor(k, 1, hk, s_len, d))
+                  .ok());
+}
+
+TEST(RopeTest, ValidateQkShapesRefusesZeroHeadsBeforeAnyData) {
+  QkTensor q{nullptr, 32768, 0, 32768, 8}, k{nullptr, 32768, 0, 32768, 8};
+  absl::Status st = ValidateQkShapes(q, k, QkvLayout::kBHSD);
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(st.message(), "q.shape[1] (num_heads) = 0 must be > 0");
+  QkTensor big{nullptr, int64_t{1} << 40, 8, int64_t{1} << 40, 8};
+  EXPECT_THAT(ValidateQkShapes(big, big, QkvLayout::kBHSD).message(),
+              ::testing::HasSubstr("overflows int64"));
+}
+
 TEST(RopeTest, PartialRotaryLeavesTailBitExact) {
   for (RopePairLayout layout : {RopePairLayout::kInterleaved, RopePairLayout::kHalfSplit}) {
     const int d = 64, r = 32, hq = 2, hk = 1, s_len = 4;
@@ -374,6 +402,7 @@ TEST(RopeTest, PartialRotaryLeavesTailBitExact) {
     q[d - 1] = 1e-40f;
     const std::vector<float> q0 = q, k0 = k;
     ApplyRopeOptions opt;
+    opt.allow_non_finite = true;  // the NaN payload must pass through untouched
     ASSERT_TRUE(ApplyRope(Params(d, r, layout), opt, {1, 2, 3, 4000},
                           Tensor(q, 1, hq, s_len, d), Tensor(k, 1, hk, s_len, d))
                     .ok());
