@@ -8,6 +8,7 @@
 #include "server/call_tracker.h"
 #include "server/embedding_service.h"
 #include "server/grpc_status.h"
+#include "server/handler_guard.h"
 
 namespace vocabd {
 
@@ -50,7 +51,11 @@ void EmbedStreamReactor::OnReadDone(bool ok) {
     }
   }
   v1::EmbedResponse response;
-  if (status.ok()) status = service_->DoEmbed(request_, &response);
+  if (status.ok()) {
+    // No exception leaves the reactor (server/handler_guard.h).
+    status = CatchAll("EmbedStream", nullptr,
+                      [&] { return service_->DoEmbed(request_, &response); });
+  }
   request_.Clear();
   if (!status.ok()) {
     finish_status_ = ToGrpcStatus(
