@@ -15,7 +15,7 @@
 namespace vocabd {
 namespace tokenizer_internal {
 
-// ---- SentencePiece (Debian libsentencepiece) ------------------------------
+// ---- SentencePiece BPE (own code, see sentencepiece_tokenizer.cc) ----------
 struct SentencePieceOptions {
   // NormalizerSpec: prepend "▁" to the input (Llama: true).
   bool add_dummy_prefix = true;
@@ -26,7 +26,10 @@ struct SentencePieceOptions {
 // space, "<0xAB>" byte pieces), scores, types (exactly one kUnknown).
 absl::StatusOr<std::unique_ptr<Tokenizer>> MakeSentencePieceFromVocab(
     Vocab vocab, const SentencePieceOptions& options);
-// A serialized sentencepiece ModelProto (tokenizer.model, tok512.model).
+// A serialized sentencepiece ModelProto (tokenizer.model, tok512.model),
+// read by hand: BPE models only (trainer_spec.model_type), identity
+// normalizer only (no normalizer_spec.precompiled_charsmap); anything else
+// is INVALID_ARGUMENT naming the field.
 absl::StatusOr<std::unique_ptr<Tokenizer>> MakeSentencePieceFromModelFile(
     std::string serialized, std::string source, bool add_bos, bool add_eos);
 
