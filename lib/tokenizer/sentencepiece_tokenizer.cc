@@ -116,7 +116,9 @@ struct SpmSpec {
   bool escape_whitespaces = true;
 };
 
-// Decoded bytes of a SentencePiece piece.
+// Decoded bytes of a SentencePiece piece. Control pieces (<s>) keep their
+// text, as every tokenizer kind here does: Detokenize without
+// skip_special_tokens shows them (Hugging Face's convention).
 std::string SpmPieceBytes(const std::string& piece, TokenType type) {
   if (type == TokenType::kByte) {
     const int b = ParseBytePiece(piece);

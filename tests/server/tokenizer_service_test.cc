@@ -107,7 +107,9 @@ TEST_F(TokenizerServiceTest, TokenizeKnownSentenceWithPiecesAndOffsets) {
   ASSERT_EQ(t.token_bytes_size(), t.ids_size());
   ASSERT_EQ(t.offsets_size(), t.ids_size());
   EXPECT_EQ(t.token_bytes(1), " Once");
-  EXPECT_EQ(t.token_bytes(0), "");  // BOS adds no text
+  // BOS: its text as Detokenize without skip_special_tokens shows it (no
+  // input bytes: offsets [0, 0)).
+  EXPECT_EQ(t.token_bytes(0), "<s>");
   EXPECT_EQ(t.offsets(0).begin(), 0);
   EXPECT_EQ(t.offsets(0).end(), 0);
   // Every text token's span is the input it came from (the dummy-prefix
