@@ -287,11 +287,14 @@ class SentencePieceTokenizer final : public VocabTokenizer {
         last_non_space_end = norm->size();
       }
     }
-    if (spec_.remove_extra_whitespaces) {  // trailing spaces
+    uint32_t end = static_cast<uint32_t>(in.size());
+    if (spec_.remove_extra_whitespaces && norm->size() > last_non_space_end) {
+      // Trailing spaces dropped: the text ends where they began.
+      end = (*orig)[last_non_space_end];
       norm->resize(last_non_space_end);
       orig->resize(last_non_space_end);
     }
-    orig->push_back(static_cast<uint32_t>(in.size()));
+    orig->push_back(end);
   }
 
   void EncodeWordCached(std::string_view word, Pieces* out) const {

@@ -489,6 +489,196 @@ TEST(TokenizerTest, LongWordsMatchAReferenceBpe) {
   EXPECT_EQ(*(*tok)->Decode(*enc, false), big);
 }
 
+// Long SentencePiece words (> 64 symbols: the heap path of the merge loop)
+// must give what a plain reference gives: sentencepiece's BPE written on
+// strings here (merge the adjacent pair whose concatenation is a NORMAL
+// piece with the highest score, ties leftmost).
+TEST(TokenizerTest, SentencePieceLongWordsMatchAReference) {
+  auto tok = LoadTokenizer(VocabPath("llama-spm"));
+  ASSERT_TRUE(tok.ok()) << tok.status();
+  std::map<std::string, int32_t> ids;
+  for (int32_t i = 0; i < (*tok)->vocab_size(); ++i) {
+    if ((*tok)->Type(i) == TokenType::kNormal) ids.emplace((*tok)->Piece(i), i);
+  }
+  std::mt19937 rng(14);
+  const std::string letters = "etaoinshrdlucmfwypvbgkqjxz";
+  for (int trial = 0; trial < 30; ++trial) {
+    std::string word;
+    const int len = 65 + static_cast<int>(rng() % 300);
+    for (int k = 0; k < len; ++k) word += letters[rng() % (trial % 2 ? 6 : letters.size())];
+    std::vector<std::string> sym = {"\xE2\x96\x81"};  // the dummy prefix
+    for (char c : word) sym.push_back(std::string(1, c));
+    while (true) {
+      int best = -1;
+      float best_score = 0.0f;
+      for (size_t k = 0; k + 1 < sym.size(); ++k) {
+        auto it = ids.find(sym[k] + sym[k + 1]);
+        if (it == ids.end()) continue;
+        const float sc = (*tok)->Score(it->second);
+        if (best < 0 || sc > best_score) {
+          best_score = sc;
+          best = static_cast<int>(k);
+        }
+      }
+      if (best < 0) break;
+      sym[best] += sym[best + 1];
+      sym.erase(sym.begin() + best + 1);
+    }
+    std::vector<int32_t> want;
+    for (const auto& x : sym) want.push_back(ids.at(x));
+    auto enc = (*tok)->EncodeIds(word, false);
+    ASSERT_TRUE(enc.ok());
+    EXPECT_EQ(*enc, want) << word;
+  }
+  std::string big(1 << 20, 'a');
+  for (size_t k = 0; k < big.size(); k += 7) big[k] = 'b';
+  auto enc = (*tok)->EncodeIds(big, false);
+  ASSERT_TRUE(enc.ok());
+  EXPECT_EQ(*(*tok)->Decode(*enc, false), big);
+}
+
+// A sentencepiece ModelProto written by hand (protobuf wire format), for
+// the .model reader.
+class ModelProtoWriter {
+ public:
+  void Piece(const std::string& piece, float score, int type) {
+    std::string sp;
+    Bytes(1, piece, &sp);
+    Tag(2, 5, &sp);
+    sp.append(reinterpret_cast<const char*>(&score), 4);
+    Varint(3, type, &sp);
+    Bytes(1, sp, &model_);
+  }
+  void Trainer(int field, int64_t v) { Varint(field, v, &trainer_); }
+  void Normalizer(int field, int64_t v) { Varint(field, v, &normalizer_); }
+  void NormalizerBytes(int field, const std::string& b) { Bytes(field, b, &normalizer_); }
+  std::string Write(const std::string& name) const {
+    std::string m = model_;
+    Bytes(2, trainer_, &m);
+    Bytes(3, normalizer_, &m);
+    const std::string path = ::testing::TempDir() + "/" + name + ".model";
+    std::ofstream f(path, std::ios::binary);
+    f << m;
+    return path;
+  }
+
+ private:
+  static void V(uint64_t v, std::string* out) {
+    while (v >= 0x80) {
+      out->push_back(static_cast<char>((v & 0x7F) | 0x80));
+      v >>= 7;
+    }
+    out->push_back(static_cast<char>(v));
+  }
+  static void Tag(int field, int wire, std::string* out) { V((uint64_t(field) << 3) | wire, out); }
+  static void Varint(int field, int64_t v, std::string* out) {
+    Tag(field, 0, out);
+    V(static_cast<uint64_t>(v), out);
+  }
+  static void Bytes(int field, const std::string& b, std::string* out) {
+    Tag(field, 2, out);
+    V(b.size(), out);
+    *out += b;
+  }
+  std::string model_, trainer_, normalizer_;
+};
+
+// <unk> <s> </s> ▁ a b ab(UNUSED) <sep>(USER_DEFINED); BPE, no byte pieces.
+ModelProtoWriter SmallModel() {
+  ModelProtoWriter w;
+  w.Piece("<unk>", 0, 2);
+  w.Piece("<s>", 0, 3);
+  w.Piece("</s>", 0, 3);
+  w.Piece("\xE2\x96\x81", -1, 1);
+  w.Piece("a", -2, 1);
+  w.Piece("b", -3, 1);
+  w.Piece("ab", 5, 5);
+  w.Piece("<sep>", 0, 4);
+  w.Trainer(3, 2);  // model_type BPE
+  return w;
+}
+
+TEST(TokenizerTest, SentencePieceModelFileNormalizerUnusedAndUserDefined) {
+  ModelProtoWriter w = SmallModel();
+  auto tok = LoadTokenizer(w.Write("small_spm"));
+  ASSERT_TRUE(tok.ok()) << tok.status();
+  EXPECT_EQ((*tok)->kind(), "sentencepiece");
+  EXPECT_EQ((*tok)->Type(6), TokenType::kUnused);
+  EXPECT_EQ((*tok)->Type(7), TokenType::kUserDefined);
+  // NormalizerSpec defaults: dummy prefix, extra spaces removed. "ab" is
+  // merged first (score 5) but UNUSED: split back into "a" "b". The
+  // user-defined piece is matched whole.
+  auto enc = (*tok)->Encode("  ab   b<sep>a  ", false);
+  ASSERT_TRUE(enc.ok()) << enc.status();
+  EXPECT_THAT(enc->ids, ElementsAre(3, 4, 5, 3, 5, 7, 4));
+  using P = std::pair<int64_t, int64_t>;
+  EXPECT_THAT(enc->offsets, ElementsAre(P{2, 2}, P{2, 3}, P{3, 4}, P{4, 7}, P{7, 8}, P{8, 13},
+                                        P{13, 14}));
+  EXPECT_EQ(*(*tok)->Decode(enc->ids, false), "ab b<sep>a");
+  // Only spaces: nothing. Without byte pieces a run of unknown characters
+  // is one unk.
+  EXPECT_TRUE((*tok)->Encode("   ", false)->ids.empty());
+  auto unk = (*tok)->Encode("xy", false);
+  ASSERT_TRUE(unk.ok());
+  EXPECT_THAT(unk->ids, ElementsAre(3, 0));
+  EXPECT_THAT(unk->offsets, ElementsAre(P{0, 0}, P{0, 2}));
+  // remove_extra_whitespaces = false, add_dummy_prefix = false: every
+  // space is a "▁".
+  ModelProtoWriter keep = SmallModel();
+  keep.Normalizer(3, 0);
+  keep.Normalizer(4, 0);
+  auto tok2 = LoadTokenizer(keep.Write("small_spm_keep"));
+  ASSERT_TRUE(tok2.ok()) << tok2.status();
+  EXPECT_THAT((*tok2)->Encode("a  b ", false)->ids, ElementsAre(4, 3, 3, 5, 3));
+}
+
+TEST(TokenizerTest, SentencePieceModelFileRefusesWhatItCannotRun) {
+  auto expect_refused = [](const std::string& path, const std::string& what) {
+    auto tok = LoadTokenizer(path);
+    ASSERT_FALSE(tok.ok()) << path;
+    EXPECT_EQ(tok.status().code(), absl::StatusCode::kInvalidArgument) << tok.status();
+    EXPECT_THAT(tok.status().message(), HasSubstr(what));
+  };
+  for (int type : {1, 3, 4}) {
+    ModelProtoWriter w = SmallModel();
+    w.Trainer(3, type);
+    expect_refused(w.Write("spm_type" + std::to_string(type)), "trainer_spec.model_type = " + std::to_string(type));
+  }
+  {
+    ModelProtoWriter w;  // no model_type: UNIGRAM, sentencepiece's default
+    w.Piece("<unk>", 0, 2);
+    w.Piece("a", 0, 1);
+    expect_refused(w.Write("spm_unigram_default"), "trainer_spec.model_type = 1 (UNIGRAM");
+  }
+  {
+    ModelProtoWriter w = SmallModel();
+    w.NormalizerBytes(1, "nmt_nfkc");
+    w.NormalizerBytes(2, std::string(64, '\x01'));
+    expect_refused(w.Write("spm_charsmap"), "normalizer_spec.precompiled_charsmap (64 bytes, name \"nmt_nfkc\")");
+  }
+  {
+    ModelProtoWriter w = SmallModel();
+    w.Trainer(24, 1);
+    expect_refused(w.Write("spm_suffix"), "trainer_spec.treat_whitespace_as_suffix");
+  }
+  {
+    ModelProtoWriter w = SmallModel();
+    w.Trainer(40, 99);
+    expect_refused(w.Write("spm_unk"), "trainer_spec.unk_id = 99");
+  }
+  {
+    ModelProtoWriter w = SmallModel();
+    w.Piece("c", 0, 9);
+    expect_refused(w.Write("spm_piece_type"), "pieces[8].type = 9");
+  }
+  const std::string junk = ::testing::TempDir() + "/spm_junk.model";
+  {
+    std::ofstream f(junk, std::ios::binary);
+    f << "\x0A\xFF\xFF\xFF\x0F" << "abc";  // a length past the end
+  }
+  expect_refused(junk, "not a sentencepiece model");
+}
+
 // A minimal GGUF v3 writer for tokenizer metadata (no tensors).
 class GgufWriter {
  public:
