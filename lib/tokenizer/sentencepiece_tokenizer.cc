@@ -196,10 +196,11 @@ class SentencePieceTokenizer final : public VocabTokenizer {
     const size_t first = ids->size();
     auto emit = [&](size_t start) {
       size_t at = start;
-      for (const auto& [id, len] : pieces) {
+      for (const Out& p : pieces) {
+        const int32_t id = p.id;
         const int64_t b = base + orig[at];
-        const int64_t e = base + orig[std::min<size_t>(at + len, norm.size())];
-        at += len;
+        const int64_t e = base + orig[std::min<size_t>(at + p.span, norm.size())];
+        at += p.advance;
         // A run of unknown symbols is one unk (sentencepiece does so).
         if (id == unk_ && !spec_.byte_fallback && ids->size() > first && ids->back() == unk_) {
           if (offsets) offsets->back().second = e;
@@ -238,7 +239,15 @@ class SentencePieceTokenizer final : public VocabTokenizer {
   }
 
  private:
-  using Pieces = std::vector<std::pair<int32_t, uint32_t>>;  // (id, normalized byte length)
+  // One output id: its offsets are normalized bytes [at, at + span), then
+  // `at` moves by `advance`. The byte pieces of a character all get the
+  // character's span (as Hugging Face's byte fallback does), so offsets
+  // never split a character.
+  struct Out {
+    int32_t id;
+    uint32_t span, advance;
+  };
+  using Pieces = std::vector<Out>;
   struct Symbol {
     uint32_t begin, end;  // in the normalized text
     bool frozen;          // a user-defined piece: never merged
@@ -367,15 +376,16 @@ class SentencePieceTokenizer final : public VocabTokenizer {
         return;
       }
     }
+    const auto n = static_cast<uint32_t>(piece.size());
     if (id >= 0) {
-      out->emplace_back(id, static_cast<uint32_t>(piece.size()));
+      out->push_back({id, n, n});
     } else if (spec_.byte_fallback) {
-      for (char c : piece) {
-        const int32_t b = byte_token_[static_cast<unsigned char>(c)];
-        out->emplace_back(b >= 0 ? b : unk_, 1u);
+      for (uint32_t k = 0; k < n; ++k) {
+        const int32_t b = byte_token_[static_cast<unsigned char>(piece[k])];
+        out->push_back({b >= 0 ? b : unk_, n, k + 1 == n ? n : 0u});
       }
     } else {
-      out->emplace_back(unk_, static_cast<uint32_t>(piece.size()));
+      out->push_back({unk_, n, n});
     }
   }
 

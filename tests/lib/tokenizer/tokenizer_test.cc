@@ -537,6 +537,24 @@ TEST(TokenizerTest, SentencePieceLongWordsMatchAReference) {
   EXPECT_EQ(*(*tok)->Decode(*enc, false), big);
 }
 
+// Byte-fallback pieces of one character all carry the character's span:
+// offsets never split a UTF-8 character.
+TEST(TokenizerTest, SentencePieceBytePiecesShareTheCharacterSpan) {
+  auto tok = LoadTokenizer(testing::SharedModelsDir() + "/stories260K/tok512.model");
+  ASSERT_TRUE(tok.ok()) << tok.status();
+  auto enc = (*tok)->Encode("a \xE8\xAA\x9E!", false);  // "a 語!"
+  ASSERT_TRUE(enc.ok()) << enc.status();
+  using P = std::pair<int64_t, int64_t>;
+  std::vector<P> byte_spans;
+  for (size_t k = 0; k < enc->ids.size(); ++k) {
+    if ((*tok)->Type(enc->ids[k]) == TokenType::kByte) byte_spans.push_back(enc->offsets[k]);
+  }
+  // "▁a" "▁" <0xE8> <0xAA> <0x9E> "!"
+  EXPECT_THAT(enc->ids, ElementsAre(261, 410, 3 + 0xE8, 3 + 0xAA, 3 + 0x9E, 443));
+  EXPECT_THAT(byte_spans, ElementsAre(P{2, 5}, P{2, 5}, P{2, 5}));
+  EXPECT_EQ(*(*tok)->Decode(enc->ids, false), "a \xE8\xAA\x9E!");
+}
+
 // A sentencepiece ModelProto written by hand (protobuf wire format), for
 // the .model reader.
 class ModelProtoWriter {
