@@ -18,6 +18,7 @@ RUN apt-get update -qq && apt-get install -y -qq --no-install-recommends \
       libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler grpc-proto \
       libdnnl-dev libspdlog-dev libfmt-dev nlohmann-json3-dev libabsl-dev libcli11-dev \
       libssl-dev libcpp-httplib-dev prometheus-cpp-dev ocl-icd-opencl-dev \
+      libpcre2-dev libicu-dev \
     && apt-get clean && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
@@ -35,6 +36,7 @@ ARG DEBIAN_FRONTEND=noninteractive
 RUN apt-get update -qq && apt-get install -y -qq --no-install-recommends \
       libgrpc++1.51 libgrpc29 libprotobuf32 libdnnl2 libgomp1 libspdlog1.10 libfmt9 \
       libabsl20220623 libssl3 libcpp-httplib0.11 libprometheus-cpp-core1.0 ca-certificates \
+      libpcre2-8-0 libicu72 \
     && apt-get clean && rm -rf /var/lib/apt/lists/* \
     && groupadd --system --gid 10001 vocabd \
     && useradd --system --uid 10001 --gid 10001 --home-dir /nonexistent --no-create-home \

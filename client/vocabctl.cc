@@ -17,6 +17,9 @@ int main(int argc, char** argv) {
   RegisterHealthCommand(app, context);
   RegisterServicesCommand(app, context);
   RegisterModelsCommand(app, context);
+  RegisterTokenizeCommand(app, context);
+  RegisterDetokenizeCommand(app, context);
+  RegisterVocabCommand(app, context);
   RegisterEmbedCommand(app, context);
   RegisterEmbedStreamCommand(app, context);
   RegisterLogitsCommand(app, context);

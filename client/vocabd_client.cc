@@ -138,7 +138,8 @@ VocabdClient::VocabdClient(std::shared_ptr<grpc::Channel> channel, const Options
       models_(v1::ModelService::NewStub(channel_)),
       embedding_(v1::EmbeddingService::NewStub(channel_)),
       scoring_(v1::ScoringService::NewStub(channel_)),
-      position_(v1::PositionService::NewStub(channel_)) {}
+      position_(v1::PositionService::NewStub(channel_)),
+      tokenizer_(v1::TokenizerService::NewStub(channel_)) {}
 
 void VocabdClient::PrepareContext(grpc::ClientContext* context) const {
   if (options_.timeout.count() > 0) {
@@ -273,6 +274,23 @@ absl::StatusOr<v1::GetSinusoidalPositionsResponse> VocabdClient::GetSinusoidalPo
 absl::StatusOr<v1::GetAlibiSlopesResponse> VocabdClient::GetAlibiSlopes(
     const v1::GetAlibiSlopesRequest& request) {
   return Unary(position_.get(), &v1::PositionService::Stub::GetAlibiSlopes, request,
+               [this](grpc::ClientContext* c) { PrepareContext(c); });
+}
+
+absl::StatusOr<v1::TokenizeResponse> VocabdClient::Tokenize(const v1::TokenizeRequest& request) {
+  return Unary(tokenizer_.get(), &v1::TokenizerService::Stub::Tokenize, request,
+               [this](grpc::ClientContext* c) { PrepareContext(c); });
+}
+
+absl::StatusOr<v1::DetokenizeResponse> VocabdClient::Detokenize(
+    const v1::DetokenizeRequest& request) {
+  return Unary(tokenizer_.get(), &v1::TokenizerService::Stub::Detokenize, request,
+               [this](grpc::ClientContext* c) { PrepareContext(c); });
+}
+
+absl::StatusOr<v1::GetVocabularyResponse> VocabdClient::GetVocabulary(
+    const v1::GetVocabularyRequest& request) {
+  return Unary(tokenizer_.get(), &v1::TokenizerService::Stub::GetVocabulary, request,
                [this](grpc::ClientContext* c) { PrepareContext(c); });
 }
 

@@ -16,6 +16,7 @@
 #include "vocabd/v1/model.grpc.pb.h"
 #include "vocabd/v1/position.grpc.pb.h"
 #include "vocabd/v1/scoring.grpc.pb.h"
+#include "vocabd/v1/tokenizer.grpc.pb.h"
 
 namespace vocabd {
 
@@ -83,6 +84,11 @@ class VocabdClient {
   absl::StatusOr<v1::GetAlibiSlopesResponse> GetAlibiSlopes(
       const v1::GetAlibiSlopesRequest& request);
 
+  // TokenizerService (the model's own tokenizer).
+  absl::StatusOr<v1::TokenizeResponse> Tokenize(const v1::TokenizeRequest& request);
+  absl::StatusOr<v1::DetokenizeResponse> Detokenize(const v1::DetokenizeRequest& request);
+  absl::StatusOr<v1::GetVocabularyResponse> GetVocabulary(const v1::GetVocabularyRequest& request);
+
   // Server reflection: fully-qualified service names the server lists.
   absl::StatusOr<std::vector<std::string>> ListServices();
 
@@ -96,6 +102,7 @@ class VocabdClient {
   std::unique_ptr<v1::EmbeddingService::Stub> embedding_;
   std::unique_ptr<v1::ScoringService::Stub> scoring_;
   std::unique_ptr<v1::PositionService::Stub> position_;
+  std::unique_ptr<v1::TokenizerService::Stub> tokenizer_;
 };
 
 // grpc::Status -> absl::Status with the same code and message.

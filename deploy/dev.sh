@@ -30,6 +30,7 @@ PACKAGES=(
   python3-grpcio gnuplot-nox libopenblas-dev
   python3-protobuf python3-setuptools python3-pytest python3-pip
   clang libclang-rt-14-dev
+  libpcre2-dev libicu-dev python3-sentencepiece
 )
 
 deps() {

@@ -72,7 +72,11 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   // LM-head serving (server/model_serving_options.h).
-  std::vector<std::string> weights_dtype_flags, batching_flags;
+  std::vector<std::string> weights_dtype_flags, batching_flags, tokenizer_flags;
+  app.add_option("--tokenizer", tokenizer_flags,
+                 "NAME=PATH: tokenizer for model NAME (a tokenizer.json, tokenizer.model, "
+                 "llama2.c tok*.bin, .gguf or HF folder) instead of the one its checkpoint "
+                 "carries; a path that does not load fails the model (repeatable)");
   app.add_option("--weights-dtype", weights_dtype_flags,
                  "[NAME=]auto|f32|bf16|q8_0: type the embedding table and LM head are served in "
                  "(repeatable; no NAME = every model; auto = the checkpoint's own: quantized "
@@ -120,6 +124,11 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber)
       ->envname("VOCABD_MAX_TOKENS_PER_REQUEST");
+  app.add_option("--max-text-bytes", options.max_text_bytes,
+                 "Largest text Tokenize accepts, bytes (a request: 4 x this); more = "
+                 "RESOURCE_EXHAUSTED")
+      ->capture_default_str()
+      ->envname("VOCABD_MAX_TEXT_BYTES");
   app.add_option("--max-concurrent-requests", options.max_concurrent_requests,
                  "vocabd.v1 calls in flight at once; more = RESOURCE_EXHAUSTED (0 = no limit)")
       ->capture_default_str()
@@ -191,6 +200,12 @@ int main(int argc, char** argv) {
   }
   for (const std::string& flag : weights_dtype_flags) {
     if (absl::Status st = options.serving.AddWeightsDTypeFlag(flag); !st.ok()) {
+      std::cerr << st.message() << "\n";
+      return 2;
+    }
+  }
+  for (const std::string& flag : tokenizer_flags) {
+    if (absl::Status st = options.serving.AddTokenizerFlag(flag); !st.ok()) {
       std::cerr << st.message() << "\n";
       return 2;
     }

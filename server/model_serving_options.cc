@@ -43,6 +43,20 @@ absl::Status ModelServingOptions::AddWeightsDTypeFlag(const std::string& flag) {
   return absl::OkStatus();
 }
 
+absl::Status ModelServingOptions::AddTokenizerFlag(const std::string& flag) {
+  const size_t eq = flag.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == flag.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--tokenizer '", flag, "': expected NAME=PATH (model name, tokenizer path)"));
+  }
+  const std::string name = flag.substr(0, eq);
+  if (!tokenizer_paths.emplace(name, flag.substr(eq + 1)).second) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--tokenizer '", flag, "': model '", name, "' already has a --tokenizer"));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ModelServingOptions::AddBatchingFlag(const std::string& flag) {
   const size_t colon = flag.find(':');
   const size_t eq = flag.find('=', colon == std::string::npos ? 0 : colon);
@@ -138,6 +152,9 @@ Model::Options ModelServingOptions::ForModel(const std::string& name, const std:
   auto dt = weights_dtype.find(name);
   if (dt == weights_dtype.end()) dt = weights_dtype.find("");
   if (dt != weights_dtype.end()) o.weights_dtype = dt->second;
+  if (auto tk = tokenizer_paths.find(name); tk != tokenizer_paths.end()) {
+    o.tokenizer_path = tk->second;
+  }
   bool enabled = dynamic_batching;
   DynamicBatcher::Options b = batching;
   auto it = per_model.find(name);
@@ -148,6 +165,11 @@ Model::Options ModelServingOptions::ForModel(const std::string& name, const std:
   if (enabled) {
     b.on_batch = std::move(on_batch);
     o.batching = b;
+  }
+  if (tokenizer_factory) {
+    o.tokenizer_factory = [factory = tokenizer_factory, name](const Checkpoint& checkpoint) {
+      return factory(name, checkpoint);
+    };
   }
   return o;
 }

@@ -1,7 +1,10 @@
 // How each model's LM head is served: weights dtype and dynamic batching,
 // from the vocabd flags
-//   --weights-dtype [NAME=]DTYPE        (repeatable; DTYPE auto|f32|bf16;
+//   --weights-dtype [NAME=]DTYPE        (repeatable; DTYPE auto|f32|bf16|q8_0;
 //                                        no NAME = every model)
+//   --tokenizer NAME=PATH               (repeatable; a tokenizer file or
+//                                        folder for model NAME instead of the
+//                                        one its checkpoint carries)
 //   --dynamic-batching=true|false       (false: one GEMM per call)
 //   --max-batch-rows N, --max-queue-delay-us N, --max-queue-rows N
 //                                       (defaults for every model)
@@ -39,11 +42,22 @@ struct ModelServingOptions {
   std::map<std::string, Override> per_model;
   // "" = every model without its own entry.
   std::map<std::string, WeightsDType> weights_dtype;
+  // --tokenizer NAME=PATH: Model::Options::tokenizer_path per model name.
+  std::map<std::string, std::string> tokenizer_paths;
+  // Tests and programs that embed VocabdServer: supplies a model's tokenizer
+  // (Model::Options::tokenizer_factory) given its name; unset = what the
+  // checkpoint carries.
+  std::function<absl::StatusOr<std::unique_ptr<Tokenizer>>(const std::string& name,
+                                                           const Checkpoint& checkpoint)>
+      tokenizer_factory;
 
   // Parses one --batching "NAME:KEY=VALUE" / --weights-dtype "[NAME=]DTYPE"
   // flag into this. INVALID_ARGUMENT naming the flag and the bad part.
   absl::Status AddBatchingFlag(const std::string& flag);
   absl::Status AddWeightsDTypeFlag(const std::string& flag);
+  // Parses one --tokenizer "NAME=PATH" flag (INVALID_ARGUMENT naming it when
+  // NAME or PATH is empty or the name repeats).
+  absl::Status AddTokenizerFlag(const std::string& flag);
   // INVALID_ARGUMENT for bad values (named like the flags) in the defaults or
   // any override.
   absl::Status Validate() const;

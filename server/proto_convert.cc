@@ -200,6 +200,16 @@ v1::ModelInfo ModelToProto(const Model& model, bool is_default) {
   }
   info.set_dtype_fallback_reason(model.fallback_reason());
   info.set_lm_head_implementation(model.lm_head_implementation());
+  if (const Tokenizer* t = model.tokenizer(); t != nullptr) {
+    v1::TokenizerInfo* out = info.mutable_tokenizer();
+    out->set_kind(t->kind());
+    out->set_source(t->source());
+    out->set_vocab_size(t->vocab_size());
+    out->set_bos_token_id(t->bos_id().value_or(-1));
+    out->set_eos_token_id(t->eos_id().value_or(-1));
+  } else {
+    info.set_tokenizer_missing_reason(model.tokenizer_missing_reason());
+  }
   if (const DynamicBatcher* b = model.batcher(); b != nullptr) {
     info.mutable_batching()->set_max_batch_rows(b->options().max_batch_rows);
     info.mutable_batching()->set_max_queue_delay_us(b->options().max_queue_delay_us);

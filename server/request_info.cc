@@ -5,6 +5,7 @@
 #include "vocabd/v1/model.pb.h"
 #include "vocabd/v1/position.pb.h"
 #include "vocabd/v1/scoring.pb.h"
+#include "vocabd/v1/tokenizer.pb.h"
 
 namespace vocabd {
 namespace {
@@ -49,6 +50,18 @@ RequestInfo GetRequestInfo(const google::protobuf::Message& request) {
   } else if (const auto* r = dynamic_cast<const v1::GetRopeCacheRequest*>(&request)) {
     info.model = r->model();  // table sizes are not tokens: no token count
   } else if (const auto* r = dynamic_cast<const v1::GetAlibiSlopesRequest*>(&request)) {
+    info.model = r->model();
+  } else if (const auto* r = dynamic_cast<const v1::DetokenizeRequest*>(&request)) {
+    info.request_id = r->request_id();
+    info.model = r->model();
+    for (const auto& seq : r->sequences()) {
+      info.tokens += seq.ids_size() + seq.previous_ids_size();
+    }
+    info.tokens_field = "sequences[*].ids + previous_ids";
+  } else if (const auto* r = dynamic_cast<const v1::TokenizeRequest*>(&request)) {
+    info.request_id = r->request_id();  // text bytes: --max-text-bytes
+    info.model = r->model();
+  } else if (const auto* r = dynamic_cast<const v1::GetVocabularyRequest*>(&request)) {
     info.model = r->model();
   } else if (const auto* r = dynamic_cast<const v1::GetModelRequest*>(&request)) {
     info.model = r->name();

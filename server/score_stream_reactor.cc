@@ -59,7 +59,7 @@ void ScoreStreamReactor::OnReadDone(bool ok) {
     if (!call.ok()) return call.status();
     request = std::make_shared<v1::ScoreRequest>(std::move(request_));
     request_.Clear();
-    input = ScoreInputFromProto(*request, call->head);
+    ASSIGN_OR_RETURN(input, ScoreInputFromProto(*request, *call));
     return absl::OkStatus();
   });
   if (!prepared.ok()) return fail(prepared);

@@ -19,6 +19,7 @@
 #include "server/output_dtype.h"
 #include "server/response_size.h"
 #include "server/score_stream_reactor.h"
+#include "server/tokenizer_service.h"
 
 namespace vocabd {
 namespace {
@@ -85,27 +86,48 @@ template absl::StatusOr<HeadCall> PrepareHeadCall(const ModelRegistry&,
 template absl::StatusOr<HeadCall> PrepareHeadCall(const ModelRegistry&, const v1::ScoreRequest&,
                                                   int64_t);
 
-ScoreInput ScoreInputFromProto(const v1::ScoreRequest& request, const HeadInput& head) {
+absl::StatusOr<ScoreInput> ScoreInputFromProto(const v1::ScoreRequest& request,
+                                               const HeadCall& call) {
+  if (request.return_pieces()) RETURN_IF_ERROR(TokenizerOf(*call.model).status());
   ScoreInput input;
-  input.head = head;
+  input.head = call.head;
   input.target_ids.assign(request.target_ids().begin(), request.target_ids().end());
   input.top_k = request.top_k();
+  input.candidate_ids.assign(request.candidate_ids().begin(), request.candidate_ids().end());
   return input;
 }
 
 void ScoreOutputToProto(const ScoreOutput& output, bool has_targets, const Model& model,
                         const v1::ScoreRequest& request, v1::ScoreResponse* response) {
-  for (const RowScoreResult& row : output.rows) {
+  // ScoreInputFromProto refused return_pieces without a tokenizer.
+  const Tokenizer* pieces = request.return_pieces() ? model.tokenizer() : nullptr;
+  auto add = [pieces](google::protobuf::RepeatedPtrField<v1::TokenLogprob>* list, int64_t id,
+                      float logprob) {
+    v1::TokenLogprob* entry = list->Add();
+    entry->set_token_id(id);
+    entry->set_logprob(logprob);
+    if (pieces != nullptr) {
+      entry->set_piece(pieces->Piece(static_cast<int32_t>(id)));
+      entry->set_token_bytes(pieces->TokenBytes(static_cast<int32_t>(id)));
+    }
+  };
+  for (size_t r = 0; r < output.rows.size(); ++r) {
+    const RowScoreResult& row = output.rows[r];
     v1::RowScore* out = response->add_rows();
     out->set_logsumexp(row.logsumexp);
     if (has_targets) {
       out->set_target_logprob(row.target_logprob);
       out->set_target_rank(row.target_rank);
+      if (pieces != nullptr) {
+        const auto target = static_cast<int32_t>(request.target_ids(static_cast<int>(r)));
+        out->set_target_piece(pieces->Piece(target));
+        out->set_target_token_bytes(pieces->TokenBytes(target));
+      }
     }
-    for (const auto& [id, logprob] : row.top_k) {
-      v1::TokenLogprob* entry = out->add_top_k();
-      entry->set_token_id(id);
-      entry->set_logprob(logprob);
+    for (const auto& [id, logprob] : row.top_k) add(out->mutable_top_k(), id, logprob);
+    for (size_t c = 0; c < row.candidate_logprobs.size(); ++c) {
+      add(out->mutable_candidates(), request.candidate_ids(static_cast<int>(c)),
+          row.candidate_logprobs[c]);
     }
   }
   response->set_sum_target_logprob(output.sum_target_logprob);
@@ -210,7 +232,7 @@ grpc::ServerUnaryReactor* ScoringServiceImpl::Score(grpc::CallbackServerContext*
   absl::Status status = CatchAll("Score", nullptr, [&]() -> absl::Status {
     ASSIGN_OR_RETURN(HeadCall call,
                      PrepareHeadCall(*context_.registry, *request, context_.max_request_memory_bytes));
-    const ScoreInput input = ScoreInputFromProto(*request, call.head);
+    ASSIGN_OR_RETURN(const ScoreInput input, ScoreInputFromProto(*request, call));
     const Model& m = *call.model;
     dispatched = true;
     m.ScoreAsync(input, ComputeCheck(context, context_.metrics, m, input.head.rows),

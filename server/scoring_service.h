@@ -52,8 +52,10 @@ absl::StatusOr<HeadCall> PrepareHeadCall(const ModelRegistry& registry, const Re
 RequestMemory HeadRequestMemory(const v1::ComputeLogitsRequest& request, const Model& model);
 RequestMemory HeadRequestMemory(const v1::ScoreRequest& request, const Model& model);
 
-// `hidden` must outlive the returned input's use.
-ScoreInput ScoreInputFromProto(const v1::ScoreRequest& request, const HeadInput& head);
+// `call.hidden` must outlive the returned input's use. FAILED_PRECONDITION
+// (TokenizerOf) when return_pieces asks for pieces the model cannot give.
+absl::StatusOr<ScoreInput> ScoreInputFromProto(const v1::ScoreRequest& request,
+                                               const HeadCall& call);
 void ScoreOutputToProto(const ScoreOutput& output, bool has_targets, const Model& model,
                         const v1::ScoreRequest& request, v1::ScoreResponse* response);
 // The pre-compute check of one call: CANCELLED / DEADLINE_EXCEEDED (counted

@@ -26,6 +26,7 @@
 #include "server/model_service.h"
 #include "server/position_service.h"
 #include "server/scoring_service.h"
+#include "server/tokenizer_service.h"
 
 namespace vocabd {
 namespace {
@@ -33,7 +34,7 @@ namespace {
 // Services whose health grpc.health.v1 reports individually.
 const char* const kServiceNames[] = {
     "vocabd.v1.ModelService", "vocabd.v1.EmbeddingService", "vocabd.v1.ScoringService",
-    "vocabd.v1.PositionService"};
+    "vocabd.v1.PositionService", "vocabd.v1.TokenizerService"};
 
 // Logs how a model's head is served (dtype, oneDNN kernel, batching) and
 // warns when BF16 was asked for but the CPU cannot run it.
@@ -125,6 +126,9 @@ absl::Status VocabdServer::Options::Validate() const {
   tracker_options.max_tokens_per_request = max_tokens_per_request;
   tracker_options.max_concurrent_requests = max_concurrent_requests;
   RETURN_IF_ERROR(tracker_options.Validate());
+  TokenizeLimits tokenize_limits;
+  tokenize_limits.max_text_bytes = max_text_bytes;
+  RETURN_IF_ERROR(tokenize_limits.Validate());
   return absl::OkStatus();
 }
 
@@ -142,6 +146,7 @@ struct VocabdServer::Impl {
   std::unique_ptr<EmbeddingServiceImpl> embedding_service;
   std::unique_ptr<ScoringServiceImpl> scoring_service;
   std::unique_ptr<PositionServiceImpl> position_service;
+  std::unique_ptr<TokenizerServiceImpl> tokenizer_service;
   // grpc.health.v1 (ours instead of gRPC's default: Shutdown ends Watch
   // streams, see server/health_service.h).
   std::unique_ptr<HealthService> health_service;
@@ -272,10 +277,12 @@ absl::StatusOr<std::unique_ptr<VocabdServer>> VocabdServer::Create(const Options
   context.tracker = impl->tracker.get();
   context.max_send_message_bytes = options.max_send_message_bytes;
   context.max_request_memory_bytes = options.max_request_memory_bytes;
+  context.tokenize_limits.max_text_bytes = options.max_text_bytes;
   impl->model_service = std::make_unique<ModelServiceImpl>(context);
   impl->embedding_service = std::make_unique<EmbeddingServiceImpl>(context);
   impl->scoring_service = std::make_unique<ScoringServiceImpl>(context);
   impl->position_service = std::make_unique<PositionServiceImpl>(context);
+  impl->tokenizer_service = std::make_unique<TokenizerServiceImpl>(context);
 
   // NOT_SERVING (overall and per service) until everything is up.
   impl->health_service = std::make_unique<HealthService>();
@@ -305,6 +312,7 @@ absl::StatusOr<std::unique_ptr<VocabdServer>> VocabdServer::Create(const Options
   builder.RegisterService(impl->embedding_service.get());
   builder.RegisterService(impl->scoring_service.get());
   builder.RegisterService(impl->position_service.get());
+  builder.RegisterService(impl->tokenizer_service.get());
   builder.RegisterService(impl->health_service.get());
   impl->server = builder.BuildAndStart();
   if (impl->server == nullptr || impl->port == 0) {

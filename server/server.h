@@ -69,6 +69,9 @@ class VocabdServer {
     // them per RPC from the request before allocating); more =
     // RESOURCE_EXHAUSTED naming --max-request-memory-bytes. 0 = no bound.
     int64_t max_request_memory_bytes = int64_t{256} << 20;
+    // Largest text Tokenize accepts, bytes (a request: 4 x this); more =
+    // RESOURCE_EXHAUSTED naming texts[i].
+    int64_t max_text_bytes = 1 << 20;
 
     // INVALID_ARGUMENT naming the flag for bad values.
     absl::Status Validate() const;

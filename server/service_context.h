@@ -9,6 +9,7 @@
 #include "lib/serving/model_registry.h"
 #include "lib/serving/model_repository.h"
 #include "lib/serving/request_memory.h"
+#include "lib/tokenizer/tokenizer_ops.h"
 
 namespace vocabd {
 
@@ -37,6 +38,8 @@ struct ServiceContext {
   // from the request before allocating and refuses above this
   // (RESOURCE_EXHAUSTED, lib/serving/request_memory.h). <= 0 = no bound.
   int64_t max_request_memory_bytes = kDefaultMaxRequestMemoryBytes;
+  // --max-text-bytes (TokenizerService/Tokenize).
+  TokenizeLimits tokenize_limits;
 };
 
 }  // namespace vocabd

@@ -25,6 +25,12 @@ void RegisterUnloadCommand(CLI::App& app, CommandContext& context);
 void RegisterEmbedCommand(CLI::App& app, CommandContext& context);
 void RegisterEmbedStreamCommand(CLI::App& app, CommandContext& context);
 
+// client/cli/tokenize_commands.cc: `tokenize TEXT...`, `detokenize IDS...`,
+// `vocab`.
+void RegisterTokenizeCommand(CLI::App& app, CommandContext& context);
+void RegisterDetokenizeCommand(CLI::App& app, CommandContext& context);
+void RegisterVocabCommand(CLI::App& app, CommandContext& context);
+
 // client/cli/logits_command.cc: `logits SOURCE`.
 void RegisterLogitsCommand(CLI::App& app, CommandContext& context);
 

@@ -1,5 +1,7 @@
-// `vocabctl embed --ids 1,403,407 [--ids ...]`: EmbeddingService/Embed, one
-// sequence per --ids; prints the first --show values of each token's row.
+// `vocabctl embed --ids 1,403,407 [--ids ...]` or `embed --text "Once upon"`
+// (tokenized first with TokenizerService/Tokenize): EmbeddingService/Embed,
+// one sequence per --ids / --text; prints the first --show values of each
+// token's row.
 #include <algorithm>
 #include <iostream>
 #include <map>
@@ -22,6 +24,7 @@ namespace {
 
 struct EmbedOptions {
   std::vector<std::string> ids;  // one comma-separated sequence each
+  std::vector<std::string> texts;  // or: texts, tokenized by the model's tokenizer
   std::vector<int64_t> offsets;  // 1 (all sequences) or one per --ids
   std::string dtype = "f32";
   std::string positions = "default";
@@ -47,9 +50,24 @@ absl::StatusOr<int> RunEmbed(VocabdClient& client, const GlobalOptions& g, const
   request.set_absolute_positions(kPositions.at(o.positions));
   request.set_embedding_scale(kScales.at(o.scale));
   request.set_allow_beyond_trained_length(o.allow_beyond);
+  std::vector<std::vector<int64_t>> sequences;
+  if (!o.texts.empty()) {
+    // --text: TokenizerService/Tokenize first (special tokens as the
+    // tokenizer adds them, e.g. BOS).
+    v1::TokenizeRequest tokenize;
+    tokenize.set_model(g.model);
+    for (const std::string& t : o.texts) tokenize.add_texts(t);
+    ASSIGN_OR_RETURN(v1::TokenizeResponse tokens, client.Tokenize(tokenize));
+    for (const v1::TokenizedText& t : tokens.results()) {
+      sequences.emplace_back(t.ids().begin(), t.ids().end());
+    }
+  }
+  for (const std::string& list : o.ids) {
+    ASSIGN_OR_RETURN(sequences.emplace_back(), ParseIdList(list));
+  }
   std::vector<int64_t> all_ids;
-  for (size_t i = 0; i < o.ids.size(); ++i) {
-    ASSIGN_OR_RETURN(std::vector<int64_t> ids, ParseIdList(o.ids[i]));
+  for (size_t i = 0; i < sequences.size(); ++i) {
+    const std::vector<int64_t>& ids = sequences[i];
     v1::TokenSequence* seq = request.add_sequences();
     seq->mutable_token_ids()->Assign(ids.begin(), ids.end());
     if (!o.offsets.empty())
@@ -95,9 +113,12 @@ absl::StatusOr<int> RunEmbed(VocabdClient& client, const GlobalOptions& g, const
   return kExitOk;
 }
 
-// --offset: once, or once per --ids.
+// Exactly one of --ids / --text; --offset: once, or once per sequence.
 void CheckEmbed(const EmbedOptions& o) {
-  if (o.offsets.size() > 1 && o.offsets.size() != o.ids.size()) {
+  if (o.ids.empty() == o.texts.empty()) {
+    throw CLI::ValidationError("--ids/--text", "give --ids or --text (not both)");
+  }
+  if (o.offsets.size() > 1 && o.offsets.size() != o.ids.size() + o.texts.size()) {
     throw CLI::ValidationError("--offset",
                                absl::StrCat("given ", o.offsets.size(), " times for ", o.ids.size(),
                                             " --ids; give it once or once per --ids"));
@@ -110,8 +131,11 @@ void RegisterEmbedCommand(CLI::App& app, CommandContext& context) {
   auto [cmd, o] =
       context.AddCommand(app, "embed", "token ids -> embedding rows", RunEmbed, CheckEmbed);
   cmd->add_option("--ids", o->ids, "comma-separated token ids; repeat for more sequences")
-      ->required()
       ->check(IdListValidator())
+      ->allow_extra_args(false);
+  cmd->add_option("--text", o->texts,
+                  "text to tokenize with the model's tokenizer (Tokenize), then embed; repeat "
+                  "for more sequences")
       ->allow_extra_args(false);
   cmd->add_option("--offset", o->offsets,
                   "position offset: once for all sequences or once per --ids")

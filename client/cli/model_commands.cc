@@ -88,6 +88,10 @@ void PrintModelDetail(const v1::ModelInfo& m) {
   if (!m.dtype_fallback_reason().empty()) {
     rows.push_back({"dtype fallback:", m.dtype_fallback_reason()});
   }
+  rows.push_back({"tokenizer:", m.has_tokenizer()
+                                    ? absl::StrCat(m.tokenizer().kind(), " (", m.tokenizer().source(),
+                                                   ", vocab_size ", m.tokenizer().vocab_size(), ")")
+                                    : absl::StrCat("none: ", m.tokenizer_missing_reason())});
   if (!m.lm_head_implementation().empty()) {
     rows.push_back({"lm head kernels:", m.lm_head_implementation()});
   }

@@ -13,6 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "lib/core/shape.h"
 #include "lib/core/status_macros.h"
+#include "lib/tokenizer/incremental_decode.h"
 #include "proto/tensor_codec.h"
 
 namespace vocabd::cli {
@@ -84,6 +85,41 @@ std::string CellRow(const float* row, int64_t show, int64_t width) {
   if (show < width) out += " ...";
   return out;
 }
+
+std::string TokenText(const std::string& bytes) {
+  std::string out;
+  size_t i = 0;
+  while (i < bytes.size()) {
+    const auto c = static_cast<unsigned char>(bytes[i]);
+    if (c >= 0x80) {
+      // The character's length from its lead byte; kept only if well-formed.
+      const size_t n = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+      if (n > 1 && i + n <= bytes.size() &&
+          !FirstInvalidUtf8(std::string_view(bytes).substr(i, n)).has_value()) {
+        out.append(bytes, i, n);
+        i += n;
+        continue;
+      }
+      out += absl::StrFormat("\\x%02X", c);
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (c == '\\') {
+      out += "\\\\";
+    } else if (c < 0x20 || c == 0x7F) {
+      out += absl::StrFormat("\\x%02X", c);
+    } else {
+      out += static_cast<char>(c);
+    }
+    ++i;
+  }
+  return out;
+}
+
+std::string Quoted(const std::string& bytes) { return absl::StrCat("\"", TokenText(bytes), "\""); }
 
 std::string HumanBytes(int64_t bytes) {
   const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};

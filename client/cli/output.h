@@ -52,6 +52,13 @@ std::string PairLayoutName(v1::RopePairLayout p);
 // printed this way).
 json ProtoJson(const google::protobuf::Message& message);
 
+// Token bytes (may be partial UTF-8) as printable text: well-formed UTF-8
+// kept, \n \t \r and \\ escaped, other control bytes and ill-formed bytes
+// as \xNN. Valid UTF-8 (safe in JSON).
+std::string TokenText(const std::string& bytes);
+// TokenText in double quotes ("\" Once\"" -> "\" Once\"").
+std::string Quoted(const std::string& bytes);
+
 // [rows, cols] F32 tensor -> values, checking the shape.
 absl::StatusOr<std::vector<float>> DecodeMatrix(const v1::Tensor& t, const char* name,
                                                 int64_t* rows, int64_t* cols);

@@ -147,9 +147,11 @@ absl::Status ReadValue(Reader& r, uint32_t raw_type, const std::string& key, Ggu
   }
   v->array_type = et;
   v->array_count = count;
-  const bool keep = et != GgufValueType::kString && count <= (1u << 20);
+  const bool keep = count <= kMaxGgufKeptArrayCount;
   if (keep) {
-    if (et == GgufValueType::kF32 || et == GgufValueType::kF64) {
+    if (et == GgufValueType::kString) {
+      v->array_s.reserve(count);
+    } else if (et == GgufValueType::kF32 || et == GgufValueType::kF64) {
       v->array_f.reserve(count);
     } else {
       v->array_i.reserve(count);
@@ -161,7 +163,9 @@ absl::Status ReadValue(Reader& r, uint32_t raw_type, const std::string& key, Ggu
       return s;
     }
     if (keep) {
-      if (e.is_float()) {
+      if (et == GgufValueType::kString) {
+        v->array_s.push_back(std::move(e.s));
+      } else if (e.is_float()) {
         v->array_f.push_back(e.f);
       } else {
         v->array_i.push_back(e.i);

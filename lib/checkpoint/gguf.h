@@ -35,9 +35,11 @@ enum class GgufValueType : uint32_t {
 
 // One metadata value. Scalars are widened: integers and bools to `i`
 // (u64 values above INT64_MAX keep their bits in `u`), floats to `f`.
-// Arrays keep their element type and count; numeric arrays keep their
-// values in `array_i` / `array_f` (string arrays, e.g. the 32000 tokenizer
-// tokens, are bounds-checked and skipped: only the count is kept).
+// Arrays keep their element type and count; arrays of up to
+// kMaxGgufKeptArrayCount elements keep their values in `array_i` / `array_f`
+// / `array_s` (string arrays: e.g. tokenizer.ggml.tokens and .merges, whose
+// total size is bounded by the file's). Longer arrays are bounds-checked and
+// skipped: only the count is kept.
 struct GgufValue {
   GgufValueType type = GgufValueType::kU32;
   int64_t i = 0;
@@ -48,6 +50,7 @@ struct GgufValue {
   uint64_t array_count = 0;
   std::vector<int64_t> array_i;
   std::vector<double> array_f;
+  std::vector<std::string> array_s;
 
   bool is_integer() const;  // u8..i64 and bool
   bool is_float() const { return type == GgufValueType::kF32 || type == GgufValueType::kF64; }
@@ -82,6 +85,8 @@ struct GgufFile {
 // Limits that keep hostile files from exhausting memory.
 inline constexpr uint64_t kMaxGgufStringBytes = 64ull << 20;  // one string
 inline constexpr int kMaxGgufDims = 4;
+// Arrays longer than this are validated but their values are not kept.
+inline constexpr uint64_t kMaxGgufKeptArrayCount = 1ull << 21;
 
 // Parses and validates [data, data + size). Every violation is
 // INVALID_ARGUMENT "<file_name>: invalid GGUF file: <rule>" naming the

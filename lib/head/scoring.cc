@@ -245,7 +245,8 @@ void LogSoftmaxInPlace(float* logits, int64_t vocab) {
   }
 }
 
-RowScoreResult ScoreRow(const float* logits, int64_t vocab, int64_t target, int top_k) {
+RowScoreResult ScoreRow(const float* logits, int64_t vocab, int64_t target, int top_k,
+                        const std::vector<int64_t>* candidates) {
   RowScoreResult result;
   if (vocab <= 0) return result;
   const bool has_target = target >= 0 && target < vocab;
@@ -266,6 +267,14 @@ RowScoreResult ScoreRow(const float* logits, int64_t vocab, int64_t target, int 
   if (has_target) {
     result.target_logprob = static_cast<float>(static_cast<double>(logits[target]) - lse);
     result.target_rank = ahead + 1;
+  }
+  if (candidates != nullptr) {
+    result.candidate_logprobs.reserve(candidates->size());
+    for (int64_t c : *candidates) {
+      result.candidate_logprobs.push_back(
+          c >= 0 && c < vocab ? static_cast<float>(static_cast<double>(logits[c]) - lse)
+                              : std::numeric_limits<float>::quiet_NaN());
+    }
   }
   if (k == 0) return result;
   // One selection over the whole row (its threshold carries across chunk

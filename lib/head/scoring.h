@@ -4,6 +4,8 @@
 //   logprob_j = l_j - logsumexp
 //   rank(t)   = 1 + #{j : l_j > l_t} + #{j < t : l_j == l_t}
 //   top_k     = k best (logprob desc, token id asc on ties)
+//   candidate logprob_c = l_c - logsumexp for each given id c, wherever it
+//               ranks (float64 difference, rounded once to float)
 //
 // All rows are F32 logits of length `vocab`. Masked ids carry -inf (see
 // PrepareLogits); they have logprob -inf and never appear in top_k. NaN
@@ -38,6 +40,8 @@ struct RowScoreResult {
   int64_t target_rank = 0;   // valid when a target was given (1-based; 0 = none)
   // (token id, logprob), best first. Size min(top_k, #ids with logit > -inf).
   std::vector<std::pair<int64_t, float>> top_k;
+  // One logprob per candidate id given to ScoreRow, in its order.
+  std::vector<float> candidate_logprobs;
 };
 
 // Adds bias[j] (when bias is not null: an lm_head.bias), then divides
@@ -54,10 +58,13 @@ double LogSumExp(const float* logits, int64_t vocab);
 // In place: logits[j] = float(double(logits[j]) - logsumexp).
 void LogSoftmaxInPlace(float* logits, int64_t vocab);
 
-// Scores one prepared row in O(vocab + vocab * log(k)) time. target < 0 (or
-// >= vocab) means no target: target_logprob and target_rank stay 0. top_k is
-// clamped to [0, vocab].
-RowScoreResult ScoreRow(const float* logits, int64_t vocab, int64_t target, int top_k);
+// Scores one prepared row in O(vocab + vocab * log(k) + candidates) time.
+// target < 0 (or >= vocab) means no target: target_logprob and target_rank
+// stay 0. top_k is clamped to [0, vocab]. `candidates` (may be null): ids
+// whose logprobs are returned in candidate_logprobs; each must be in
+// [0, vocab) (the caller validates; an id outside gives NaN).
+RowScoreResult ScoreRow(const float* logits, int64_t vocab, int64_t target, int top_k,
+                        const std::vector<int64_t>* candidates = nullptr);
 
 }  // namespace vocabd
 

@@ -19,6 +19,7 @@
 #include "lib/quant/dequantize.h"
 #include "lib/quant/ggml_types.h"
 #include "lib/quant/quantize.h"
+#include "lib/tokenizer/tokenizer_loader.h"
 
 namespace vocabd {
 
@@ -30,6 +31,7 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Create(const Options& options) {
   model->checkpoint_ = std::move(checkpoint);
   model->requested_dtype_ = options.weights_dtype;
   model->pool_ = options.compute_pool;
+  RETURN_IF_ERROR(model->LoadTokenizer(options));
   const bool bf16_ok = LmHead::Bf16Supported();
   const char* const kBf16Fallback =
       "BF16 weights need a CPU with AVX512-BF16 or AMX (oneDNN effective ISA has neither); "
@@ -92,7 +94,42 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Create(const Options& options) {
     }
     model->batcher_ = std::move(*batcher);
   }
+  if (options.tokenizer_factory) {
+    auto tokenizer = options.tokenizer_factory(*model->checkpoint_);
+    if (!tokenizer.ok()) {
+      return absl::Status(tokenizer.status().code(),
+                          absl::StrCat("model '", options.name,
+                                       "': tokenizer: ", tokenizer.status().message()));
+    }
+    if (*tokenizer != nullptr) {
+      model->tokenizer_ = std::move(*tokenizer);
+      model->tokenizer_missing_reason_.clear();
+    }
+  }
   return model;
+}
+
+absl::Status Model::LoadTokenizer(const Options& options) {
+  const int64_t vocab_size = config().vocab_size;
+  absl::StatusOr<std::unique_ptr<Tokenizer>> tokenizer =
+      LoadTokenizerForCheckpoint(options.path, options.tokenizer_path, vocab_size);
+  if (tokenizer.ok() && (*tokenizer)->vocab_size() > vocab_size) {
+    tokenizer = absl::InvalidArgumentError(absl::StrCat(
+        (*tokenizer)->source(), " has ", (*tokenizer)->vocab_size(),
+        " tokens, more than the model's vocab_size ", vocab_size));
+  }
+  if (tokenizer.ok()) {
+    tokenizer_ = *std::move(tokenizer);
+    tokenizer_missing_reason_.clear();
+    return absl::OkStatus();
+  }
+  if (!options.tokenizer_path.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("model '", options.name, "': tokenizer ",
+                                                   options.tokenizer_path, ": ",
+                                                   tokenizer.status().message()));
+  }
+  tokenizer_missing_reason_ = std::string(tokenizer.status().message());
+  return absl::OkStatus();
 }
 
 DType Model::serving_dtype() const {
@@ -478,6 +515,18 @@ absl::Status Model::ValidateScore(const ScoreInput& input) const {
                                                      " is outside [0, ", effective_vocab, ")"));
     }
   }
+  if (static_cast<int64_t>(input.candidate_ids.size()) > kMaxCandidateIds) {
+    return absl::InvalidArgumentError(absl::StrCat("candidate_ids has ",
+                                                   input.candidate_ids.size(),
+                                                   " entries; at most ", kMaxCandidateIds));
+  }
+  for (size_t i = 0; i < input.candidate_ids.size(); ++i) {
+    const int64_t c = input.candidate_ids[i];
+    if (c < 0 || c >= effective_vocab) {
+      return absl::InvalidArgumentError(absl::StrCat("candidate_ids[", i, "] = ", c,
+                                                     " is outside [0, ", effective_vocab, ")"));
+    }
+  }
   if (input.top_k < 0 || input.top_k > kMaxTopK || input.top_k > effective_vocab) {
     return absl::InvalidArgumentError(
         absl::StrCat("top_k = ", input.top_k, " is outside [0, ",
@@ -493,7 +542,8 @@ void Model::ScoreRows(const ScoreInput& input, int64_t first, int64_t rows, cons
   ParallelFor(rows, [&](int64_t r) {
     const int64_t row = first + r;
     const int64_t target = input.target_ids.empty() ? -1 : input.target_ids[row];
-    output->rows[row] = ScoreRow(logits + r * vocab, vocab, target, input.top_k);
+    output->rows[row] = ScoreRow(logits + r * vocab, vocab, target, input.top_k,
+                                 input.candidate_ids.empty() ? nullptr : &input.candidate_ids);
   });
 }
 

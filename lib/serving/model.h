@@ -92,6 +92,9 @@ struct ScoreInput {
   HeadInput head;
   std::vector<int64_t> target_ids;  // empty or [rows]
   int top_k = 0;                    // 0..kMaxTopK
+  // Ids whose logprobs every row returns (RowScoreResult::candidate_logprobs),
+  // each in [0, vocab_size or vocab_limit); at most kMaxCandidateIds.
+  std::vector<int64_t> candidate_ids;
 };
 
 // Rows of logits the unbatched head path and the synchronous Score compute
@@ -100,6 +103,8 @@ inline constexpr int64_t kDefaultHeadSliceRows = 256;
 
 // Largest top_k a Score request may ask for.
 inline constexpr int kMaxTopK = 1024;
+// Most candidate ids a Score request may name.
+inline constexpr int64_t kMaxCandidateIds = 4096;
 
 struct ScoreOutput {
   std::vector<RowScoreResult> rows;
@@ -116,6 +121,11 @@ class Model {
     std::string name;
     // Checkpoint path (see LoadCheckpoint).
     std::string path;
+    // Tokenizer file or folder (LoadTokenizer); empty: the one the
+    // checkpoint carries (LoadTokenizerForCheckpoint), if any. An explicit
+    // path that does not load fails Create; a checkpoint without a
+    // tokenizer still serves everything else (tokenizer() == nullptr).
+    std::string tokenizer_path;
     // Hash the checkpoint files on a background thread (LoadOptions): the
     // model serves as soon as it is mapped.
     bool sha256_in_background = false;
@@ -126,6 +136,11 @@ class Model {
     // Set: ComputeLogitsAsync/ScoreAsync go through a DynamicBatcher with
     // these options (needs compute_pool). Unset: one pool task per call.
     std::optional<DynamicBatcher::Options> batching;
+    // Tests and programs that embed vocabd: when set, called once at load;
+    // a non-null tokenizer it returns replaces what the checkpoint carries
+    // (null: keep it). An error fails the load.
+    std::function<absl::StatusOr<std::unique_ptr<Tokenizer>>(const Checkpoint&)>
+        tokenizer_factory;
   };
   // Loads the checkpoint, re-encodes the embedding/head in the serving dtype
   // (one copy: a tied head stays the embedding table; a converted source
@@ -195,7 +210,8 @@ class Model {
                              std::vector<float>* logits) const;
 
   // Per-row scores, computed slice by slice (one slice of logits held at a
-  // time). INVALID_ARGUMENT names `target_ids[i]` / `top_k`;
+  // time). INVALID_ARGUMENT names `target_ids[i]` / `top_k` /
+  // `candidate_ids[i]` / `candidate_ids` (count);
   // FAILED_PRECONDITION as ComputeLogits.
   absl::Status Score(const ScoreInput& input, ScoreOutput* output) const;
 
@@ -248,6 +264,8 @@ class Model {
   // Re-encodes table `name` (kEmbedTokens / kLmHead) into `type` (F32,
   // BF16 or Q8_0), replacing it in the checkpoint so one copy stays.
   absl::Status ServeTableAs(const char* name, quant::GgmlType type);
+  // Fills tokenizer_ or tokenizer_missing_reason_.
+  absl::Status LoadTokenizer(const Options& options);
 
   std::string name_;
   std::unique_ptr<Checkpoint> checkpoint_;
@@ -255,7 +273,7 @@ class Model {
   WeightsDType requested_dtype_ = WeightsDType::kAuto;
   std::string fallback_reason_;
   std::unique_ptr<Tokenizer> tokenizer_;
-  std::string tokenizer_missing_reason_ = "no tokenizer: this build does not load tokenizers";
+  std::string tokenizer_missing_reason_;
   ComputePool* pool_ = nullptr;
   std::unique_ptr<DynamicBatcher> batcher_;
 };

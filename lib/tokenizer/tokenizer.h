@@ -17,8 +17,10 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 
@@ -58,9 +60,19 @@ class Tokenizer {
   // as the tokenizer's config says.
   virtual absl::StatusOr<Encoding> Encode(std::string_view text,
                                           bool add_special_tokens) const = 0;
+  // Encode without the offsets (same ids, less work; what the benchmark and
+  // Embed-from-text use). The default calls Encode.
+  virtual absl::StatusOr<std::vector<int32_t>> EncodeIds(std::string_view text,
+                                                         bool add_special_tokens) const {
+    absl::StatusOr<Encoding> e = Encode(text, add_special_tokens);
+    if (!e.ok()) return e.status();
+    return std::move(e->ids);
+  }
   // INVALID_ARGUMENT naming the index and value of an id outside
   // [0, vocab_size). The result may end in an incomplete UTF-8 sequence
-  // only when the ids do (byte tokens); see DecodeIncremental for streams.
+  // only when the ids do (byte tokens); see DecodeIncremental
+  // (incremental_decode.h) for streams.
+  // skip_special_tokens drops control tokens (IsSpecial).
   virtual absl::StatusOr<std::string> Decode(absl::Span<const int32_t> ids,
                                              bool skip_special_tokens) const = 0;
 
@@ -73,7 +85,24 @@ class Tokenizer {
 
   virtual std::optional<int32_t> bos_id() const = 0;
   virtual std::optional<int32_t> eos_id() const = 0;
+  // Whether Encode(..., add_special_tokens=true) adds BOS / EOS (BERT-style
+  // tokenizers add CLS/SEP: bos_id()=CLS, eos_id()=SEP, both true).
+  virtual bool add_bos() const { return false; }
+  virtual bool add_eos() const { return false; }
+  // Control / special tokens (BOS, EOS, <|endoftext|>, [CLS] ...): what
+  // Decode(skip_special_tokens=true) drops.
+  bool IsSpecial(int32_t id) const {
+    return Type(id) == TokenType::kControl;
+  }
 };
+
+// INVALID_ARGUMENT "<field>: invalid UTF-8 at byte offset N" when `text` is
+// not valid UTF-8 (overlong forms, surrogates and code points above
+// U+10FFFF are invalid, as in RFC 3629).
+absl::Status ValidateUtf8(std::string_view text, std::string_view field);
+// CompleteUtf8Prefix, FirstInvalidUtf8 and DecodeIncremental (text completed
+// by new ids for callers generating one token at a time):
+// lib/tokenizer/incremental_decode.h.
 
 }  // namespace vocabd
 

@@ -70,7 +70,7 @@ TEST_F(ServerIntegrationTest, ReflectionListsEveryService) {
   ASSERT_TRUE(services.ok()) << services.status();
   for (const char* name : {"vocabd.v1.ModelService", "vocabd.v1.EmbeddingService",
                            "vocabd.v1.ScoringService", "vocabd.v1.PositionService",
-                           "grpc.health.v1.Health"}) {
+                           "vocabd.v1.TokenizerService", "grpc.health.v1.Health"}) {
     EXPECT_THAT(*services, Contains(std::string(name)));
   }
 }

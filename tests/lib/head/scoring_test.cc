@@ -386,3 +386,45 @@ TEST(ScoringChunkTest, NonFiniteValuesInLaterChunks) {
 
 }  // namespace
 }  // namespace vocabd
+
+namespace vocabd {
+namespace {
+
+// Candidate-token scoring (ScoreRow's candidates) against the float64 NumPy
+// log-softmax of tests/golden/head_golden.json (make_head_golden.py): every
+// id, wherever it ranks, in the order given, duplicates included.
+TEST(CandidateScoringTest, ExactLogprobsForAnyIds) {
+  const nlohmann::json golden = testing::ReadGolden("head_golden.json");
+  const int64_t vocab = golden.at("vocab_size").get<int64_t>();
+  const std::vector<int64_t> candidates = {0, 511, 403, 1, 403, 257, 100};
+  for (size_t r = 0; r < golden.at("logits").size(); ++r) {
+    SCOPED_TRACE("row " + std::to_string(r));
+    const std::vector<float> l = testing::ToFloats(golden.at("logits")[r]);
+    const std::vector<double> want = testing::ToDoubles(golden.at("log_softmax")[r]);
+    const RowScoreResult got = ScoreRow(l.data(), vocab, -1, 0, &candidates);
+    ASSERT_EQ(got.candidate_logprobs.size(), candidates.size());
+    for (size_t c = 0; c < candidates.size(); ++c) {
+      // float rounding of a float64 difference: 1e-6 relative + tiny absolute.
+      const double w = want[static_cast<size_t>(candidates[c])];
+      EXPECT_NEAR(got.candidate_logprobs[c], w, 1e-6 * std::abs(w) + 1e-6) << "id " << candidates[c];
+    }
+    // The last-ranked id is far outside any top-k; still exact.
+    int64_t worst = 0;
+    for (int64_t j = 1; j < vocab; ++j) worst = want[j] < want[worst] ? j : worst;
+    const std::vector<int64_t> one = {worst};
+    EXPECT_NEAR(ScoreRow(l.data(), vocab, -1, 5, &one).candidate_logprobs[0], want[worst],
+                1e-6 * std::abs(want[worst]));
+  }
+}
+
+TEST(CandidateScoringTest, SameAsTargetLogprobAndNoneWhenAbsent) {
+  std::vector<float> l = {1.0f, 3.0f, -2.0f, 0.5f};
+  const std::vector<int64_t> candidates = {2, 1};
+  const RowScoreResult a = ScoreRow(l.data(), 4, 2, 1, &candidates);
+  EXPECT_EQ(a.candidate_logprobs[0], a.target_logprob);
+  EXPECT_EQ(a.candidate_logprobs[1], a.top_k[0].second);
+  EXPECT_TRUE(ScoreRow(l.data(), 4, 2, 1).candidate_logprobs.empty());
+}
+
+}  // namespace
+}  // namespace vocabd

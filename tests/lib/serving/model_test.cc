@@ -11,6 +11,8 @@
 #include <gtest/gtest.h>
 
 #include "tests/test_util.h"
+#include "lib/tokenizer/tokenizer_loader.h"
+#include "tests/tokenizer/test_tokenizer.h"
 
 namespace vocabd {
 namespace {
@@ -184,6 +186,45 @@ TEST(ModelTest, EmbedRejectsNegativeOffset) {
   absl::Status status = model->Embed(input, &out);
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(status.message()), HasSubstr("sequences[1].position_offset = -4"));
+}
+
+}  // namespace
+}  // namespace vocabd
+
+namespace vocabd {
+namespace {
+
+// Model::Options::tokenizer_factory (tests and embedding programs): a
+// tokenizer it returns is the model's; null keeps what the checkpoint
+// carries; an error fails the load naming the model.
+TEST(ModelTokenizerFactoryTest, ReplacesKeepsOrFails) {
+  Model::Options options("stories", testing::Stories260KBin());
+  options.tokenizer_factory = [](const Checkpoint&) -> absl::StatusOr<std::unique_ptr<Tokenizer>> {
+    return LoadTokenizer(testing::Tok512Path());
+  };
+  auto model = Model::Create(options);
+  ASSERT_TRUE(model.ok()) << model.status();
+  ASSERT_NE((*model)->tokenizer(), nullptr);
+  EXPECT_EQ((*model)->tokenizer()->vocab_size(), 512);
+  EXPECT_TRUE((*model)->tokenizer_missing_reason().empty());
+
+  Model::Options plain("plain", testing::Stories260KBin());
+  plain.tokenizer_factory = [](const Checkpoint&) -> absl::StatusOr<std::unique_ptr<Tokenizer>> {
+    return std::unique_ptr<Tokenizer>();
+  };
+  auto kept = Model::Create(plain);
+  ASSERT_TRUE(kept.ok());
+  auto reference = Model::Create(Model::Options("ref", testing::Stories260KBin()));
+  ASSERT_TRUE(reference.ok());
+  EXPECT_EQ((*kept)->tokenizer() == nullptr, (*reference)->tokenizer() == nullptr);
+
+  plain.tokenizer_factory = [](const Checkpoint&) -> absl::StatusOr<std::unique_ptr<Tokenizer>> {
+    return absl::InvalidArgumentError("bad vocabulary");
+  };
+  auto failed = Model::Create(plain);
+  ASSERT_FALSE(failed.ok());
+  EXPECT_EQ(failed.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(failed.status().message(), "model 'plain': tokenizer: bad vocabulary");
 }
 
 }  // namespace

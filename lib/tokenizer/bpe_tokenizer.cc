@@ -1,0 +1,452 @@
+// BPE tokenizers: GPT-2 byte-level BPE (GGUF "gpt2", HF ByteLevel) and
+// SentencePiece-style BPE over characters with byte fallback (HF Metaspace).
+//
+// Encode of one segment:
+//   1. (Metaspace) " " -> "▁", "▁" prepended; a byte map keeps offsets into
+//      the input.
+//   2. Pre-tokenize: each split regex (PCRE2, UTF + Unicode properties, JIT)
+//      splits every piece into its matches and the text between them.
+//   3. Per word: symbols = one token per byte (byte-level: the token of the
+//      byte's GPT-2 character) or per character (unknown characters -> their
+//      <0xAB> byte tokens, or unk); then repeatedly merge the adjacent pair
+//      with the lowest merge rank (the merges list's order) until none is
+//      left. Merge ranks are keyed by the pair's token ids.
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <queue>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "lib/tokenizer/kinds.h"
+
+namespace vocabd {
+namespace tokenizer_internal {
+
+const char kGpt2SplitRegex[] =
+    "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
+
+absl::StatusOr<std::vector<std::string>> PreTokenizerRegexes(const std::string& pre) {
+  // The split patterns llama.cpp (src/llama-vocab.cpp) uses for each
+  // tokenizer.ggml.pre name, i.e. the Hugging Face pre-tokenizers of those
+  // models.
+  static const char kLlama3[] =
+      "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|"
+      "\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+  static const char kQwen2[] =
+      "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|"
+      "\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+  if (pre == "default" || pre == "gpt-2" || pre == "gpt2" || pre == "phi-2" || pre == "jina-es" ||
+      pre == "jina-de" || pre == "mpt" || pre == "olmo" || pre == "jais") {
+    return std::vector<std::string>{kGpt2SplitRegex};
+  }
+  if (pre == "llama3" || pre == "llama-v3" || pre == "llama-bpe" || pre == "falcon3" ||
+      pre == "smaug-bpe" || pre == "dbrx") {
+    return std::vector<std::string>{kLlama3};
+  }
+  if (pre == "qwen2" || pre == "deepseek-r1-qwen") return std::vector<std::string>{kQwen2};
+  if (pre == "falcon") {
+    return std::vector<std::string>{
+        "[\\p{P}\\$\\+<=>\\^~\\|`]+",
+        "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)",
+        "[0-9][0-9][0-9]"};
+  }
+  if (pre == "starcoder" || pre == "refact" || pre == "command-r" || pre == "smollm" ||
+      pre == "codeshell" || pre == "exaone" || pre == "minerva-7b") {
+    return std::vector<std::string>{"\\p{N}", kGpt2SplitRegex};
+  }
+  if (pre == "stablelm2" || pre == "gpt-4o") {
+    return std::vector<std::string>{kLlama3};
+  }
+  return absl::NotFoundError(absl::StrCat(
+      "pre-tokenizer \"", pre,
+      "\" is not known (known: default, gpt-2, llama-bpe/llama3, qwen2, falcon, starcoder, "
+      "refact, command-r, smollm, stablelm2, phi-2, mpt, olmo, jais, dbrx, smaug-bpe)"));
+}
+
+namespace {
+
+// GPT-2's byte <-> character map (openai/gpt-2 encoder.py bytes_to_unicode):
+// printable Latin-1 bytes map to themselves, the other 68 to U+0100.. in
+// byte order.
+struct ByteMap {
+  uint32_t byte_to_cp[256];
+  int cp_to_byte[324];  // -1: not a byte character
+  ByteMap() {
+    std::fill(cp_to_byte, cp_to_byte + 324, -1);
+    int extra = 0;
+    for (int b = 0; b < 256; ++b) {
+      const bool keep = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174 && b <= 255);
+      byte_to_cp[b] = keep ? b : 256 + extra++;
+      cp_to_byte[byte_to_cp[b]] = b;
+    }
+  }
+};
+const ByteMap& Bytes() {
+  static const ByteMap* m = new ByteMap();
+  return *m;
+}
+
+struct RegexDeleter {
+  void operator()(pcre2_code* c) const { pcre2_code_free(c); }
+};
+using Regex = std::unique_ptr<pcre2_code, RegexDeleter>;
+
+struct Span2 {
+  uint32_t begin, end;
+};
+
+class BpeTokenizer final : public VocabTokenizer {
+ public:
+  BpeTokenizer(Vocab vocab, BpeOptions options)
+      : VocabTokenizer(std::move(vocab)), o_(std::move(options)) {
+    strip_leading_space_ = o_.metaspace && o_.prepend_metaspace;
+  }
+  std::string kind() const override { return "bpe"; }
+
+  absl::Status Init(const std::vector<std::string>& merges) {
+    const Vocab& v = vocab();
+    const size_t n = v.pieces.size();
+    token_to_id_.reserve(n);
+    for (size_t i = 0; i < n; ++i) {
+      if (v.pieces[i].empty()) continue;
+      if (v.types[i] == TokenType::kControl && !o_.byte_level) continue;
+      token_to_id_.emplace(v.pieces[i], static_cast<int32_t>(i));  // first id wins
+    }
+    std::fill(std::begin(byte_token_), std::end(byte_token_), -1);
+    for (int b = 0; b < 256; ++b) {
+      std::string s;
+      if (o_.byte_level) {
+        AppendUtf8(Bytes().byte_to_cp[b], &s);
+      } else {
+        s = absl::StrCat("<0x", absl::Hex(b, absl::kZeroPad2), ">");
+        for (char& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+        s[2] = 'x';
+      }
+      if (auto it = token_to_id_.find(s); it != token_to_id_.end()) byte_token_[b] = it->second;
+    }
+    // A byte-level vocabulary may lack a few control bytes (Falcon has no
+    // token for 0x03): such bytes are dropped from the input, as llama.cpp
+    // does.
+    merges_.reserve(merges.size());
+    for (size_t r = 0; r < merges.size(); ++r) {
+      const std::string& m = merges[r];
+      // "left right"; pieces never contain a plain space (it is Ġ or ▁),
+      // but a left piece may start with one in odd vocabularies: split at
+      // the first space after the first byte.
+      const size_t sp = m.find(' ', 1);
+      if (sp == std::string::npos) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(v.source, ": merges[", r, "] = \"", m, "\" is not \"left right\""));
+      }
+      const std::string left = m.substr(0, sp), right = m.substr(sp + 1);
+      auto l = token_to_id_.find(left), rr = token_to_id_.find(right),
+           mm = token_to_id_.find(left + right);
+      if (l == token_to_id_.end() || rr == token_to_id_.end() || mm == token_to_id_.end()) {
+        continue;  // a merge whose tokens are not all in the vocabulary never applies
+      }
+      merges_.emplace(Key(l->second, rr->second),
+                      Merge{static_cast<int32_t>(r), mm->second});  // first rank wins
+    }
+    std::vector<std::string> regexes;
+    if (o_.metaspace && o_.metaspace_split) regexes.push_back("\xE2\x96\x81[^\xE2\x96\x81]*|[^\xE2\x96\x81]+");
+    for (const std::string& r : o_.split_regexes) regexes.push_back(r);
+    for (const std::string& r : regexes) {
+      int err = 0;
+      PCRE2_SIZE off = 0;
+      pcre2_code* c = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(r.data()), r.size(),
+                                    PCRE2_UTF | PCRE2_UCP, &err, &off, nullptr);
+      if (c == nullptr) {
+        PCRE2_UCHAR msg[256];
+        pcre2_get_error_message(err, msg, sizeof(msg));
+        return absl::InvalidArgumentError(absl::StrCat(v.source, ": split regex \"", r,
+                                                       "\" at offset ", off, ": ",
+                                                       reinterpret_cast<const char*>(msg)));
+      }
+      pcre2_jit_compile(c, PCRE2_JIT_COMPLETE);  // falls back to the interpreter on failure
+      regexes_.emplace_back(c);
+    }
+    return absl::OkStatus();
+  }
+
+ protected:
+  absl::Status EncodeSegment(std::string_view segment, int64_t base, std::vector<int32_t>* ids,
+                             std::vector<std::pair<int64_t, int64_t>>* offsets) const override {
+    // 1. Metaspace normalization with an offset map.
+    std::string norm_buf;
+    std::vector<uint32_t> orig;  // normalized byte -> segment byte (size()+1 entries)
+    std::string_view text = segment;
+    if (o_.metaspace) {
+      const bool prepend = o_.prepend_metaspace && base == 0;
+      norm_buf.reserve(segment.size() + 8);
+      if (offsets) orig.reserve(segment.size() + 8);
+      if (prepend) {
+        norm_buf.append(kMetaSpace);
+        if (offsets) orig.insert(orig.end(), 3, 0);
+      }
+      for (size_t i = 0; i < segment.size(); ++i) {
+        if (segment[i] == ' ') {
+          norm_buf.append(kMetaSpace);
+          if (offsets) orig.insert(orig.end(), 3, static_cast<uint32_t>(i));
+        } else {
+          norm_buf.push_back(segment[i]);
+          if (offsets) orig.push_back(static_cast<uint32_t>(i));
+        }
+      }
+      if (offsets) orig.push_back(static_cast<uint32_t>(segment.size()));
+      text = norm_buf;
+    }
+    auto to_orig = [&](uint32_t p) -> int64_t {
+      return base + (o_.metaspace ? static_cast<int64_t>(orig[p]) : static_cast<int64_t>(p));
+    };
+
+    // 2. Pre-tokenize.
+    std::vector<Span2> words{{0, static_cast<uint32_t>(text.size())}};
+    if (!regexes_.empty()) {
+      std::vector<Span2> next;
+      for (const Regex& re : regexes_) {
+        next.clear();
+        pcre2_match_data* md = pcre2_match_data_create_from_pattern(re.get(), nullptr);
+        for (const Span2& w : words) Split(re.get(), md, text, w, &next);
+        pcre2_match_data_free(md);
+        words.swap(next);
+      }
+    }
+
+    // 3. BPE per word.
+    std::vector<Symbol> syms;
+    std::vector<Merge> pair_scratch;
+    for (const Span2& w : words) {
+      if (w.end <= w.begin) continue;
+      const std::string_view word = text.substr(w.begin, w.end - w.begin);
+      if (o_.ignore_merges) {
+        if (auto it = token_to_id_.find(absl::string_view(word.data(), word.size())); it != token_to_id_.end()) {
+          ids->push_back(it->second);
+          if (offsets) offsets->emplace_back(to_orig(w.begin), to_orig(w.end));
+          continue;
+        }
+      }
+      syms.clear();
+      InitialSymbols(word, w.begin, &syms);
+      MergeSymbols(&syms, &pair_scratch);
+      for (const Symbol& s : syms) {
+        ids->push_back(s.id);
+        if (offsets) offsets->emplace_back(to_orig(s.begin), to_orig(s.end));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  struct Merge {
+    int32_t rank;
+    int32_t id;
+  };
+  struct Symbol {
+    int32_t id;
+    uint32_t begin, end;  // in the normalized segment
+    bool mergeable;
+  };
+  static uint64_t Key(int32_t a, int32_t b) {
+    return (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b);
+  }
+
+  void Split(const pcre2_code* re, pcre2_match_data* md, std::string_view text, Span2 w,
+             std::vector<Span2>* out) const {
+    const auto* subject = reinterpret_cast<PCRE2_SPTR>(text.data() + w.begin);
+    const size_t len = w.end - w.begin;
+    size_t pos = 0, last = 0;
+    while (pos < len) {
+      const int rc = pcre2_match(re, subject, len, pos, PCRE2_NO_UTF_CHECK, md, nullptr);
+      if (rc < 0) break;
+      const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md);
+      const size_t mb = ov[0], me = ov[1];
+      if (me == mb) {  // empty match: step over one character
+        pos = mb + Utf8Length(static_cast<unsigned char>(text[w.begin + mb]));
+        continue;
+      }
+      if (mb > last) out->push_back({static_cast<uint32_t>(w.begin + last), static_cast<uint32_t>(w.begin + mb)});
+      out->push_back({static_cast<uint32_t>(w.begin + mb), static_cast<uint32_t>(w.begin + me)});
+      last = pos = me;
+    }
+    if (last < len) out->push_back({static_cast<uint32_t>(w.begin + last), w.end});
+  }
+
+  void InitialSymbols(std::string_view word, uint32_t at, std::vector<Symbol>* syms) const {
+    if (o_.byte_level) {
+      for (size_t i = 0; i < word.size(); ++i) {
+        if (byte_token_[static_cast<unsigned char>(word[i])] < 0) continue;
+        syms->push_back({byte_token_[static_cast<unsigned char>(word[i])],
+                         static_cast<uint32_t>(at + i), static_cast<uint32_t>(at + i + 1), true});
+      }
+      return;
+    }
+    size_t i = 0;
+    while (i < word.size()) {
+      const size_t len = std::min<size_t>(Utf8Length(static_cast<unsigned char>(word[i])), word.size() - i);
+      const std::string_view ch = word.substr(i, len);
+      const uint32_t b = at + static_cast<uint32_t>(i);
+      if (auto it = token_to_id_.find(absl::string_view(ch.data(), ch.size())); it != token_to_id_.end()) {
+        syms->push_back({it->second, b, static_cast<uint32_t>(b + len), true});
+      } else if (o_.byte_fallback && byte_token_[static_cast<unsigned char>(ch[0])] >= 0) {
+        for (size_t k = 0; k < len; ++k) {
+          const int32_t id = byte_token_[static_cast<unsigned char>(ch[k])];
+          syms->push_back({id >= 0 ? id : vocab().unk.value_or(0), static_cast<uint32_t>(b + k),
+                           static_cast<uint32_t>(b + k + 1), false});
+        }
+      } else {
+        // HF BPE fuses consecutive unknown characters into one unk.
+        if (!syms->empty() && !syms->back().mergeable && vocab().unk &&
+            syms->back().id == *vocab().unk && syms->back().end == b) {
+          syms->back().end = static_cast<uint32_t>(b + len);
+        } else {
+          syms->push_back({vocab().unk.value_or(0), b, static_cast<uint32_t>(b + len), false});
+        }
+      }
+      i += len;
+    }
+  }
+
+  // Lowest-rank adjacent pair first; ties go to the leftmost pair. Short
+  // words (almost all) scan an array of pair ranks; long ones (a 100 KB
+  // run of letters is one GPT-2 word) use a heap over a linked list, so a
+  // word costs O(n log n), never O(n^2).
+  void MergeSymbols(std::vector<Symbol>* syms, std::vector<Merge>* scratch) const {
+    if (syms->size() < 2) return;
+    if (syms->size() > 64) return MergeSymbolsHeap(syms);
+    std::vector<Symbol>& s = *syms;
+    std::vector<Merge>& pair = *scratch;
+    pair.resize(s.size() - 1);
+    for (size_t i = 0; i + 1 < s.size(); ++i) pair[i] = Lookup(s[i], s[i + 1]);
+    while (s.size() > 1) {
+      size_t best = 0;
+      int32_t best_rank = kNoRank;
+      for (size_t i = 0; i < pair.size(); ++i) {
+        if (pair[i].rank < best_rank) {
+          best_rank = pair[i].rank;
+          best = i;
+        }
+      }
+      if (best_rank == kNoRank) break;
+      s[best].id = pair[best].id;
+      s[best].end = s[best + 1].end;
+      s.erase(s.begin() + best + 1);
+      pair.erase(pair.begin() + best);
+      if (best + 1 < s.size()) pair[best] = Lookup(s[best], s[best + 1]);
+      if (best > 0) pair[best - 1] = Lookup(s[best - 1], s[best]);
+    }
+  }
+
+  void MergeSymbolsHeap(std::vector<Symbol>* syms) const {
+    std::vector<Symbol>& s = *syms;
+    const int n = static_cast<int>(s.size());
+    std::vector<int> prev(n), next(n);
+    std::vector<bool> alive(n, true);
+    for (int i = 0; i < n; ++i) {
+      prev[i] = i - 1;
+      next[i] = i + 1 < n ? i + 1 : -1;
+    }
+    struct Cand {
+      int32_t rank;
+      int left;
+      int32_t left_id, right_id;  // to detect stale entries
+      bool operator>(const Cand& o) const {
+        return rank != o.rank ? rank > o.rank : left > o.left;
+      }
+    };
+    std::priority_queue<Cand, std::vector<Cand>, std::greater<Cand>> heap;
+    auto push = [&](int l) {
+      if (l < 0 || next[l] < 0) return;
+      const Merge m = Lookup(s[l], s[next[l]]);
+      if (m.rank != kNoRank) heap.push({m.rank, l, s[l].id, s[next[l]].id});
+    };
+    for (int i = 0; i + 1 < n; ++i) push(i);
+    while (!heap.empty()) {
+      const Cand c = heap.top();
+      heap.pop();
+      const int l = c.left;
+      if (!alive[l] || next[l] < 0) continue;
+      const int r = next[l];
+      if (s[l].id != c.left_id || s[r].id != c.right_id) continue;  // stale
+      const Merge m = Lookup(s[l], s[r]);
+      s[l].id = m.id;
+      s[l].end = s[r].end;
+      alive[r] = false;
+      next[l] = next[r];
+      if (next[r] >= 0) prev[next[r]] = l;
+      push(prev[l]);
+      push(l);
+    }
+    size_t w = 0;
+    for (int i = 0; i < n; ++i) {
+      if (alive[i]) s[w++] = s[i];
+    }
+    s.resize(w);
+  }
+
+  static constexpr int32_t kNoRank = INT32_MAX;
+  Merge Lookup(const Symbol& a, const Symbol& b) const {
+    if (!a.mergeable || !b.mergeable) return {kNoRank, -1};
+    auto it = merges_.find(Key(a.id, b.id));
+    return it == merges_.end() ? Merge{kNoRank, -1} : it->second;
+  }
+
+  BpeOptions o_;
+  absl::flat_hash_map<std::string, int32_t> token_to_id_;
+  absl::flat_hash_map<uint64_t, Merge> merges_;
+  int32_t byte_token_[256];
+  std::vector<Regex> regexes_;
+};
+
+}  // namespace
+
+bool ByteLevelDecode(std::string_view piece, std::string* bytes) {
+  bytes->clear();
+  size_t i = 0;
+  while (i < piece.size()) {
+    const uint32_t cp = DecodeUtf8(piece, &i);
+    if (cp >= 324 || Bytes().cp_to_byte[cp] < 0) return false;
+    bytes->push_back(static_cast<char>(Bytes().cp_to_byte[cp]));
+  }
+  return true;
+}
+
+absl::StatusOr<std::unique_ptr<Tokenizer>> MakeBpe(Vocab vocab,
+                                                   const std::vector<std::string>& merges,
+                                                   const BpeOptions& options) {
+  if (absl::Status s = ValidateVocab(&vocab); !s.ok()) return s;
+  const size_t n = vocab.pieces.size();
+  for (size_t i = 0; i < n; ++i) {
+    const std::string& p = vocab.pieces[i];
+    std::string b;
+    if (vocab.types[i] == TokenType::kControl || vocab.types[i] == TokenType::kUserDefined) {
+      b = p;  // added tokens are stored as text
+    } else if (options.byte_level) {
+      if (!ByteLevelDecode(p, &b)) b = p;
+    } else {
+      const int byte = options.byte_fallback ? ParseBytePiece(p) : -1;
+      if (byte >= 0) {
+        b.assign(1, static_cast<char>(byte));
+        if (vocab.types[i] == TokenType::kNormal) vocab.types[i] = TokenType::kByte;
+      } else {
+        b = options.metaspace ? ReplaceAll(p, kMetaSpace, " ") : p;
+      }
+    }
+    vocab.bytes[i] = std::move(b);
+  }
+  auto t = std::make_unique<BpeTokenizer>(std::move(vocab), options);
+  if (absl::Status s = t->Init(merges); !s.ok()) return s;
+  return std::unique_ptr<Tokenizer>(std::move(t));
+}
+
+}  // namespace tokenizer_internal
+}  // namespace vocabd

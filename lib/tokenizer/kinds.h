@@ -1,0 +1,87 @@
+// Internal to lib/tokenizer: the tokenizer kinds the loaders build.
+#ifndef VOCABD_LIB_TOKENIZER_KINDS_H_
+#define VOCABD_LIB_TOKENIZER_KINDS_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "lib/tokenizer/tokenizer.h"
+#include "lib/tokenizer/vocab_tokenizer.h"
+
+namespace vocabd {
+namespace tokenizer_internal {
+
+// ---- SentencePiece BPE (own code, see sentencepiece_tokenizer.cc) ----------
+struct SentencePieceOptions {
+  // NormalizerSpec: prepend "▁" to the input (Llama: true).
+  bool add_dummy_prefix = true;
+  bool remove_extra_whitespaces = false;
+};
+// A SentencePiece BPE model built in memory from a vocabulary (GGUF
+// "llama", llama2.c tok*.bin): pieces in SentencePiece form ("▁" for
+// space, "<0xAB>" byte pieces), scores, types (exactly one kUnknown).
+absl::StatusOr<std::unique_ptr<Tokenizer>> MakeSentencePieceFromVocab(
+    Vocab vocab, const SentencePieceOptions& options);
+// A serialized sentencepiece ModelProto (tokenizer.model, tok512.model),
+// read by hand: BPE models only (trainer_spec.model_type), identity
+// normalizer only (no normalizer_spec.precompiled_charsmap); anything else
+// is INVALID_ARGUMENT naming the field.
+absl::StatusOr<std::unique_ptr<Tokenizer>> MakeSentencePieceFromModelFile(
+    std::string serialized, std::string source, bool add_bos, bool add_eos);
+
+// ---- BPE (own code; pre-tokenizer regexes run on PCRE2) --------------------
+struct BpeOptions {
+  // true: GPT-2 byte-level (pieces spell bytes with the GPT-2 byte->char
+  // map, every byte has a token). false: pieces are UTF-8 text, symbols
+  // start as characters; characters without a token become <0xAB> tokens
+  // (byte_fallback) or unk.
+  bool byte_level = true;
+  bool byte_fallback = false;
+  // Whole pre-tokenized words found in the vocabulary skip the merges
+  // (llama-3 "ignore_merges").
+  bool ignore_merges = false;
+  // Split stages run in order; each splits every piece of the previous
+  // stage into matches and the text between them (HF Split "Isolated").
+  std::vector<std::string> split_regexes;
+  // Applied before splitting (HF Metaspace / Prepend + Replace): spaces
+  // become "▁", and "▁" is prepended to the text when prepend_metaspace.
+  bool metaspace = false;
+  bool prepend_metaspace = false;
+  // HF Metaspace split=true: also split before every "▁".
+  bool metaspace_split = false;
+};
+// merges: "left right" in rank order (GGUF tokenizer.ggml.merges, HF
+// model.merges).
+absl::StatusOr<std::unique_ptr<Tokenizer>> MakeBpe(Vocab vocab,
+                                                   const std::vector<std::string>& merges,
+                                                   const BpeOptions& options);
+// The split regexes llama.cpp associates with a tokenizer.ggml.pre name;
+// NOT_FOUND for names it does not know.
+absl::StatusOr<std::vector<std::string>> PreTokenizerRegexes(const std::string& pre);
+// GPT-2's split pattern (HF ByteLevel use_regex=true).
+extern const char kGpt2SplitRegex[];
+// Byte-level piece ("Ġthe") -> bytes (" the"); false when a character is
+// not in the GPT-2 byte map.
+bool ByteLevelDecode(std::string_view piece, std::string* bytes);
+
+// ---- WordPiece (BERT; own code, Unicode tables from ICU) -----------------
+struct WordPieceOptions {
+  bool lowercase = true;
+  bool strip_accents = true;
+  bool handle_chinese_chars = true;
+  bool clean_text = true;
+  std::string continuing_prefix = "##";
+  int max_input_chars_per_word = 100;
+};
+// vocab.pieces in HF form ("##ing" continues a word).
+absl::StatusOr<std::unique_ptr<Tokenizer>> MakeWordPiece(Vocab vocab,
+                                                         const WordPieceOptions& options);
+
+}  // namespace tokenizer_internal
+}  // namespace vocabd
+
+#endif  // VOCABD_LIB_TOKENIZER_KINDS_H_

@@ -1,0 +1,613 @@
+#include "lib/tokenizer/tokenizer_loader.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "lib/checkpoint/gguf.h"
+#include "lib/core/mapped_file.h"
+#include "lib/core/status_macros.h"
+#include "lib/tokenizer/kinds.h"
+#include "nlohmann/json.hpp"
+
+namespace vocabd {
+
+using tokenizer_internal::BpeOptions;
+using tokenizer_internal::Vocab;
+
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+bool IsDirectory(const std::string& p) {
+  struct stat st;
+  return ::stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+bool IsRegularFile(const std::string& p) {
+  struct stat st;
+  return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+// ---------------------------------------------------------------- GGUF ----
+
+std::optional<int32_t> GgufId(const GgufFile& g, const std::string& key) {
+  const GgufValue* v = g.Find(key);
+  if (v == nullptr || !v->is_integer() || v->i < 0 || v->i > INT32_MAX) return std::nullopt;
+  return static_cast<int32_t>(v->i);
+}
+std::optional<bool> GgufBool(const GgufFile& g, const std::string& key) {
+  const GgufValue* v = g.Find(key);
+  if (v == nullptr || !v->is_integer()) return std::nullopt;
+  return v->i != 0;
+}
+
+absl::StatusOr<std::unique_ptr<Tokenizer>> FromGguf(const GgufFile& g, const std::string& file) {
+  const GgufValue* model = g.Find("tokenizer.ggml.model");
+  if (model == nullptr) {
+    return absl::NotFoundError(absl::StrCat(file, " has no tokenizer.ggml.model metadata"));
+  }
+  if (model->type != GgufValueType::kString) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(file, ": tokenizer.ggml.model is not a string"));
+  }
+  const GgufValue* tokens = g.Find("tokenizer.ggml.tokens");
+  if (tokens == nullptr || tokens->type != GgufValueType::kArray ||
+      tokens->array_type != GgufValueType::kString) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(file, ": tokenizer.ggml.tokens missing or not a string array"));
+  }
+  if (tokens->array_s.size() != tokens->array_count) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        file, ": tokenizer.ggml.tokens has ", tokens->array_count, " entries (over the limit of ",
+        kMaxGgufKeptArrayCount, ")"));
+  }
+  const size_t n = tokens->array_s.size();
+  Vocab v;
+  v.pieces = tokens->array_s;
+  if (const GgufValue* s = g.Find("tokenizer.ggml.scores"); s != nullptr) {
+    if (s->type != GgufValueType::kArray || s->array_f.size() != n) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          file, ": tokenizer.ggml.scores has ", s->array_count, " values for ", n, " tokens"));
+    }
+    v.scores.assign(s->array_f.begin(), s->array_f.end());
+  }
+  if (const GgufValue* t = g.Find("tokenizer.ggml.token_type"); t != nullptr) {
+    if (t->type != GgufValueType::kArray || t->array_i.size() != n) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          file, ": tokenizer.ggml.token_type has ", t->array_count, " values for ", n, " tokens"));
+    }
+    v.types.resize(n);
+    for (size_t i = 0; i < n; ++i) {
+      const int64_t x = t->array_i[i];
+      if (x < 1 || x > 6) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            file, ": tokenizer.ggml.token_type[", i, "] = ", x, " (known: 1..6)"));
+      }
+      v.types[i] = static_cast<TokenType>(x);
+    }
+  }
+  v.bos = GgufId(g, "tokenizer.ggml.bos_token_id");
+  v.eos = GgufId(g, "tokenizer.ggml.eos_token_id");
+  v.unk = GgufId(g, "tokenizer.ggml.unknown_token_id");
+  const std::string& kind = model->s;
+  std::string pre;
+  if (const GgufValue* p = g.Find("tokenizer.ggml.pre");
+      p != nullptr && p->type == GgufValueType::kString) {
+    pre = p->s;
+  }
+  v.source = absl::StrCat(file, " (tokenizer.ggml.*, model ", kind,
+                          pre.empty() ? "" : absl::StrCat(", pre ", pre), ")");
+  // Tokens matched verbatim in the text: user-defined ones (llama.cpp
+  // always matches them). Control tokens (BOS, <|endoftext|>, [CLS]) are
+  // never produced from text, as in sentencepiece and llama.cpp's default.
+  auto split_user_defined = [&]() {
+    if (v.types.empty()) return;
+    for (size_t i = 0; i < n; ++i) {
+      if (v.types[i] == TokenType::kUserDefined) v.split_tokens.push_back(static_cast<int32_t>(i));
+    }
+  };
+
+  if (kind == "llama") {
+    // llama.cpp defaults for SentencePiece vocabularies.
+    if (!v.bos) v.bos = 1;
+    if (!v.eos) v.eos = 2;
+    if (!v.unk) v.unk = 0;
+    v.add_bos = GgufBool(g, "tokenizer.ggml.add_bos_token").value_or(true);
+    v.add_eos = GgufBool(g, "tokenizer.ggml.add_eos_token").value_or(false);
+    tokenizer_internal::SentencePieceOptions o;
+    o.add_dummy_prefix = GgufBool(g, "tokenizer.ggml.add_space_prefix").value_or(true);
+    o.remove_extra_whitespaces =
+        GgufBool(g, "tokenizer.ggml.remove_extra_whitespaces").value_or(false);
+    // user-defined pieces are matched by sentencepiece itself
+    return tokenizer_internal::MakeSentencePieceFromVocab(std::move(v), o);
+  }
+  if (kind == "gpt2") {
+    const GgufValue* merges = g.Find("tokenizer.ggml.merges");
+    if (merges == nullptr || merges->array_type != GgufValueType::kString ||
+        merges->array_s.size() != merges->array_count) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(file, ": tokenizer.ggml.merges missing or not a string array"));
+    }
+    BpeOptions o;
+    o.byte_level = true;
+    absl::StatusOr<std::vector<std::string>> regexes =
+        tokenizer_internal::PreTokenizerRegexes(pre.empty() ? "default" : pre);
+    if (!regexes.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(file, ": tokenizer.ggml.pre: ", regexes.status().message()));
+    }
+    o.split_regexes = *std::move(regexes);
+    o.ignore_merges = pre == "llama3" || pre == "llama-v3" || pre == "llama-bpe";
+    v.add_bos = GgufBool(g, "tokenizer.ggml.add_bos_token").value_or(false);
+    v.add_eos = GgufBool(g, "tokenizer.ggml.add_eos_token").value_or(false);
+    split_user_defined();
+    return tokenizer_internal::MakeBpe(std::move(v), merges->array_s, o);
+  }
+  if (kind == "bert") {
+    // GGUF stores BERT's "word" as "▁word" and "##piece" as "piece"
+    // (llama.cpp convert_hf_to_gguf "phantom space"); [CLS]-style tokens as is.
+    for (std::string& p : v.pieces) {
+      if (p.size() >= 2 && p.front() == '[' && p.back() == ']') continue;
+      if (p.compare(0, tokenizer_internal::kMetaSpace.size(), tokenizer_internal::kMetaSpace) == 0) {
+        p.erase(0, tokenizer_internal::kMetaSpace.size());
+      } else {
+        p = absl::StrCat("##", p);
+      }
+    }
+    if (auto cls = GgufId(g, "tokenizer.ggml.cls_token_id")) v.bos = cls;
+    if (auto sep = GgufId(g, "tokenizer.ggml.seperator_token_id")) v.eos = sep;
+    v.add_bos = GgufBool(g, "tokenizer.ggml.add_bos_token").value_or(true);
+    v.add_eos = GgufBool(g, "tokenizer.ggml.add_eos_token").value_or(true);
+    split_user_defined();
+    return tokenizer_internal::MakeWordPiece(std::move(v), tokenizer_internal::WordPieceOptions{});
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      file, ": tokenizer.ggml.model \"", kind, "\" is not supported (supported: llama, gpt2, bert)"));
+}
+
+absl::StatusOr<std::unique_ptr<Tokenizer>> LoadGguf(const MappedFile& f) {
+  ASSIGN_OR_RETURN(GgufFile g, ParseGguf(f.data(), f.size(), f.path()));
+  return FromGguf(g, f.path());
+}
+
+// ------------------------------------------------------------ llama2.c ----
+
+absl::StatusOr<std::unique_ptr<Tokenizer>> LoadLlama2c(const MappedFile& f,
+                                                       std::optional<int64_t> want) {
+  const uint8_t* p = f.data();
+  const size_t size = f.size();
+  const std::string& file = f.path();
+  auto bad = [&](const std::string& what) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(file, ": not a llama2.c tokenizer (u32 max_token_length, then {f32 "
+                           "score, i32 len, bytes} per token): ",
+                     what));
+  };
+  if (size < 4) return bad("shorter than 4 bytes");
+  uint32_t max_len;
+  std::memcpy(&max_len, p, 4);
+  if (max_len == 0 || max_len > 4096) return bad(absl::StrCat("max_token_length ", max_len));
+  size_t pos = 4;
+  Vocab v;
+  while (pos < size) {
+    if (size - pos < 8) return bad(absl::StrCat("token ", v.pieces.size(), " header truncated"));
+    float score;
+    int32_t len;
+    std::memcpy(&score, p + pos, 4);
+    std::memcpy(&len, p + pos + 4, 4);
+    pos += 8;
+    if (len < 0 || static_cast<uint32_t>(len) > max_len || static_cast<size_t>(len) > size - pos) {
+      return bad(absl::StrCat("token ", v.pieces.size(), " length ", len));
+    }
+    v.scores.push_back(score);
+    v.pieces.emplace_back(reinterpret_cast<const char*>(p + pos), len);
+    pos += len;
+    if (want && static_cast<int64_t>(v.pieces.size()) > *want) break;
+  }
+  if (want && static_cast<int64_t>(v.pieces.size()) != *want) {
+    return bad(absl::StrCat(pos < size ? "more than " : "", v.pieces.size(),
+                            " tokens, the model's vocab_size is ", *want));
+  }
+  const size_t n = v.pieces.size();
+  if (n < 3) return bad(absl::StrCat(n, " tokens"));
+  // llama2.c's export (tokenizer.py): ids 0/1/2 are <unk>, "\n<s>\n" (BOS),
+  // "\n</s>\n" (EOS); "▁" was written as " ". Back to SentencePiece form.
+  v.types.assign(n, TokenType::kNormal);
+  for (size_t i = 0; i < n; ++i) {
+    std::string& piece = v.pieces[i];
+    if (tokenizer_internal::ParseBytePiece(piece) >= 0) {
+      v.types[i] = TokenType::kByte;
+    } else {
+      piece = tokenizer_internal::ReplaceAll(piece, " ", tokenizer_internal::kMetaSpace);
+    }
+  }
+  v.types[0] = TokenType::kUnknown;
+  v.types[1] = TokenType::kControl;
+  v.types[2] = TokenType::kControl;
+  v.pieces[1] = "<s>";
+  v.pieces[2] = "</s>";
+  v.unk = 0;
+  v.bos = 1;
+  v.eos = 2;
+  v.add_bos = true;
+  v.source = absl::StrCat(file, " (llama2.c tokenizer)");
+  auto t = tokenizer_internal::MakeSentencePieceFromVocab(std::move(v), {});
+  if (!t.ok()) return t.status();
+  return t;
+}
+
+// ------------------------------------------------------ Hugging Face ----
+
+absl::StatusOr<json> ReadJson(const std::string& path) {
+  ASSIGN_OR_RETURN(std::unique_ptr<MappedFile> f, MappedFile::Open(path));
+  const char* b = reinterpret_cast<const char*>(f->data());
+  json j = json::parse(b, b + f->size(), nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return absl::InvalidArgumentError(absl::StrCat(path, ": not valid JSON"));
+  return j;
+}
+
+// A tokenizer_config.json token: "<s>" or {"content": "<s>", ...}.
+std::optional<std::string> ConfigToken(const json& cfg, const char* key) {
+  auto it = cfg.find(key);
+  if (it == cfg.end()) return std::nullopt;
+  if (it->is_string()) return it->get<std::string>();
+  if (it->is_object() && it->contains("content") && (*it)["content"].is_string()) {
+    return (*it)["content"].get<std::string>();
+  }
+  return std::nullopt;
+}
+
+struct HfPipeline {
+  BpeOptions bpe;
+  bool has_bert_normalizer = false;
+  tokenizer_internal::WordPieceOptions wordpiece;
+  bool bert_pre = false;
+};
+
+absl::Status ParseNormalizer(const json& n, const std::string& file, HfPipeline* p) {
+  if (n.is_null()) return absl::OkStatus();
+  const std::string type = n.value("type", "");
+  if (type == "Sequence") {
+    for (const json& c : n.value("normalizers", json::array())) {
+      RETURN_IF_ERROR(ParseNormalizer(c, file, p));
+    }
+    return absl::OkStatus();
+  }
+  if (type == "Prepend" && n.value("prepend", "") == tokenizer_internal::kMetaSpace) {
+    p->bpe.metaspace = true;
+    p->bpe.prepend_metaspace = true;
+    return absl::OkStatus();
+  }
+  if (type == "Replace" && n.contains("pattern") && n["pattern"].value("String", "") == " " &&
+      n.value("content", "") == tokenizer_internal::kMetaSpace) {
+    p->bpe.metaspace = true;
+    return absl::OkStatus();
+  }
+  if (type == "BertNormalizer") {
+    p->has_bert_normalizer = true;
+    auto& w = p->wordpiece;
+    w.clean_text = n.value("clean_text", true);
+    w.handle_chinese_chars = n.value("handle_chinese_chars", true);
+    w.lowercase = n.value("lowercase", true);
+    w.strip_accents = n.contains("strip_accents") && n["strip_accents"].is_boolean()
+                          ? n["strip_accents"].get<bool>()
+                          : w.lowercase;
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      file, ": normalizer ", n.dump().substr(0, 200),
+      " is not supported (supported: Sequence, Prepend(\"▁\"), Replace(\" \" -> \"▁\"), "
+      "BertNormalizer)"));
+}
+
+absl::Status ParsePreTokenizer(const json& n, const std::string& file, HfPipeline* p) {
+  if (n.is_null()) return absl::OkStatus();
+  const std::string type = n.value("type", "");
+  if (type == "Sequence") {
+    for (const json& c : n.value("pretokenizers", json::array())) {
+      RETURN_IF_ERROR(ParsePreTokenizer(c, file, p));
+    }
+    return absl::OkStatus();
+  }
+  if (type == "ByteLevel") {
+    if (n.value("add_prefix_space", false)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          file, ": pre_tokenizer ByteLevel with add_prefix_space=true is not supported"));
+    }
+    p->bpe.byte_level = true;
+    if (n.value("use_regex", true)) p->bpe.split_regexes.push_back(tokenizer_internal::kGpt2SplitRegex);
+    return absl::OkStatus();
+  }
+  if (type == "Split") {
+    const json& pat = n.value("pattern", json::object());
+    const std::string behavior = n.value("behavior", "Isolated");
+    if (behavior != "Isolated" || n.value("invert", false)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          file, ": pre_tokenizer Split behavior ", behavior,
+          " (invert ", n.value("invert", false), ") is not supported (supported: Isolated)"));
+    }
+    if (pat.contains("Regex") && pat["Regex"].is_string()) {
+      p->bpe.split_regexes.push_back(pat["Regex"].get<std::string>());
+    } else if (pat.contains("String") && pat["String"].is_string()) {
+      // A literal: quote it for PCRE2.
+      p->bpe.split_regexes.push_back(absl::StrCat("\\Q", pat["String"].get<std::string>(), "\\E"));
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat(file, ": pre_tokenizer Split without a pattern"));
+    }
+    return absl::OkStatus();
+  }
+  if (type == "Digits") {
+    p->bpe.split_regexes.push_back(n.value("individual_digits", false) ? "\\p{N}" : "\\p{N}+");
+    return absl::OkStatus();
+  }
+  if (type == "Metaspace") {
+    if (n.value("replacement", std::string(tokenizer_internal::kMetaSpace)) !=
+        tokenizer_internal::kMetaSpace) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(file, ": pre_tokenizer Metaspace with a replacement other than \"▁\""));
+    }
+    p->bpe.metaspace = true;
+    const std::string scheme = n.value("prepend_scheme", n.value("add_prefix_space", true) ? "always" : "never");
+    p->bpe.prepend_metaspace = scheme != "never";
+    p->bpe.metaspace_split = n.value("split", true);
+    return absl::OkStatus();
+  }
+  if (type == "BertPreTokenizer") {
+    p->bert_pre = true;
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      file, ": pre_tokenizer \"", type,
+      "\" is not supported (supported: Sequence, ByteLevel, Split, Digits, Metaspace, "
+      "BertPreTokenizer)"));
+}
+
+absl::StatusOr<std::unique_ptr<Tokenizer>> LoadHfJson(const std::string& path) {
+  ASSIGN_OR_RETURN(json j, ReadJson(path));
+  if (!j.is_object() || !j.contains("model") || !j["model"].is_object()) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": no \"model\" object"));
+  }
+  const json& m = j["model"];
+  const std::string type = m.value("type", m.contains("merges") ? "BPE" : "");
+  if (type != "BPE" && type != "WordPiece") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        path, ": model.type \"", type, "\" is not supported (supported: BPE, WordPiece)"));
+  }
+  const json& mv = m.value("vocab", json());
+  if (!mv.is_object()) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": model.vocab is not an object"));
+  }
+  Vocab v;
+  v.source = path;
+  // Ids: model.vocab, then added_tokens (which may extend it).
+  int64_t n = 0;
+  for (auto it = mv.begin(); it != mv.end(); ++it) {
+    if (!it.value().is_number_integer()) {
+      return absl::InvalidArgumentError(absl::StrCat(path, ": model.vocab[\"", it.key(), "\"] is not an integer"));
+    }
+    n = std::max<int64_t>(n, it.value().get<int64_t>() + 1);
+  }
+  const json& added = j.value("added_tokens", json::array());
+  for (const json& a : added) n = std::max<int64_t>(n, a.value("id", int64_t{-1}) + 1);
+  if (n <= 0 || n > (1 << 24)) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": vocabulary size ", n));
+  }
+  v.pieces.assign(n, "");
+  v.types.assign(n, TokenType::kUnused);
+  for (auto it = mv.begin(); it != mv.end(); ++it) {
+    const int64_t id = it.value().get<int64_t>();
+    if (id < 0) return absl::InvalidArgumentError(absl::StrCat(path, ": model.vocab id ", id));
+    v.pieces[id] = it.key();
+    v.types[id] = TokenType::kNormal;
+  }
+  std::map<std::string, int32_t> added_by_content;
+  for (const json& a : added) {
+    const int64_t id = a.value("id", int64_t{-1});
+    const std::string content = a.value("content", "");
+    if (id < 0 || content.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(path, ": added_tokens entry ", a.dump().substr(0, 100)));
+    }
+    v.pieces[id] = content;
+    v.types[id] = a.value("special", false) ? TokenType::kControl : TokenType::kUserDefined;
+    v.split_tokens.push_back(static_cast<int32_t>(id));
+    added_by_content[content] = static_cast<int32_t>(id);
+  }
+  auto find_token = [&](const std::string& s) -> std::optional<int32_t> {
+    if (auto it = added_by_content.find(s); it != added_by_content.end()) return it->second;
+    if (auto it = mv.find(s); it != mv.end()) return it->get<int32_t>();
+    return std::nullopt;
+  };
+  // BOS/EOS: the post-processor says what add_special_tokens adds;
+  // tokenizer_config.json names bos/eos and may switch add_bos/add_eos.
+  const json& post = j.value("post_processor", json());
+  auto template_ids = [&](const json& tp) {
+    std::vector<std::pair<bool, std::string>> out;  // (before sequence A?, token)
+    bool seen_a = false;
+    for (const json& e : tp.value("single", json::array())) {
+      if (e.contains("Sequence")) seen_a = true;
+      if (e.contains("SpecialToken")) out.emplace_back(!seen_a, e["SpecialToken"].value("id", ""));
+    }
+    return out;
+  };
+  std::vector<const json*> posts;
+  if (post.is_object() && post.value("type", "") == "Sequence") {
+    for (const json& c : post.value("processors", json::array())) posts.push_back(&c);
+  } else if (post.is_object()) {
+    posts.push_back(&post);
+  }
+  for (const json* pp : posts) {
+    const std::string pt = pp->value("type", "");
+    if (pt == "TemplateProcessing") {
+      for (const auto& [before, tok] : template_ids(*pp)) {
+        auto id = find_token(tok);
+        if (!id) continue;
+        if (before) { v.bos = id; v.add_bos = true; } else { v.eos = id; v.add_eos = true; }
+      }
+    } else if (pt == "BertProcessing" || pt == "RobertaProcessing") {
+      const json& cls = pp->value("cls", json::array());
+      const json& sep = pp->value("sep", json::array());
+      if (cls.size() == 2 && cls[1].is_number_integer()) { v.bos = cls[1].get<int32_t>(); v.add_bos = true; }
+      if (sep.size() == 2 && sep[1].is_number_integer()) { v.eos = sep[1].get<int32_t>(); v.add_eos = true; }
+    }
+  }
+  const std::string dir = fs::path(path).parent_path().string();
+  const std::string cfg_path = (fs::path(dir) / "tokenizer_config.json").string();
+  if (IsRegularFile(cfg_path)) {
+    ASSIGN_OR_RETURN(json cfg, ReadJson(cfg_path));
+    if (cfg.is_object()) {
+      if (auto b = ConfigToken(cfg, "bos_token")) { if (auto id = find_token(*b)) v.bos = id; }
+      if (auto e = ConfigToken(cfg, "eos_token")) { if (auto id = find_token(*e)) v.eos = id; }
+      if (cfg.contains("add_bos_token") && cfg["add_bos_token"].is_boolean()) v.add_bos = cfg["add_bos_token"].get<bool>();
+      if (cfg.contains("add_eos_token") && cfg["add_eos_token"].is_boolean()) v.add_eos = cfg["add_eos_token"].get<bool>();
+      v.source = absl::StrCat(path, " + tokenizer_config.json");
+    }
+  }
+  if (m.contains("unk_token") && m["unk_token"].is_string()) v.unk = find_token(m["unk_token"].get<std::string>());
+
+  HfPipeline p;
+  p.bpe.byte_level = false;
+  RETURN_IF_ERROR(ParseNormalizer(j.value("normalizer", json()), path, &p));
+  RETURN_IF_ERROR(ParsePreTokenizer(j.value("pre_tokenizer", json()), path, &p));
+  if (type == "BPE") {
+    std::vector<std::string> merges;
+    for (const json& e : m.value("merges", json::array())) {
+      if (e.is_string()) {
+        merges.push_back(e.get<std::string>());
+      } else if (e.is_array() && e.size() == 2 && e[0].is_string() && e[1].is_string()) {
+        merges.push_back(absl::StrCat(e[0].get<std::string>(), " ", e[1].get<std::string>()));
+      } else {
+        return absl::InvalidArgumentError(absl::StrCat(path, ": model.merges entry ", e.dump().substr(0, 100)));
+      }
+    }
+    p.bpe.byte_fallback = m.value("byte_fallback", false);
+    p.bpe.ignore_merges = m.value("ignore_merges", false);
+    if (p.bpe.byte_level && p.bpe.metaspace) {
+      return absl::InvalidArgumentError(absl::StrCat(path, ": both ByteLevel and Metaspace"));
+    }
+    return tokenizer_internal::MakeBpe(std::move(v), merges, p.bpe);
+  }
+  if (type == "WordPiece") {
+    if (!p.bert_pre) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ": WordPiece without BertPreTokenizer is not supported"));
+    }
+    p.wordpiece.continuing_prefix = m.value("continuing_subword_prefix", "##");
+    p.wordpiece.max_input_chars_per_word = m.value("max_input_chars_per_word", 100);
+    if (!p.has_bert_normalizer) {
+      p.wordpiece.lowercase = p.wordpiece.strip_accents = false;
+      p.wordpiece.clean_text = p.wordpiece.handle_chinese_chars = false;
+    }
+    return tokenizer_internal::MakeWordPiece(std::move(v), p.wordpiece);
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      path, ": model.type \"", type, "\" is not supported (supported: BPE, WordPiece)"));
+}
+
+absl::StatusOr<std::unique_ptr<Tokenizer>> LoadSentencePieceModel(const std::string& path) {
+  ASSIGN_OR_RETURN(std::unique_ptr<MappedFile> f, MappedFile::Open(path));
+  // HF tokenizer_config.json beside it may switch add_bos/add_eos (Llama
+  // defaults: BOS yes, EOS no).
+  bool add_bos = true, add_eos = false;
+  const std::string cfg_path = (fs::path(path).parent_path() / "tokenizer_config.json").string();
+  if (IsRegularFile(cfg_path)) {
+    ASSIGN_OR_RETURN(json cfg, ReadJson(cfg_path));
+    if (cfg.is_object()) {
+      add_bos = cfg.value("add_bos_token", add_bos);
+      add_eos = cfg.value("add_eos_token", add_eos);
+    }
+  }
+  return tokenizer_internal::MakeSentencePieceFromModelFile(
+      std::string(reinterpret_cast<const char*>(f->data()), f->size()), path, add_bos, add_eos);
+}
+
+absl::StatusOr<std::unique_ptr<Tokenizer>> LoadHfFolder(const std::string& dir,
+                                                        std::vector<std::string>* looked) {
+  const std::string json_path = (fs::path(dir) / "tokenizer.json").string();
+  const std::string model_path = (fs::path(dir) / "tokenizer.model").string();
+  if (IsRegularFile(json_path)) return LoadHfJson(json_path);
+  if (IsRegularFile(model_path)) return LoadSentencePieceModel(model_path);
+  looked->push_back(json_path);
+  looked->push_back(model_path);
+  return absl::NotFoundError("");
+}
+
+absl::StatusOr<std::unique_ptr<Tokenizer>> LoadFile(const std::string& path,
+                                                    std::optional<int64_t> vocab_size) {
+  if (IsDirectory(path)) {
+    std::vector<std::string> looked;
+    auto t = LoadHfFolder(path, &looked);
+    if (t.ok() || !looked.size()) return t;
+    return absl::NotFoundError(absl::StrCat("no tokenizer: looked for ", absl::StrJoin(looked, ", ")));
+  }
+  ASSIGN_OR_RETURN(std::unique_ptr<MappedFile> f, MappedFile::Open(path));
+  if (f->size() >= 4 && std::memcmp(f->data(), "GGUF", 4) == 0) return LoadGguf(*f);
+  if (absl::EndsWith(path, ".json")) return LoadHfJson(path);
+  if (absl::EndsWith(path, ".model")) return LoadSentencePieceModel(path);
+  return LoadLlama2c(*f, vocab_size);
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Tokenizer>> LoadTokenizer(const std::string& path) {
+  return LoadFile(path, std::nullopt);
+}
+
+absl::StatusOr<std::unique_ptr<Tokenizer>> LoadTokenizerForCheckpoint(
+    const std::string& checkpoint_path, const std::string& tokenizer_path,
+    std::optional<int64_t> vocab_size) {
+  if (!tokenizer_path.empty()) return LoadFile(tokenizer_path, vocab_size);
+  std::vector<std::string> looked;
+  if (IsDirectory(checkpoint_path)) {
+    auto t = LoadHfFolder(checkpoint_path, &looked);
+    if (t.ok() || looked.empty()) return t;
+  } else {
+    ASSIGN_OR_RETURN(std::unique_ptr<MappedFile> f, MappedFile::Open(checkpoint_path));
+    if (f->size() >= 4 && std::memcmp(f->data(), "GGUF", 4) == 0) {
+      ASSIGN_OR_RETURN(GgufFile g, ParseGguf(f->data(), f->size(), f->path()));
+      auto t = FromGguf(g, f->path());
+      if (!absl::IsNotFound(t.status())) return t;
+      looked.push_back(absl::StrCat(checkpoint_path, " tokenizer.ggml.* metadata"));
+    } else {
+      const fs::path dir = fs::path(checkpoint_path).parent_path();
+      if (!absl::EndsWith(checkpoint_path, ".bin")) {  // .safetensors, .index.json ...
+        auto t = LoadHfFolder(dir.empty() ? "." : dir.string(), &looked);
+        if (t.ok() || looked.empty()) return t;
+      } else {
+        // llama2.c: tok*.bin beside the checkpoint.
+        std::vector<std::string> candidates;
+        std::error_code ec;
+        for (const auto& e : fs::directory_iterator(dir.empty() ? fs::path(".") : dir, ec)) {
+          const std::string name = e.path().filename().string();
+          if (absl::StartsWith(name, "tok") && absl::EndsWith(name, ".bin") &&
+              e.path() != fs::path(checkpoint_path) && e.is_regular_file()) {
+            candidates.push_back(e.path().string());
+          }
+        }
+        std::sort(candidates.begin(), candidates.end());
+        absl::Status first_error;
+        for (const std::string& c : candidates) {
+          ASSIGN_OR_RETURN(std::unique_ptr<MappedFile> tf, MappedFile::Open(c));
+          auto t = LoadLlama2c(*tf, vocab_size);
+          if (t.ok()) return t;
+          if (first_error.ok()) first_error = t.status();
+        }
+        if (!first_error.ok()) return first_error;
+        looked.push_back(absl::StrCat((dir.empty() ? fs::path(".") : dir).string(), "/tok*.bin"));
+      }
+    }
+  }
+  return absl::NotFoundError(absl::StrCat("no tokenizer: looked for ", absl::StrJoin(looked, ", "),
+                                          " (--tokenizer names one explicitly)"));
+}
+
+}  // namespace vocabd

@@ -1,0 +1,119 @@
+// Internal to lib/tokenizer: what every tokenizer kind shares.
+//
+// VocabTokenizer holds the vocabulary table (piece, decoded bytes, type,
+// score per id), BOS/EOS and add_bos/add_eos, validates inputs, splits the
+// text on special tokens, and calls the kind's EncodeSegment on the text in
+// between:
+//
+//   text ──ValidateUtf8──► [BOS] seg0 <special> seg1 ... [EOS]
+//                                │                │
+//                         EncodeSegment     EncodeSegment      (kind: SPM,
+//                                                               BPE, WordPiece)
+//
+// Decode checks the ids, drops control tokens when asked, and joins the
+// tokens' bytes (DecodeTokens; WordPiece overrides it).
+#ifndef VOCABD_LIB_TOKENIZER_VOCAB_TOKENIZER_H_
+#define VOCABD_LIB_TOKENIZER_VOCAB_TOKENIZER_H_
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "lib/tokenizer/tokenizer.h"
+
+namespace vocabd {
+namespace tokenizer_internal {
+
+// The vocabulary a loader hands to a tokenizer kind.
+struct Vocab {
+  std::vector<std::string> pieces;  // as stored ("▁the", "Ġthe", "##ing")
+  std::vector<std::string> bytes;   // decoded bytes of each piece
+  std::vector<float> scores;        // empty: all 0
+  std::vector<TokenType> types;     // empty: all kNormal
+  std::optional<int32_t> bos, eos, unk;
+  bool add_bos = false;
+  bool add_eos = false;
+  // Tokens matched verbatim in the input before the model runs (HF added
+  // tokens, GGUF control / user-defined tokens).
+  std::vector<int32_t> split_tokens;
+  std::string source;
+};
+
+// Checks sizes, ids and duplicate-free pieces; fills defaults.
+absl::Status ValidateVocab(Vocab* vocab);
+
+class VocabTokenizer : public Tokenizer {
+ public:
+  std::string source() const override { return vocab_.source; }
+  int64_t vocab_size() const override { return static_cast<int64_t>(vocab_.pieces.size()); }
+  absl::StatusOr<Encoding> Encode(std::string_view text, bool add_special_tokens) const override;
+  absl::StatusOr<std::vector<int32_t>> EncodeIds(std::string_view text,
+                                                 bool add_special_tokens) const override;
+  absl::StatusOr<std::string> Decode(absl::Span<const int32_t> ids,
+                                     bool skip_special_tokens) const override;
+  std::string Piece(int32_t id) const override;
+  std::string TokenBytes(int32_t id) const override;
+  TokenType Type(int32_t id) const override;
+  float Score(int32_t id) const override;
+  std::optional<int32_t> bos_id() const override { return vocab_.bos; }
+  std::optional<int32_t> eos_id() const override { return vocab_.eos; }
+  bool add_bos() const override { return vocab_.add_bos; }
+  bool add_eos() const override { return vocab_.add_eos; }
+
+ protected:
+  explicit VocabTokenizer(Vocab vocab);
+  const Vocab& vocab() const { return vocab_; }
+
+  // Appends the ids of `segment` (text between special tokens) to out->ids,
+  // and when `offsets` is set, their [begin, end) byte offsets plus `base`.
+  virtual absl::Status EncodeSegment(std::string_view segment, int64_t base,
+                                     std::vector<int32_t>* ids,
+                                     std::vector<std::pair<int64_t, int64_t>>* offsets) const = 0;
+  // Joins the (already filtered) tokens' text. Default: their bytes, then
+  // one leading space dropped when strip_leading_space_ (the dummy prefix
+  // of SentencePiece / Metaspace).
+  virtual std::string DecodeTokens(const std::vector<int32_t>& ids) const;
+
+  bool strip_leading_space_ = false;
+
+ private:
+  absl::Status EncodeImpl(std::string_view text, bool add_special_tokens,
+                          std::vector<int32_t>* ids,
+                          std::vector<std::pair<int64_t, int64_t>>* offsets) const;
+
+  Vocab vocab_;
+  // Split tokens by first byte, longest first.
+  std::array<std::vector<int32_t>, 256> split_by_first_byte_;
+};
+
+// UTF-8 helpers.
+// Length of the UTF-8 sequence starting with lead byte `c` (1 for invalid
+// lead bytes, so loops always advance).
+inline int Utf8Length(unsigned char c) {
+  if (c < 0x80) return 1;
+  if ((c >> 5) == 0x6) return 2;
+  if ((c >> 4) == 0xE) return 3;
+  if ((c >> 3) == 0x1E) return 4;
+  return 1;
+}
+// Decodes the code point at text[*pos] (text must be valid UTF-8) and
+// advances *pos.
+uint32_t DecodeUtf8(std::string_view text, size_t* pos);
+void AppendUtf8(uint32_t cp, std::string* out);
+
+// "<0x0A>" -> 0x0A; -1 when `piece` is not a byte piece.
+int ParseBytePiece(std::string_view piece);
+
+// U+2581 LOWER ONE EIGHTH BLOCK, SentencePiece's whitespace marker.
+inline constexpr std::string_view kMetaSpace = "\xE2\x96\x81";
+std::string ReplaceAll(std::string_view s, std::string_view from, std::string_view to);
+
+}  // namespace tokenizer_internal
+}  // namespace vocabd
+
+#endif  // VOCABD_LIB_TOKENIZER_VOCAB_TOKENIZER_H_
