@@ -601,7 +601,7 @@ TEST(VocabctlTlsTest, HealthAndEmbedOverTlsWithToken) {
   EXPECT_EQ(code, 0) << out;
   EXPECT_THAT(out, HasSubstr("SERVING"));
   auto [no_token_code, no_token] = RunCommand(vocabctl + "embed --ids 1 2>&1");
-  EXPECT_EQ(no_token_code, 1);
+  EXPECT_EQ(no_token_code, 1) << no_token;
   EXPECT_THAT(no_token, HasSubstr("UNAUTHENTICATED"));
   auto [ok_code, ok_out] = RunCommand(vocabctl + "--token-file " + d + "/tokens embed --ids 1");
   EXPECT_EQ(ok_code, 0) << ok_out;
