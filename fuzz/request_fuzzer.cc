@@ -40,6 +40,7 @@
 #include "vocabd/v1/model.grpc.pb.h"
 #include "vocabd/v1/position.grpc.pb.h"
 #include "vocabd/v1/scoring.grpc.pb.h"
+#include "vocabd/v1/tokenizer.grpc.pb.h"
 
 #ifndef VOCABD_FUZZ_MODEL
 #error "VOCABD_FUZZ_MODEL (path of stories260K.bin) must be defined"
@@ -58,6 +59,7 @@ constexpr int64_t kBudgetBytes = int64_t{64} << 20;
 enum Rpc : uint8_t {
   kListModels, kGetModel, kLoadModel, kUnloadModel, kEmbed, kEmbedStream, kComputeLogits,
   kScore, kScoreStream, kApplyRope, kGetRopeCache, kGetSinusoidalPositions, kGetAlibiSlopes,
+  kTokenize, kDetokenize, kGetVocabulary,
   kNumRpcs
 };
 
@@ -67,6 +69,7 @@ struct Fuzz {
   std::unique_ptr<v1::EmbeddingService::Stub> embedding;
   std::unique_ptr<v1::ScoringService::Stub> scoring;
   std::unique_ptr<v1::PositionService::Stub> positions;
+  std::unique_ptr<v1::TokenizerService::Stub> tokenizer;
 };
 Fuzz* g = nullptr;
 
@@ -191,6 +194,18 @@ void RunOne(uint8_t selector, const uint8_t* data, size_t size) {
       return Unary<v1::GetAlibiSlopesRequest, v1::GetAlibiSlopesResponse>(
           "GetAlibiSlopes", data, size,
           [](auto* c, const auto& q, auto* r) { return g->positions->GetAlibiSlopes(c, q, r); });
+    case kTokenize:
+      return Unary<v1::TokenizeRequest, v1::TokenizeResponse>(
+          "Tokenize", data, size,
+          [](auto* c, const auto& q, auto* r) { return g->tokenizer->Tokenize(c, q, r); });
+    case kDetokenize:
+      return Unary<v1::DetokenizeRequest, v1::DetokenizeResponse>(
+          "Detokenize", data, size,
+          [](auto* c, const auto& q, auto* r) { return g->tokenizer->Detokenize(c, q, r); });
+    case kGetVocabulary:
+      return Unary<v1::GetVocabularyRequest, v1::GetVocabularyResponse>(
+          "GetVocabulary", data, size,
+          [](auto* c, const auto& q, auto* r) { return g->tokenizer->GetVocabulary(c, q, r); });
     case kNumRpcs:
       return;
   }
@@ -320,6 +335,32 @@ void WriteSeeds(const std::string& dir) {
   alibi.set_q_len(4);
   alibi.set_k_len(4);
   WriteSeed(dir, "get_alibi", kGetAlibiSlopes, alibi);
+
+  // Issue 14: the model's tokenizer (tok512.bin beside stories260K.bin).
+  v1::TokenizeRequest tokenize;
+  tokenize.add_texts("Once upon a time \xF0\x9F\x98\x80 Lily saw a \xE2\x96\x81 cat.");
+  tokenize.add_texts("<s> </s> \xC3\xA9\xC3");
+  tokenize.set_return_pieces(true);
+  tokenize.set_return_offsets(true);
+  WriteSeed(dir, "tokenize", kTokenize, tokenize);
+  v1::DetokenizeRequest detokenize;
+  auto* d = detokenize.add_sequences();
+  for (int id : {1, 403, 407, 261, 378, 243, 162}) d->add_ids(id);
+  detokenize.set_skip_special_tokens(true);
+  WriteSeed(dir, "detokenize", kDetokenize, detokenize);
+  d->clear_ids();
+  for (int id : {155, 131}) d->add_ids(id);
+  for (int id : {403, 243, 162}) d->add_previous_ids(id);
+  detokenize.set_incremental(true);
+  WriteSeed(dir, "detokenize_incremental", kDetokenize, detokenize);
+  v1::ScoreRequest pieces = score;
+  pieces.set_return_pieces(true);
+  for (int id : {261, 378, 511}) pieces.add_candidate_ids(id);
+  WriteSeed(dir, "score_pieces_candidates", kScore, pieces);
+  v1::GetVocabularyRequest vocab;
+  vocab.set_start_id(500);
+  vocab.set_page_size(20);
+  WriteSeed(dir, "get_vocabulary", kGetVocabulary, vocab);
 }
 
 }  // namespace
@@ -352,6 +393,7 @@ extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv) {
   g->embedding = v1::EmbeddingService::NewStub(channel);
   g->scoring = v1::ScoringService::NewStub(channel);
   g->positions = v1::PositionService::NewStub(channel);
+  g->tokenizer = v1::TokenizerService::NewStub(channel);
   return 0;
 }
 
