@@ -57,7 +57,9 @@ RequestMemory HeadRequestMemory(const v1::ComputeLogitsRequest& request, const M
 
 RequestMemory HeadRequestMemory(const v1::ScoreRequest& request, const Model& model) {
   return ScoreMemory(DeclaredRows(request.hidden()), model.config().hidden_size,
-                     model.config().vocab_size, model.head_slice_rows(), request.top_k());
+                     model.config().vocab_size, model.head_slice_rows(), request.top_k(),
+                     request.candidate_ids_size(),
+                     request.return_pieces() ? model.max_piece_bytes() : -1);
 }
 
 template <typename Request>

@@ -1,5 +1,6 @@
 #include "server/tokenizer_service.h"
 
+#include <algorithm>
 #include <chrono>
 #include <string>
 #include <string_view>
@@ -8,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "lib/core/status_macros.h"
+#include "lib/serving/request_memory.h"
 #include "lib/tokenizer/tokenizer_ops.h"
 #include "server/call_tracker.h"
 #include "server/grpc_status.h"
@@ -107,12 +109,18 @@ grpc::ServerUnaryReactor* TokenizerServiceImpl::Tokenize(grpc::CallbackServerCon
       model.ok() ? TokenizerOf(**model) : absl::StatusOr<const Tokenizer*>(model.status());
   absl::Status sizes = tokenizer.ok() ? CheckTextSizes(Texts(*request), context_.tokenize_limits)
                                       : tokenizer.status();
+  int64_t bytes = 0;
+  for (const std::string& t : request->texts()) bytes += static_cast<int64_t>(t.size());
+  if (sizes.ok()) {
+    sizes = CheckRequestMemory(
+        TokenizeMemory(bytes, request->texts_size(), (*model)->max_piece_bytes(),
+                       request->return_pieces(), request->return_offsets()),
+        context_.max_request_memory_bytes);
+  }
   if (!sizes.ok()) {
     reactor->Finish(ToGrpcStatus(sizes));
     return reactor;
   }
-  int64_t bytes = 0;
-  for (const std::string& t : request->texts()) bytes += static_cast<int64_t>(t.size());
   Run(context, reactor, bytes > kTokenizeInlineMaxBytes, response,
       [model = *model, tokenizer = *tokenizer, request, response,
        limits = context_.tokenize_limits] {
@@ -129,8 +137,17 @@ grpc::ServerUnaryReactor* TokenizerServiceImpl::Detokenize(grpc::CallbackServerC
   auto model = context_.registry->Get(request->model());
   absl::StatusOr<const Tokenizer*> tokenizer =
       model.ok() ? TokenizerOf(**model) : absl::StatusOr<const Tokenizer*>(model.status());
-  if (!tokenizer.ok()) {
-    reactor->Finish(ToGrpcStatus(tokenizer.status()));
+  absl::Status checked = tokenizer.status();
+  int64_t ids = 0;
+  for (const v1::DetokenizeSequence& s : request->sequences()) {
+    ids += s.ids_size() + s.previous_ids_size();
+  }
+  if (checked.ok()) {
+    checked = CheckRequestMemory(DetokenizeMemory(ids, (*model)->max_piece_bytes()),
+                                 context_.max_request_memory_bytes);
+  }
+  if (!checked.ok()) {
+    reactor->Finish(ToGrpcStatus(checked));
     return reactor;
   }
   auto items = std::make_shared<const std::vector<DetokenizeItem>>(DetokenizeItems(*request));
@@ -149,6 +166,11 @@ grpc::ServerUnaryReactor* TokenizerServiceImpl::GetVocabulary(
   auto work = [&]() -> absl::Status {
     ASSIGN_OR_RETURN(std::shared_ptr<const Model> model, context_.registry->Get(request->model()));
     ASSIGN_OR_RETURN(const Tokenizer* tokenizer, TokenizerOf(*model));
+    const int64_t page = request->page_size() == 0 ? kDefaultVocabularyPage : request->page_size();
+    const int64_t left = tokenizer->vocab_size() - std::max<int64_t>(request->start_id(), 0);
+    const int64_t page_entries = std::clamp<int64_t>(std::min(page, left), 0, kMaxVocabularyPage);
+    RETURN_IF_ERROR(CheckRequestMemory(VocabularyMemory(page_entries, model->max_piece_bytes()),
+                                       context_.max_request_memory_bytes));
     ASSIGN_OR_RETURN(std::vector<VocabularyEntry> entries,
                      VocabularyPage(*tokenizer, request->start_id(), request->page_size()));
     for (VocabularyEntry& e : entries) {

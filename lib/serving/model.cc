@@ -20,6 +20,7 @@
 #include "lib/quant/ggml_types.h"
 #include "lib/quant/quantize.h"
 #include "lib/tokenizer/tokenizer_loader.h"
+#include "lib/tokenizer/tokenizer_ops.h"
 
 namespace vocabd {
 
@@ -101,12 +102,15 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Create(const Options& options) {
                           absl::StrCat("model '", options.name,
                                        "': tokenizer: ", tokenizer.status().message()));
     }
-    if (*tokenizer != nullptr) {
-      model->tokenizer_ = std::move(*tokenizer);
-      model->tokenizer_missing_reason_.clear();
-    }
+    if (*tokenizer != nullptr) model->SetTokenizer(*std::move(tokenizer));
   }
   return model;
+}
+
+void Model::SetTokenizer(std::unique_ptr<Tokenizer> tokenizer) {
+  tokenizer_ = std::move(tokenizer);
+  tokenizer_missing_reason_.clear();
+  max_piece_bytes_ = MaxPieceBytes(*tokenizer_);
 }
 
 absl::Status Model::LoadTokenizer(const Options& options) {
@@ -119,8 +123,7 @@ absl::Status Model::LoadTokenizer(const Options& options) {
         " tokens, more than the model's vocab_size ", vocab_size));
   }
   if (tokenizer.ok()) {
-    tokenizer_ = *std::move(tokenizer);
-    tokenizer_missing_reason_.clear();
+    SetTokenizer(*std::move(tokenizer));
     return absl::OkStatus();
   }
   if (!options.tokenizer_path.empty()) {

@@ -162,6 +162,9 @@ class Model {
   // tokenizer_missing_reason() then says what was looked for.
   const Tokenizer* tokenizer() const { return tokenizer_.get(); }
   const std::string& tokenizer_missing_reason() const { return tokenizer_missing_reason_; }
+  // The tokenizer's longest piece or token text, bytes (0 without one): P
+  // in the tokenizer RPCs' request memory bound (request_memory.h).
+  int64_t max_piece_bytes() const { return max_piece_bytes_; }
   // oneDNN implementation of the head matmul (e.g. "brg:avx512_core_bf16").
   std::string lm_head_implementation() const { return lm_head_->implementation(); }
   // The head itself (kernel choice, crossover, sizes).
@@ -266,6 +269,7 @@ class Model {
   absl::Status ServeTableAs(const char* name, quant::GgmlType type);
   // Fills tokenizer_ or tokenizer_missing_reason_.
   absl::Status LoadTokenizer(const Options& options);
+  void SetTokenizer(std::unique_ptr<Tokenizer> tokenizer);
 
   std::string name_;
   std::unique_ptr<Checkpoint> checkpoint_;
@@ -274,6 +278,7 @@ class Model {
   std::string fallback_reason_;
   std::unique_ptr<Tokenizer> tokenizer_;
   std::string tokenizer_missing_reason_;
+  int64_t max_piece_bytes_ = 0;
   ComputePool* pool_ = nullptr;
   std::unique_ptr<DynamicBatcher> batcher_;
 };

@@ -54,13 +54,20 @@ RequestMemory ComputeLogitsMemory(int64_t rows, int64_t hidden_size, int64_t voc
 }
 
 RequestMemory ScoreMemory(int64_t rows, int64_t hidden_size, int64_t vocab_size,
-                          int64_t slice_rows, int64_t top_k) {
+                          int64_t slice_rows, int64_t top_k, int64_t candidates,
+                          int64_t piece_bytes) {
   RequestMemory m("Score");
   const int64_t batch = std::min(rows, slice_rows);
+  const int64_t k = std::max<int64_t>(top_k, 0);
   m.Add("hidden", {rows, hidden_size, 4});
   m.Add("batch", {batch, SaturatingAdd(hidden_size, vocab_size), 4});
   m.Add("targets", {rows, 8});
-  m.Add("results", {rows, SaturatingAdd(64, SaturatingMul(std::max<int64_t>(top_k, 0), 16)), 3});
+  m.Add("results", {rows, SaturatingAdd(64, SaturatingMul(k, 16)), 3});
+  if (candidates > 0) m.Add("candidates", {rows, candidates, 16, 3});
+  if (piece_bytes >= 0) {
+    m.Add("pieces", {rows, SaturatingAdd(SaturatingAdd(k, std::max<int64_t>(candidates, 0)), 1),
+                     SaturatingAdd(SaturatingMul(piece_bytes, 2), 16), 3});
+  }
   return m;
 }
 
@@ -91,6 +98,28 @@ RequestMemory AlibiMemory(int64_t heads, int64_t q_len, int64_t k_len, bool incl
   RequestMemory m("GetAlibiSlopes");
   m.Add("slopes", {heads, 4});
   if (include_bias) m.Add("bias", {SaturatingMul(heads, q_len, k_len), 4, 3});
+  return m;
+}
+
+RequestMemory TokenizeMemory(int64_t text_bytes, int64_t texts, int64_t piece_bytes,
+                             bool return_pieces, bool return_offsets) {
+  RequestMemory m("Tokenize");
+  const int64_t tokens = SaturatingAdd(SaturatingMul(text_bytes, 3), SaturatingMul(texts, 5));
+  m.Add("encoder", {tokens, 32}).Add("ids", {tokens, 8, 3});
+  if (return_offsets) m.Add("offsets", {tokens, 16, 3});
+  if (return_pieces) m.Add("pieces", {tokens, SaturatingAdd(SaturatingMul(piece_bytes, 2), 16), 3});
+  return m;
+}
+
+RequestMemory DetokenizeMemory(int64_t ids, int64_t piece_bytes) {
+  RequestMemory m("Detokenize");
+  m.Add("ids", {ids, 8, 2}).Add("text", {ids, piece_bytes, 3});
+  return m;
+}
+
+RequestMemory VocabularyMemory(int64_t entries, int64_t piece_bytes) {
+  RequestMemory m("GetVocabulary");
+  m.Add("entries", {entries, SaturatingAdd(SaturatingMul(piece_bytes, 2), 48), 3});
   return m;
 }
 

@@ -15,9 +15,12 @@
 //   ComputeLogits (R rows, H hidden_size, V vocab_size, B = the rows one
 //   GEMM holds = min(R, slice rows), s output dtype bytes):
 //     hidden R x H x 4 + batch B x (H + V) x 4 + response R x V x s x 2
-//   Score / ScoreStream message (K = top_k):
+//   Score / ScoreStream message (K = top_k, C = candidate_ids, P = the
+//   tokenizer's longest piece or token text in bytes, with return_pieces):
 //     hidden R x H x 4 + batch B x (H + V) x 4 + targets R x 8
 //     + results R x (64 + K x 16) x 3 (scores, response, serialized)
+//     + candidates R x C x 16 x 3
+//     + (return_pieces) pieces R x (K + C + 1) x (2 x P + 16) x 3
 //   ApplyRope (Nq, Nk elements of q and k, T = batch x seq_len tokens,
 //   D = head_dim, s = q's dtype bytes):
 //     q, k (Nq + Nk) x 4 + positions T x 8 + cos/sin T x (16 + D x 4)
@@ -25,6 +28,13 @@
 //   GetRopeCache (P positions, r rotary_dim):   P x r x 4 x 3
 //   GetSinusoidalPositions (P positions, d):     P x d x 4 x 3 + d x 8
 //   GetAlibiSlopes (h heads, q x k bias):       h x 4 + h x q x k x 4 x 3
+//   Tokenize (N bytes of text in n texts; T = 3 x N + 5 x n tokens at most:
+//   a byte becomes at most 3 tokens (a space -> U+2581 -> 3 byte tokens
+//   when the vocabulary lacks it), plus dummy prefix, BOS and EOS per text):
+//     encoder T x 32 + ids T x 8 x 3 + (return_offsets) T x 16 x 3
+//     + (return_pieces) T x (2 x P + 16) x 3
+//   Detokenize (T ids with previous_ids):       ids T x 8 x 2 + text T x P x 3
+//   GetVocabulary (E entries in the page):      E x (2 x P + 48) x 3
 // ("x 2" / "x 3": the response message and gRPC's serialized copy of it.)
 #ifndef VOCABD_LIB_SERVING_REQUEST_MEMORY_H_
 #define VOCABD_LIB_SERVING_REQUEST_MEMORY_H_
@@ -71,13 +81,20 @@ RequestMemory EmbedMemory(int64_t tokens, int64_t explicit_positions, int64_t hi
                           int64_t output_dtype_bytes);
 RequestMemory ComputeLogitsMemory(int64_t rows, int64_t hidden_size, int64_t vocab_size,
                                   int64_t slice_rows, int64_t output_dtype_bytes);
+// piece_bytes < 0: no pieces asked for (return_pieces false).
 RequestMemory ScoreMemory(int64_t rows, int64_t hidden_size, int64_t vocab_size,
-                          int64_t slice_rows, int64_t top_k);
+                          int64_t slice_rows, int64_t top_k, int64_t candidates = 0,
+                          int64_t piece_bytes = -1);
 RequestMemory ApplyRopeMemory(int64_t q_elements, int64_t k_elements, int64_t tokens,
                               int64_t head_dim, int64_t dtype_bytes);
 RequestMemory RopeCacheMemory(int64_t positions, int64_t rotary_dim);
 RequestMemory SinusoidalMemory(int64_t positions, int64_t dim);
 RequestMemory AlibiMemory(int64_t heads, int64_t q_len, int64_t k_len, bool include_bias);
+// piece_bytes: the tokenizer's longest piece / token text (MaxPieceBytes).
+RequestMemory TokenizeMemory(int64_t text_bytes, int64_t texts, int64_t piece_bytes,
+                             bool return_pieces, bool return_offsets);
+RequestMemory DetokenizeMemory(int64_t ids, int64_t piece_bytes);
+RequestMemory VocabularyMemory(int64_t entries, int64_t piece_bytes);
 
 // The status for an allocation that failed anyway (std::bad_alloc caught at
 // a handler's edge): RESOURCE_EXHAUSTED "<rpc>: out of memory (the request

@@ -146,6 +146,15 @@ absl::StatusOr<std::vector<VocabularyEntry>> VocabularyPage(const Tokenizer& tok
   return out;
 }
 
+int64_t MaxPieceBytes(const Tokenizer& tokenizer) {
+  size_t longest = 0;
+  for (int64_t id = 0; id < tokenizer.vocab_size(); ++id) {
+    const auto i = static_cast<int32_t>(id);
+    longest = std::max({longest, tokenizer.Piece(i).size(), tokenizer.TokenBytes(i).size()});
+  }
+  return static_cast<int64_t>(longest);
+}
+
 const char* TokenTypeName(TokenType type) {
   switch (type) {
     case TokenType::kNormal: return "normal";

@@ -73,6 +73,10 @@ inline constexpr int64_t kMaxVocabularyPage = 10000;
 absl::StatusOr<std::vector<VocabularyEntry>> VocabularyPage(const Tokenizer& tokenizer,
                                                             int64_t start_id, int64_t page_size);
 
+// The longest Piece(id) or TokenBytes(id) of the vocabulary, bytes (the
+// request memory bound's P; one pass over the vocabulary, done at load).
+int64_t MaxPieceBytes(const Tokenizer& tokenizer);
+
 // "normal", "unknown", "control", "user_defined", "unused", "byte".
 const char* TokenTypeName(TokenType type);
 

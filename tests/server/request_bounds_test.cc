@@ -33,6 +33,7 @@
 #include "vocabd/v1/embedding.grpc.pb.h"
 #include "vocabd/v1/position.grpc.pb.h"
 #include "vocabd/v1/scoring.grpc.pb.h"
+#include "vocabd/v1/tokenizer.grpc.pb.h"
 
 namespace vocabd {
 namespace {
@@ -113,6 +114,7 @@ struct Live {
   std::unique_ptr<v1::EmbeddingService::Stub> embedding;
   std::unique_ptr<v1::ScoringService::Stub> scoring;
   std::unique_ptr<v1::PositionService::Stub> positions;
+  std::unique_ptr<v1::TokenizerService::Stub> tokenizer;
   ~Live() {
     if (server) server->Shutdown();
   }
@@ -134,6 +136,7 @@ std::unique_ptr<Live> StartServer(VocabdServer::Options options) {
   live->embedding = v1::EmbeddingService::NewStub(channel);
   live->scoring = v1::ScoringService::NewStub(channel);
   live->positions = v1::PositionService::NewStub(channel);
+  live->tokenizer = v1::TokenizerService::NewStub(channel);
   return live;
 }
 
@@ -464,6 +467,100 @@ TEST_F(SmallBudgetTest, EveryRpcChecksItsBudgetBeforeAllocating) {
     v1::GetRopeCacheResponse response;
     ExpectOverBudget(live_->positions->GetRopeCache(&ctx, request, &response), "GetRopeCache");
   }
+}
+
+// The tokenizer RPCs and Score's candidates/pieces (issue 14's additions)
+// under the same bound. stories260K's tokenizer (tok512.bin) has pieces of at
+// most P bytes; the formulas are checked exactly in RequestMemoryTest.
+TEST_F(SmallBudgetTest, TokenizerRpcsAndScoreCandidatesCheckTheBudget) {
+  ASSERT_NE(live_, nullptr);
+  {
+    // 65,536 one-byte ids on the wire: 1 MiB of ids once copied, plus text.
+    v1::DetokenizeRequest request;
+    request.add_sequences()->mutable_ids()->Resize(65536, 5);
+    grpc::ClientContext ctx;
+    v1::DetokenizeResponse response;
+    grpc::Status st = live_->tokenizer->Detokenize(&ctx, request, &response);
+    ExpectOverBudget(st, "Detokenize");
+    EXPECT_THAT(st.error_message(), HasSubstr("(ids 65536 x 8 x 2 + text 65536 x "));
+  }
+  {
+    v1::DetokenizeRequest request;
+    request.add_sequences()->mutable_ids()->Resize(64, 403);
+    grpc::ClientContext ctx;
+    v1::DetokenizeResponse response;
+    EXPECT_TRUE(live_->tokenizer->Detokenize(&ctx, request, &response).ok());
+  }
+  {
+    v1::TokenizeRequest request;
+    request.add_texts(std::string(65536, 'a'));
+    request.set_return_pieces(true);
+    grpc::ClientContext ctx;
+    v1::TokenizeResponse response;
+    grpc::Status st = live_->tokenizer->Tokenize(&ctx, request, &response);
+    ExpectOverBudget(st, "Tokenize");
+    EXPECT_THAT(st.error_message(), HasSubstr("(encoder 196613 x 32 + ids 196613 x 8 x 3 + pieces"));
+  }
+  {
+    v1::TokenizeRequest request;
+    request.add_texts("Once upon a time");
+    request.set_return_pieces(true);
+    request.set_return_offsets(true);
+    grpc::ClientContext ctx;
+    v1::TokenizeResponse response;
+    EXPECT_TRUE(live_->tokenizer->Tokenize(&ctx, request, &response).ok());
+  }
+  {
+    v1::ScoreRequest request;
+    *request.mutable_hidden() = Hidden(16, 64);
+    for (int id = 0; id < 4096; ++id) request.add_candidate_ids(id % 512);
+    grpc::ClientContext ctx;
+    v1::ScoreResponse response;
+    grpc::Status st = live_->scoring->Score(&ctx, request, &response);
+    ExpectOverBudget(st, "Score");
+    EXPECT_THAT(st.error_message(), HasSubstr("candidates 16 x 4096 x 16 x 3"));
+  }
+  {
+    v1::ScoreRequest request;
+    *request.mutable_hidden() = Hidden(16, 64);
+    request.set_top_k(8);
+    request.set_return_pieces(true);
+    for (int id : {261, 378}) request.add_candidate_ids(id);
+    grpc::ClientContext ctx;
+    v1::ScoreResponse response;
+    grpc::Status st = live_->scoring->Score(&ctx, request, &response);
+    ASSERT_TRUE(st.ok()) << st.error_message();
+    EXPECT_EQ(response.rows(0).candidates_size(), 2);
+  }
+  {
+    v1::GetVocabularyRequest request;
+    request.set_page_size(10000);  // 512 entries exist
+    grpc::ClientContext ctx;
+    v1::GetVocabularyResponse response;
+    ASSERT_TRUE(live_->tokenizer->GetVocabulary(&ctx, request, &response).ok());
+    EXPECT_EQ(response.entries_size(), 512);
+  }
+}
+
+TEST(RequestMemoryTest, TokenizerAndScoreCandidateFormulas) {
+  EXPECT_EQ(TokenizeMemory(100, 2, 10, false, false).formula(),
+            "encoder 310 x 32 + ids 310 x 8 x 3");
+  const RequestMemory all = TokenizeMemory(100, 2, 10, true, true);
+  EXPECT_EQ(all.formula(),
+            "encoder 310 x 32 + ids 310 x 8 x 3 + offsets 310 x 16 x 3 + pieces 310 x 36 x 3");
+  EXPECT_EQ(all.bytes(), 310 * 32 + 310 * 24 + 310 * 48 + 310 * 108);
+  const RequestMemory detok = DetokenizeMemory(1000, 12);
+  EXPECT_EQ(detok.formula(), "ids 1000 x 8 x 2 + text 1000 x 12 x 3");
+  EXPECT_EQ(detok.bytes(), 16000 + 36000);
+  EXPECT_EQ(VocabularyMemory(512, 12).bytes(), 512 * 72 * 3);
+  const RequestMemory score = ScoreMemory(10, 64, 512, 256, 4, 3, 12);
+  EXPECT_EQ(score.formula(),
+            "hidden 10 x 64 x 4 + batch 10 x 576 x 4 + targets 10 x 8 + results 10 x 128 x 3"
+            " + candidates 10 x 3 x 16 x 3 + pieces 10 x 8 x 40 x 3");
+  EXPECT_EQ(score.bytes(), 2560 + 23040 + 80 + 3840 + 1440 + 9600);
+  // Saturates: a text size near INT64_MAX is refused, never wraps.
+  EXPECT_EQ(TokenizeMemory(std::numeric_limits<int64_t>::max() / 2, 1, 10, true, true).bytes(),
+            std::numeric_limits<int64_t>::max());
 }
 
 TEST(RequestMemoryTest, FormulasSaturateAndZeroBudgetIsUnbounded) {
