@@ -521,7 +521,11 @@ class VocabdClient:
         or a Tokenized per text when return_pieces or return_offsets asks
         for more (offsets are byte offsets into the UTF-8 text)."""
         single = isinstance(text, (str, bytes, bytearray, memoryview))
-        texts = [text] if single else list(text)
+        try:
+            texts = [text] if single else list(text)
+        except TypeError:
+            raise TypeError(f"text must be str or bytes (or a list of them), not "
+                            f"{type(text).__name__}") from None
         req = tokenizer_pb2.TokenizeRequest(
             model=self._name(model), request_id=request_id,
             texts=[_text_bytes(t, "text" if single else f"texts[{i}]")
