@@ -99,6 +99,7 @@ def test_detokenize_round_trip(client, model):
     batch = [t["ids"] for t in TEXTS] + [np.asarray(TEXTS[0]["ids"], np.int32), []]
     assert client.detokenize(batch, model=model) == [t["text"] for t in TEXTS] + [TEXTS[0]["text"], ""]
     assert client.detokenize(np.asarray(TEXTS[1]["ids"]), model=model) == TEXTS[1]["text"]
+    assert client.detokenize((i for i in TEXTS[0]["ids"]), model=model) == TEXTS[0]["text"]
     # A byte token cut off at the end decodes to U+FFFD (sentencepiece agrees).
     assert client.detokenize(GOLDEN["cut"]["ids"], model=model) == GOLDEN["cut"]["decoded"]
 

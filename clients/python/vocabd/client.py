@@ -243,7 +243,6 @@ def _is_single_id_sequence(ids):
     list of sequences ([[1, 403], [407]])."""
     if isinstance(ids, np.ndarray):
         return ids.ndim == 1
-    ids = list(ids) if not isinstance(ids, (list, tuple)) else ids
     return len(ids) == 0 or _is_id(ids[0])
 
 
@@ -552,6 +551,8 @@ class VocabdClient:
         Hugging Face's decode does; skip_special_tokens drops BOS, EOS, ...
         Ids outside [0, vocab_size): INVALID_ARGUMENT naming
         `sequences[b].ids[j]`."""
+        if not isinstance(ids, (list, tuple, np.ndarray)):
+            ids = list(ids)  # any iterable (a generator is read once)
         single = _is_single_id_sequence(ids)
         seqs = [ids] if single else list(ids)
         req = tokenizer_pb2.DetokenizeRequest(model=self._name(model), request_id=request_id,
