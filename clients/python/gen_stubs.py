@@ -3,7 +3,7 @@
 
 Usage: gen_stubs.py [--proto-dir DIR] OUT_DIR
 
-Writes OUT_DIR/vocabd/v1/{tensor,rope,model,embedding,scoring,position}_pb2.py
+Writes OUT_DIR/vocabd/v1/{tensor,rope,model,embedding,scoring,position,tokenizer}_pb2.py
 and *_pb2_grpc.py (plus an empty __init__.py), importable as ``vocabd.v1.*``
 next to the ``vocabd`` wrapper package.
 
@@ -18,7 +18,7 @@ import shutil
 import subprocess
 import sys
 
-PROTOS = ("tensor", "rope", "model", "embedding", "scoring", "position")
+PROTOS = ("tensor", "rope", "model", "embedding", "scoring", "position", "tokenizer")
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_PROTO_DIR = os.path.normpath(os.path.join(HERE, "..", "..", "proto"))
 

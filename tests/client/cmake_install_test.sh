@@ -46,6 +46,7 @@ import sys, vocabd
 c = vocabd.VocabdClient('127.0.0.1:$port')
 assert vocabd.__file__.startswith('$site'), vocabd.__file__
 assert c.embed([1, 403]).shape == (2, 64)
+assert c.tokenize('Once upon a time') == [1, 403, 407, 261, 378]
 print('installed client OK:', [m.name for m in c.models()])
 "
 # A missing relative model names every path tried.

@@ -22,7 +22,7 @@ import importlib, os, sys
 site = sys.argv[1]
 import vocabd
 assert vocabd.__file__.startswith(site), vocabd.__file__
-for p in ("tensor", "rope", "model", "embedding", "scoring", "position"):
+for p in ("tensor", "rope", "model", "embedding", "scoring", "position", "tokenizer"):
     for suffix in ("_pb2", "_pb2_grpc"):
         m = importlib.import_module(f"vocabd.v1.{p}{suffix}")
         assert m.__file__.startswith(site), m.__file__

@@ -4,14 +4,20 @@
 The 5 Llama blocks (RMSNorm, GQA attention with a KV cache, SwiGLU) run here in
 NumPy float32 on weights read from the llama2.c checkpoint; vocabd does the
 token-embedding lookup (Embed), RoPE on q and k (ApplyRope, the model's own
-adjacent-pair layout and theta) and the final RMSNorm + tied LM head (Score,
-top_k=1 = greedy). 256 steps from BOS reproduce llama2.c's documented sample
+adjacent-pair layout and theta), the final RMSNorm + tied LM head (Score,
+top_k=1 = greedy) and the text: the prompt goes through the model's own
+tokenizer (Tokenize, BOS added) and every token comes back as text through
+Detokenize's incremental mode (IncrementalDecoder: a character split over
+byte tokens is printed once complete, never half of it). Like llama2.c's
+run.c, the prompt's tokens run through the model one position at a time and
+are printed too; generation stops at BOS or after --steps positions.
+256 steps from BOS (empty prompt) reproduce llama2.c's documented sample
 (../shared/models/stories260K/greedy_t0_n256.txt) byte for byte:
 
     deploy/dev.sh run        # vocabd on 127.0.0.1:50051 serving stories260K
     python3 clients/python/examples/stories260k_generate.py \
-        --target 127.0.0.1:50051 --checkpoint models/stories260K/stories260K.bin \
-        --tokenizer models/stories260K/tok512.bin > story.txt
+        --target 127.0.0.1:50051 --checkpoint models/stories260K/stories260K.bin > story.txt
+    python3 clients/python/examples/stories260k_generate.py --prompt "Once upon a time" --steps 64
 
 Checkpoint layout (llama2.c legacy, version 0): 7 int32 (dim, hidden_dim,
 n_layers, n_heads, n_kv_heads, vocab_size (positive = tied head), seq_len),
@@ -66,32 +72,6 @@ class Checkpoint:
         self.rms_final = take(d)
 
 
-class Tokenizer:
-    """llama2.c tokenizer file (tok512.bin) and run.c's decode rules."""
-
-    def __init__(self, path):
-        with open(path, "rb") as f:
-            data = f.read()
-        offset = 4  # max_token_length
-        self.pieces = []
-        while offset < len(data):
-            _score, length = struct.unpack_from("<fi", data, offset)
-            offset += 8
-            self.pieces.append(data[offset:offset + length])
-            offset += length
-
-    def decode(self, prev, token):
-        piece = self.pieces[token]
-        if prev == BOS and piece.startswith(b" "):
-            piece = piece[1:]  # run.c: strip the leading space after BOS
-        if len(piece) == 6 and piece.startswith(b"<0x") and piece.endswith(b">"):
-            piece = bytes([int(piece[3:5], 16)])
-        if len(piece) == 1 and not (chr(piece[0]).isprintable() and piece[0] < 0x7F
-                                    or chr(piece[0]) in " \t\n\v\f\r"):
-            return b""  # run.c safe_printf: skip non-printable lone bytes
-        return piece
-
-
 def rmsnorm(x, w):
     ms = np.mean(x * x, dtype=np.float32)
     return (x / np.sqrt(ms + np.float32(EPS))).astype(np.float32) * w
@@ -141,19 +121,42 @@ class Generator:
         return best.rows[0].top_k[0].token_id
 
 
-def generate(client, ckpt, tokenizer, steps=256, model=""):
-    """Greedy text from BOS for `steps` positions (stops early at BOS), plus
-    the final newline run.c prints; bytes."""
+def generate(client, ckpt, prompt="", steps=256, model="", out=None):
+    """Greedy text after the prompt (tokenized by vocabd, BOS first) for
+    `steps` positions (stops early at BOS), plus the final newline run.c
+    prints; bytes. Each piece of text is also written to `out` (a binary
+    stream) as soon as it is complete."""
+    prompt_ids = client.tokenize(prompt, model=model) if prompt else [BOS]
+    if len(prompt_ids) > steps:
+        raise ValueError(f"the prompt has {len(prompt_ids)} tokens; --steps is {steps}")
     gen = Generator(client, ckpt, model)
-    out = bytearray()
-    token = BOS
+    # Text of every token after BOS, as run.c prints it (BOS itself is skipped).
+    decoder = client.incremental_decoder(prompt_ids[:1], skip_special_tokens=True, model=model)
+    text = bytearray()
+
+    def emit(ids):
+        piece = decoder.push(ids).encode("utf-8")
+        text.extend(piece)
+        if out is not None:
+            out.write(piece)
+            out.flush()
+
+    emit(prompt_ids[1:])
+    token = prompt_ids[0]
     for pos in range(steps):
         nxt = gen.step(token, pos)
+        if pos + 1 < len(prompt_ids):
+            token = prompt_ids[pos + 1]  # prefill: force the prompt's next token
+            continue
         if nxt == BOS:
             break
-        out += tokenizer.decode(token, nxt)
+        emit([nxt])
         token = nxt
-    return bytes(out) + b"\n"
+    text += b"\n"
+    if out is not None:
+        out.write(b"\n")
+        out.flush()
+    return bytes(text)
 
 
 def main():
@@ -163,20 +166,23 @@ def main():
     ap.add_argument("--target", default=os.environ.get("VOCABD_TARGET", "127.0.0.1:50051"))
     ap.add_argument("--model", default="", help="served model name (default: the server's)")
     ap.add_argument("--checkpoint", default=os.path.join(models, "stories260K.bin"))
-    ap.add_argument("--tokenizer", default=os.path.join(models, "tok512.bin"))
-    ap.add_argument("--steps", type=int, default=256)
+    ap.add_argument("--prompt", default="",
+                    help="text to continue (tokenized by vocabd; default: start from BOS)")
+    ap.add_argument("--steps", type=int, default=256,
+                    help="positions to run, prompt included (llama2.c's -n)")
     args = ap.parse_args()
 
     from vocabd import VocabdClient, VocabdError
     ckpt = Checkpoint(args.checkpoint)
-    tok = Tokenizer(args.tokenizer)
     try:
         with VocabdClient(args.target, timeout=60) as client:
-            text = generate(client, ckpt, tok, args.steps, args.model)
+            generate(client, ckpt, args.prompt, args.steps, args.model, out=sys.stdout.buffer)
     except VocabdError as e:
         print(f"vocabd: {e}", file=sys.stderr)
         return 1
-    sys.stdout.buffer.write(text)
+    except ValueError as e:
+        print(f"stories260k_generate.py: {e}", file=sys.stderr)
+        return 2
     return 0
 
 

@@ -8,6 +8,12 @@ _TLS_MISMATCH_HINTS = ("Socket closed", "Connection reset", "WRONG_VERSION_NUMBE
                        "Handshake", "handshake")
 
 
+# A field path as the server's messages write it: snake_case names with
+# [i] / [i, j] indexes, joined by dots, then ": ", " = ", " has ", " is ".
+_NAME = r"[a-z_][a-z0-9_]*(?:\[\d+(?:, \d+)*\])?"
+_FIELD = re.compile(rf"({_NAME}(?:\.{_NAME})*)(?=: | = | has | is )")
+
+
 class VocabdError(Exception):
     """A vocabd call failed.
 
@@ -17,6 +23,11 @@ class VocabdError(Exception):
         the transport's reason for UNAVAILABLE / DEADLINE_EXCEEDED.
       request_index: for streams, the index of the request the server named
         ("requests[i]: ..."), else None.
+      field: the request field the server's message starts with, e.g.
+        "texts[1]" for "texts[1]: invalid UTF-8 at byte offset 2",
+        "sequences[0].ids[1]" for "sequences[0].ids[1] = 512 is outside
+        [0, 512)", "candidate_ids" for "candidate_ids has 4097 entries; ...";
+        None when the message does not start with one.
       hint: a suggestion when the failure looks like a TLS/plaintext mismatch.
     """
 
@@ -26,6 +37,8 @@ class VocabdError(Exception):
         self.hint = hint
         m = re.match(r"requests\[(\d+)\]: ", message or "")
         self.request_index = int(m.group(1)) if m else None
+        f = _FIELD.match(message or "", m.end() if m else 0)
+        self.field = f.group(1) if f else None
         text = f"{code.name}: {message}"
         if hint:
             text += f" (hint: {hint})"
