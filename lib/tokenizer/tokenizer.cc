@@ -210,7 +210,7 @@ absl::StatusOr<std::string> VocabTokenizer::Decode(absl::Span<const int32_t> ids
       return absl::InvalidArgumentError(
           absl::StrCat("ids[", i, "] = ", id, " is outside [0, vocab_size = ", n, ")"));
     }
-    if (skip_special_tokens && vocab_.types[id] == TokenType::kControl) continue;
+    if (skip_special_tokens && IsSpecial(id)) continue;
     kept.push_back(id);
   }
   return DecodeTokens(kept);

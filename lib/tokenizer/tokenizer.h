@@ -72,7 +72,7 @@ class Tokenizer {
   // [0, vocab_size). The result may end in an incomplete UTF-8 sequence
   // only when the ids do (byte tokens); see DecodeIncremental
   // (incremental_decode.h) for streams.
-  // skip_special_tokens drops control tokens (IsSpecial).
+  // skip_special_tokens drops control and unknown tokens (IsSpecial).
   virtual absl::StatusOr<std::string> Decode(absl::Span<const int32_t> ids,
                                              bool skip_special_tokens) const = 0;
 
@@ -89,10 +89,12 @@ class Tokenizer {
   // tokenizers add CLS/SEP: bos_id()=CLS, eos_id()=SEP, both true).
   virtual bool add_bos() const { return false; }
   virtual bool add_eos() const { return false; }
-  // Control / special tokens (BOS, EOS, <|endoftext|>, [CLS] ...): what
-  // Decode(skip_special_tokens=true) drops.
+  // Control / special tokens (BOS, EOS, <|endoftext|>, [CLS] ...) and the
+  // unknown token (<unk>, [UNK]): what Decode(skip_special_tokens=true)
+  // drops, as Hugging Face's decode drops all_special_ids (unk_token is one).
   bool IsSpecial(int32_t id) const {
-    return Type(id) == TokenType::kControl;
+    const TokenType type = Type(id);
+    return type == TokenType::kControl || type == TokenType::kUnknown;
   }
 };
 

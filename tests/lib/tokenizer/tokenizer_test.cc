@@ -267,6 +267,11 @@ TEST(TokenizerTest, Stories260KKnownEncodingInEveryForm) {
     ASSERT_TRUE(with_bos.ok());
     EXPECT_EQ(with_bos->ids.front(), 1) << path;
     EXPECT_EQ(*(*tok)->Decode(with_bos->ids, true), text) << path;
+    // skip_special_tokens drops <unk> (0), <s>, </s> as HF's all_special_ids
+    // does; without it they are shown as their text.
+    const std::vector<int32_t> specials = {0, 1, 403, 2};
+    EXPECT_EQ(*(*tok)->Decode(specials, true), "Once") << path;
+    EXPECT_EQ(*(*tok)->Decode(specials, false), "<unk><s> Once</s>") << path;
     EXPECT_EQ((*tok)->bos_id(), 1);
     EXPECT_EQ((*tok)->eos_id(), 2);
     EXPECT_EQ((*tok)->Type(3), TokenType::kByte);
