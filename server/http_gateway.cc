@@ -291,7 +291,16 @@ absl::StatusOr<std::unique_ptr<HttpGateway>> HttpGateway::Create(
   http.set_error_handler([max = options.max_body_bytes](const httplib::Request& req,
                                                          httplib::Response& res) {
     if (!res.body.empty()) return;  // a handler's own (JSON) answer
-    if (res.status == 413) {
+    if (res.status == 413 &&
+        absl::StartsWith(req.get_header_value("Content-Type"), "application/x-www-form-urlencoded")) {
+      // cpp-httplib caps form bodies at CPPHTTPLIB_FORM_URL_ENCODED_PAYLOAD_MAX_LENGTH
+      // (8192 bytes, compiled into Debian's libcpp-httplib); curl -d sends that type.
+      SendError(res, grpc::StatusCode::RESOURCE_EXHAUSTED,
+                "request body over 8192 bytes with Content-Type "
+                "application/x-www-form-urlencoded (curl -d's default), which the HTTP "
+                "library caps at 8192 bytes; send Content-Type: application/json",
+                413);
+    } else if (res.status == 413) {
       SendError(res, grpc::StatusCode::RESOURCE_EXHAUSTED,
                 absl::StrCat("request body is larger than the HTTP limit of ", max,
                              " bytes (4 x --max-receive-message-bytes)"),

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "lib/core/status_macros.h"
 #include "lib/serving/request_memory.h"
 #include "lib/tokenizer/tokenizer_ops.h"
@@ -94,7 +95,8 @@ absl::Status DoDetokenize(const Model& model, const Tokenizer& tokenizer,
 absl::StatusOr<const Tokenizer*> TokenizerOf(const Model& model) {
   if (model.tokenizer() == nullptr) {
     return absl::FailedPreconditionError(absl::StrCat(
-        "model '", model.name(), "' has no tokenizer: ", model.tokenizer_missing_reason()));
+        "model '", model.name(), "' has no tokenizer: ",
+        absl::StripPrefix(model.tokenizer_missing_reason(), "no tokenizer: ")));
   }
   return model.tokenizer();
 }
@@ -143,7 +145,8 @@ grpc::ServerUnaryReactor* TokenizerServiceImpl::Detokenize(grpc::CallbackServerC
     ids += s.ids_size() + s.previous_ids_size();
   }
   if (checked.ok()) {
-    checked = CheckRequestMemory(DetokenizeMemory(ids, (*model)->max_piece_bytes()),
+    checked = CheckRequestMemory(
+        DetokenizeMemory(request->sequences_size(), ids, (*model)->max_piece_bytes()),
                                  context_.max_request_memory_bytes);
   }
   if (!checked.ok()) {

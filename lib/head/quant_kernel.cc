@@ -1,5 +1,6 @@
 #include "lib/head/quant_kernel.h"
 
+#include <cpuid.h>
 #include <cmath>
 #include <cstdint>
 #include <initializer_list>
@@ -18,14 +19,30 @@ const char* QuantKernelIsaName(QuantKernelIsa isa) {
   return "?";
 }
 
+namespace {
+
+// F16C (CPUID.1:ECX bit 29) and AVX-VNNI (CPUID.(EAX=7,ECX=1):EAX bit 4)
+// read from CPUID directly: clang < 16 (the fuzz build's Debian clang 14)
+// has no "f16c" / "avxvnni" strings for __builtin_cpu_supports. The OS
+// state check (XCR0 YMM) comes with __builtin_cpu_supports("avx2").
+bool CpuidF16c() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  return __get_cpuid(1, &a, &b, &c, &d) != 0 && (c & (1u << 29)) != 0;
+}
+bool CpuidAvxVnni() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  return __get_cpuid_count(7, 1, &a, &b, &c, &d) != 0 && (a & (1u << 4)) != 0;
+}
+
+}  // namespace
+
 bool QuantKernelIsaSupported(QuantKernelIsa isa) {
   __builtin_cpu_init();
-  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                    __builtin_cpu_supports("f16c");
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && CpuidF16c();
   switch (isa) {
     case QuantKernelIsa::kScalar: return true;
     case QuantKernelIsa::kAvx2: return avx2;
-    case QuantKernelIsa::kAvxVnni: return avx2 && __builtin_cpu_supports("avxvnni");
+    case QuantKernelIsa::kAvxVnni: return avx2 && CpuidAvxVnni();
     case QuantKernelIsa::kAvx512Vnni:
       return avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
              __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");

@@ -105,15 +105,15 @@ RequestMemory TokenizeMemory(int64_t text_bytes, int64_t texts, int64_t piece_by
                              bool return_pieces, bool return_offsets) {
   RequestMemory m("Tokenize");
   const int64_t tokens = SaturatingAdd(SaturatingMul(text_bytes, 3), SaturatingMul(texts, 5));
-  m.Add("encoder", {tokens, 32}).Add("ids", {tokens, 8, 3});
+  m.Add("texts", {texts, 512}).Add("encoder", {tokens, 32}).Add("ids", {tokens, 8, 3});
   if (return_offsets) m.Add("offsets", {tokens, 16, 3});
   if (return_pieces) m.Add("pieces", {tokens, SaturatingAdd(SaturatingMul(piece_bytes, 2), 16), 3});
   return m;
 }
 
-RequestMemory DetokenizeMemory(int64_t ids, int64_t piece_bytes) {
+RequestMemory DetokenizeMemory(int64_t sequences, int64_t ids, int64_t piece_bytes) {
   RequestMemory m("Detokenize");
-  m.Add("ids", {ids, 8, 2}).Add("text", {ids, piece_bytes, 3});
+  m.Add("sequences", {sequences, 512}).Add("ids", {ids, 8, 2}).Add("text", {ids, piece_bytes, 3});
   return m;
 }
 

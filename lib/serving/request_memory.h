@@ -31,9 +31,12 @@
 //   Tokenize (N bytes of text in n texts; T = 3 x N + 5 x n tokens at most:
 //   a byte becomes at most 3 tokens (a space -> U+2581 -> 3 byte tokens
 //   when the vocabulary lacks it), plus dummy prefix, BOS and EOS per text):
-//     encoder T x 32 + ids T x 8 x 3 + (return_offsets) T x 16 x 3
-//     + (return_pieces) T x (2 x P + 16) x 3
-//   Detokenize (T ids with previous_ids):       ids T x 8 x 2 + text T x P x 3
+//     texts n x 512 + encoder T x 32 + ids T x 8 x 3
+//     + (return_offsets) T x 16 x 3 + (return_pieces) T x (2 x P + 16) x 3
+//   Detokenize (S sequences, T ids with previous_ids):
+//     sequences S x 512 + ids T x 8 x 2 + text T x P x 3
+//   (x 512: a text's / sequence's own objects -- request and response
+//   messages, the work item, the result -- measured at about 300 bytes.)
 //   GetVocabulary (E entries in the page):      E x (2 x P + 48) x 3
 // ("x 2" / "x 3": the response message and gRPC's serialized copy of it.)
 #ifndef VOCABD_LIB_SERVING_REQUEST_MEMORY_H_
@@ -93,7 +96,7 @@ RequestMemory AlibiMemory(int64_t heads, int64_t q_len, int64_t k_len, bool incl
 // piece_bytes: the tokenizer's longest piece / token text (MaxPieceBytes).
 RequestMemory TokenizeMemory(int64_t text_bytes, int64_t texts, int64_t piece_bytes,
                              bool return_pieces, bool return_offsets);
-RequestMemory DetokenizeMemory(int64_t ids, int64_t piece_bytes);
+RequestMemory DetokenizeMemory(int64_t sequences, int64_t ids, int64_t piece_bytes);
 RequestMemory VocabularyMemory(int64_t entries, int64_t piece_bytes);
 
 // The status for an allocation that failed anyway (std::bad_alloc caught at

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <limits>
@@ -482,7 +483,28 @@ TEST_F(SmallBudgetTest, TokenizerRpcsAndScoreCandidatesCheckTheBudget) {
     v1::DetokenizeResponse response;
     grpc::Status st = live_->tokenizer->Detokenize(&ctx, request, &response);
     ExpectOverBudget(st, "Detokenize");
-    EXPECT_THAT(st.error_message(), HasSubstr("(ids 65536 x 8 x 2 + text 65536 x "));
+    EXPECT_THAT(st.error_message(),
+                HasSubstr("(sequences 1 x 512 + ids 65536 x 8 x 2 + text 65536 x "));
+  }
+  {
+    // 2,000,000 empty sequences (4 MB on the wire): no ids, but each
+    // sequence costs its own objects (found by the attack pass: 561 MB peak).
+    v1::DetokenizeRequest request;
+    for (int i = 0; i < 2000000; ++i) request.add_sequences();
+    grpc::Status st;
+    const Cost cost = Measure([&] {
+      grpc::ClientContext ctx;
+      v1::DetokenizeResponse response;
+      st = live_->tokenizer->Detokenize(&ctx, request, &response);
+    });
+    ExpectOverBudget(st, "Detokenize");
+    EXPECT_THAT(st.error_message(), HasSubstr("(sequences 2000000 x 512 + ids 0 x 8 x 2"));
+    std::printf("2,000,000 empty Detokenize sequences: %.2f s, peak growth %lld MiB\n",
+                cost.seconds, static_cast<long long>(cost.peak_growth_bytes / kMiB));
+    EXPECT_LT(cost.seconds, 10.0);
+    // What is left is gRPC receiving and protobuf parsing 2,000,000 messages
+    // (~175 MiB measured; 561 MiB before the per-sequence term).
+    EXPECT_RSS_LT(cost.peak_growth_bytes, 320 * kMiB);
   }
   {
     v1::DetokenizeRequest request;
@@ -499,7 +521,8 @@ TEST_F(SmallBudgetTest, TokenizerRpcsAndScoreCandidatesCheckTheBudget) {
     v1::TokenizeResponse response;
     grpc::Status st = live_->tokenizer->Tokenize(&ctx, request, &response);
     ExpectOverBudget(st, "Tokenize");
-    EXPECT_THAT(st.error_message(), HasSubstr("(encoder 196613 x 32 + ids 196613 x 8 x 3 + pieces"));
+    EXPECT_THAT(st.error_message(),
+                HasSubstr("(texts 1 x 512 + encoder 196613 x 32 + ids 196613 x 8 x 3 + pieces"));
   }
   {
     v1::TokenizeRequest request;
@@ -544,14 +567,15 @@ TEST_F(SmallBudgetTest, TokenizerRpcsAndScoreCandidatesCheckTheBudget) {
 
 TEST(RequestMemoryTest, TokenizerAndScoreCandidateFormulas) {
   EXPECT_EQ(TokenizeMemory(100, 2, 10, false, false).formula(),
-            "encoder 310 x 32 + ids 310 x 8 x 3");
+            "texts 2 x 512 + encoder 310 x 32 + ids 310 x 8 x 3");
   const RequestMemory all = TokenizeMemory(100, 2, 10, true, true);
   EXPECT_EQ(all.formula(),
-            "encoder 310 x 32 + ids 310 x 8 x 3 + offsets 310 x 16 x 3 + pieces 310 x 36 x 3");
-  EXPECT_EQ(all.bytes(), 310 * 32 + 310 * 24 + 310 * 48 + 310 * 108);
-  const RequestMemory detok = DetokenizeMemory(1000, 12);
-  EXPECT_EQ(detok.formula(), "ids 1000 x 8 x 2 + text 1000 x 12 x 3");
-  EXPECT_EQ(detok.bytes(), 16000 + 36000);
+            "texts 2 x 512 + encoder 310 x 32 + ids 310 x 8 x 3 + offsets 310 x 16 x 3 + "
+            "pieces 310 x 36 x 3");
+  EXPECT_EQ(all.bytes(), 1024 + 310 * 32 + 310 * 24 + 310 * 48 + 310 * 108);
+  const RequestMemory detok = DetokenizeMemory(3, 1000, 12);
+  EXPECT_EQ(detok.formula(), "sequences 3 x 512 + ids 1000 x 8 x 2 + text 1000 x 12 x 3");
+  EXPECT_EQ(detok.bytes(), 1536 + 16000 + 36000);
   EXPECT_EQ(VocabularyMemory(512, 12).bytes(), 512 * 72 * 3);
   const RequestMemory score = ScoreMemory(10, 64, 512, 256, 4, 3, 12);
   EXPECT_EQ(score.formula(),
