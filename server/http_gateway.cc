@@ -111,6 +111,7 @@ struct HttpGateway::State {
   std::vector<std::string> tokens;  // empty = no token auth
   std::function<absl::StatusOr<std::string>()> ready;
   std::atomic<bool> draining{false};
+  int64_t max_request_memory_bytes = 0;
 
   // Empty when the request may pass, else the refusal message.
   std::string CheckToken(const httplib::Request& req) const {
@@ -182,6 +183,10 @@ struct HttpGateway::State {
     }
     std::unique_ptr<google::protobuf::Message> request(in_proto->New());
     std::unique_ptr<google::protobuf::Message> response(out_proto->New());
+    if (absl::Status s = CheckJsonRequestCost(req.body, max_request_memory_bytes); !s.ok()) {
+      SendError(res, s);
+      return;
+    }
     if (absl::Status s = JsonToMessage(req.body, request.get()); !s.ok()) {
       SendError(res, s);
       return;
@@ -219,6 +224,10 @@ struct HttpGateway::State {
     }
     if (!FromByteBuffer(response_bytes, response.get())) {
       SendError(res, grpc::StatusCode::INTERNAL, "cannot parse the response of " + method);
+      return;
+    }
+    if (absl::Status s = CheckJsonAnswerCost(*response, max_request_memory_bytes); !s.ok()) {
+      SendError(res, s);
       return;
     }
     absl::StatusOr<std::string> json = MessageToJson(*response, WantsTensorValues(req));
@@ -260,6 +269,7 @@ absl::StatusOr<std::unique_ptr<HttpGateway>> HttpGateway::Create(
   state->stub = std::make_unique<grpc::GenericStub>(state->channel);
   state->metrics = metrics;
   state->ready = options.ready;
+  state->max_request_memory_bytes = options.max_request_memory_bytes;
   if (!options.security.auth_token_file.empty()) {
     auto tokens = ReadTokenFile(options.security.auth_token_file);
     if (!tokens.ok()) return tokens.status();

@@ -74,6 +74,9 @@ class HttpGateway {
     TransportSecurityOptions security;
     // Largest request body (bytes) read before conversion; >= 1024.
     size_t max_body_bytes = size_t{256} << 20;
+    // --max-request-memory-bytes: the JSON conversions of a request body and
+    // of an answer are refused above it (http_json.h); <= 0 = no bound.
+    int64_t max_request_memory_bytes = 0;
     // OK with the default model's name when it can answer, else the reason
     // (/readyz). Required.
     std::function<absl::StatusOr<std::string>()> ready;

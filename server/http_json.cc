@@ -1,5 +1,9 @@
 #include "server/http_json.h"
 
+#include <vector>
+
+#include "lib/serving/request_memory.h"
+
 #include <charconv>
 #include <cmath>
 #include <cstring>
@@ -299,6 +303,53 @@ absl::StatusOr<std::string> MessageToJson(const google::protobuf::Message& messa
   absl::Status s = Walk(j, message.GetDescriptor(), "", /*to_data=*/false);
   if (!s.ok()) return s;
   return j.dump();
+}
+
+namespace {
+
+// Values the JSON mapping writes for `message`: itself, each set field, each
+// repeated element (messages recursively).
+int64_t JsonValueCount(const google::protobuf::Message& message) {
+  const google::protobuf::Reflection* reflection = message.GetReflection();
+  std::vector<const google::protobuf::FieldDescriptor*> fields;
+  reflection->ListFields(message, &fields);
+  int64_t count = 1;
+  for (const google::protobuf::FieldDescriptor* field : fields) {
+    const bool is_message = field->cpp_type() == google::protobuf::FieldDescriptor::CPPTYPE_MESSAGE;
+    if (field->is_repeated()) {
+      const int n = reflection->FieldSize(message, field);
+      if (!is_message) {
+        count += 1 + n;
+        continue;
+      }
+      count += 1;
+      for (int i = 0; i < n; ++i) count += JsonValueCount(reflection->GetRepeatedMessage(message, field, i));
+    } else if (is_message) {
+      count += JsonValueCount(reflection->GetMessage(message, field));
+    } else {
+      count += 1;
+    }
+  }
+  return count;
+}
+
+}  // namespace
+
+absl::Status CheckJsonRequestCost(const std::string& body, int64_t budget) {
+  if (budget <= 0) return absl::OkStatus();
+  int64_t values = 0;
+  for (char c : body) values += (c == '{') | (c == '[') | (c == ',');
+  RequestMemory need("HTTP/JSON request");
+  need.Add("body", {static_cast<int64_t>(body.size()), 6}).Add("values", {values, 512});
+  return CheckRequestMemory(need, budget);
+}
+
+absl::Status CheckJsonAnswerCost(const google::protobuf::Message& message, int64_t budget) {
+  if (budget <= 0) return absl::OkStatus();
+  RequestMemory need("HTTP/JSON answer");
+  need.Add("values", {JsonValueCount(message), 512})
+      .Add("serialized", {static_cast<int64_t>(message.ByteSizeLong()), 4});
+  return CheckRequestMemory(need, budget);
 }
 
 }  // namespace vocabd

@@ -347,6 +347,7 @@ absl::StatusOr<std::unique_ptr<VocabdServer>> VocabdServer::Create(const Options
     // JSON is larger than the binary message (base64 4/3, number arrays
     // ~3x); the gRPC server then holds the decoded request to its limit.
     http_options.max_body_bytes = static_cast<size_t>(options.max_receive_message_bytes) * 4;
+    http_options.max_request_memory_bytes = options.max_request_memory_bytes;
     http_options.ready = [registry = &impl->registry]() -> absl::StatusOr<std::string> {
       ASSIGN_OR_RETURN(std::shared_ptr<const Model> model, registry->Get(""));
       return model->name();

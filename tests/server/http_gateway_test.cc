@@ -543,6 +543,37 @@ TEST(HttpGatewayLimitsTest, LimitsApplyAsOnGrpc) {
   EXPECT_FALSE(http.Get("/healthz"));
 }
 
+// The attack pass's request: Detokenize with 1,000,000 empty sequences is a
+// 3 MB JSON body that protobuf's JSON mapping turned into a 1.2 GB peak. The
+// body's conversion cost is checked against --max-request-memory-bytes first.
+TEST(HttpGatewayLimitsTest, JsonConversionIsBoundedByTheRequestMemoryBudget) {
+  VocabdServer::Options options;
+  options.listen_address = "127.0.0.1:0";
+  options.http_listen = "127.0.0.1:0";
+  options.models = {{kBinModel, Stories260KBin()}};
+  auto server = VocabdServer::Create(options);
+  ASSERT_TRUE(server.ok()) << server.status();
+  httplib::Client http("127.0.0.1", (*server)->http_port());
+  std::string body = R"({"sequences": [)";
+  for (int i = 0; i < 1000000; ++i) body += i == 0 ? "{}" : ",{}";
+  body += "]}";
+  auto r = http.Post("/v1/TokenizerService/Detokenize", body, "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 429) << r->body;
+  const json error = json::parse(r->body);
+  EXPECT_EQ(error["code"], "RESOURCE_EXHAUSTED");
+  EXPECT_EQ(error["message"],
+            "HTTP/JSON request needs 1042000608 bytes (body 3000016 x 6 + values 2000001 x 512) "
+            "> --max-request-memory-bytes = 268435456");
+  // A small batch still works.
+  auto ok = http.Post("/v1/TokenizerService/Detokenize",
+                      R"({"sequences": [{"ids": [403, 407]}, {}]})", "application/json");
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->status, 200) << ok->body;
+  EXPECT_EQ(json::parse(ok->body)["results"][0]["text"], "Once upon");
+  (*server)->Shutdown();
+}
+
 TEST(HttpGatewayOptionsTest, BadListenAddressFailsCreateNamingTheFlag) {
   VocabdServer::Options options;
   options.listen_address = "127.0.0.1:0";

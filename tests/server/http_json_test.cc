@@ -17,12 +17,34 @@
 #include "proto/tensor_codec.h"
 #include "vocabd/v1/position.pb.h"
 #include "vocabd/v1/scoring.pb.h"
+#include "vocabd/v1/tokenizer.pb.h"
 
 namespace vocabd {
 namespace {
 
 using ::testing::HasSubstr;
 using json = nlohmann::json;
+
+TEST(HttpJsonTest, ConversionCostsCountJsonValues) {
+  // 1 root + "results" + 1000 x (result + its "text").
+  v1::DetokenizeResponse response;
+  for (int i = 0; i < 1000; ++i) response.add_results()->set_text("a");
+  const int64_t serialized = static_cast<int64_t>(response.ByteSizeLong());
+  const absl::Status over = CheckJsonAnswerCost(response, 1000000);
+  EXPECT_EQ(over.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(over.message(), "HTTP/JSON answer needs " + std::to_string(2002 * 512 + serialized * 4) +
+                                " bytes (values 2002 x 512 + serialized " +
+                                std::to_string(serialized) +
+                                " x 4) > --max-request-memory-bytes = 1000000");
+  EXPECT_TRUE(CheckJsonAnswerCost(response, 2 << 20).ok());
+  EXPECT_TRUE(CheckJsonAnswerCost(response, 0).ok());  // no bound
+  // Request bodies: '{', '[' and ',' count as values.
+  const absl::Status body = CheckJsonRequestCost(R"({"a": [1, 2, 3]})", 100);
+  EXPECT_EQ(body.message(),
+            "HTTP/JSON request needs 2144 bytes (body 16 x 6 + values 4 x 512) > "
+            "--max-request-memory-bytes = 100");
+  EXPECT_TRUE(CheckJsonRequestCost(R"({"a": [1, 2, 3]})", 4096).ok());
+}
 
 TEST(HttpJsonTest, ValuesEncodeLikeTheTensorCodec) {
   const std::vector<float> x = {0.1f, -2.5f, 3.0e-8f, 65504.0f};
