@@ -115,8 +115,9 @@ grpc::ServerUnaryReactor* TokenizerServiceImpl::Tokenize(grpc::CallbackServerCon
   for (const std::string& t : request->texts()) bytes += static_cast<int64_t>(t.size());
   if (sizes.ok()) {
     sizes = CheckRequestMemory(
-        TokenizeMemory(bytes, request->texts_size(), (*model)->max_piece_bytes(),
-                       request->return_pieces(), request->return_offsets()),
+        TokenizeMemory(bytes, request->texts_size(), (*model)->max_tokens_per_text_byte(),
+                       (*model)->max_piece_bytes(), request->return_pieces(),
+                       request->return_offsets()),
         context_.max_request_memory_bytes);
   }
   if (!sizes.ok()) {

@@ -111,6 +111,7 @@ void Model::SetTokenizer(std::unique_ptr<Tokenizer> tokenizer) {
   tokenizer_ = std::move(tokenizer);
   tokenizer_missing_reason_.clear();
   max_piece_bytes_ = MaxPieceBytes(*tokenizer_);
+  max_tokens_per_text_byte_ = MaxTokensPerTextByte(*tokenizer_);
 }
 
 absl::Status Model::LoadTokenizer(const Options& options) {

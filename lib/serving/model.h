@@ -165,6 +165,9 @@ class Model {
   // The tokenizer's longest piece or token text, bytes (0 without one): P
   // in the tokenizer RPCs' request memory bound (request_memory.h).
   int64_t max_piece_bytes() const { return max_piece_bytes_; }
+  // Most tokens one byte of text can become (MaxTokensPerTextByte): m in
+  // Tokenize's bound.
+  int64_t max_tokens_per_text_byte() const { return max_tokens_per_text_byte_; }
   // oneDNN implementation of the head matmul (e.g. "brg:avx512_core_bf16").
   std::string lm_head_implementation() const { return lm_head_->implementation(); }
   // The head itself (kernel choice, crossover, sizes).
@@ -279,6 +282,7 @@ class Model {
   std::unique_ptr<Tokenizer> tokenizer_;
   std::string tokenizer_missing_reason_;
   int64_t max_piece_bytes_ = 0;
+  int64_t max_tokens_per_text_byte_ = 3;
   ComputePool* pool_ = nullptr;
   std::unique_ptr<DynamicBatcher> batcher_;
 };

@@ -101,13 +101,17 @@ RequestMemory AlibiMemory(int64_t heads, int64_t q_len, int64_t k_len, bool incl
   return m;
 }
 
-RequestMemory TokenizeMemory(int64_t text_bytes, int64_t texts, int64_t piece_bytes,
-                             bool return_pieces, bool return_offsets) {
+RequestMemory TokenizeMemory(int64_t text_bytes, int64_t texts, int64_t tokens_per_byte,
+                             int64_t piece_bytes, bool return_pieces, bool return_offsets) {
   RequestMemory m("Tokenize");
-  const int64_t tokens = SaturatingAdd(SaturatingMul(text_bytes, 3), SaturatingMul(texts, 5));
+  const int64_t tokens =
+      SaturatingAdd(SaturatingMul(text_bytes, tokens_per_byte), SaturatingMul(texts, 5));
   m.Add("texts", {texts, 512}).Add("encoder", {tokens, 32}).Add("ids", {tokens, 8, 3});
   if (return_offsets) m.Add("offsets", {tokens, 16, 3});
-  if (return_pieces) m.Add("pieces", {tokens, SaturatingAdd(SaturatingMul(piece_bytes, 2), 16), 3});
+  if (return_pieces) {
+    m.Add("pieces", {tokens, 32, 3}).Add("piece bytes", {text_bytes, 8, 3});
+    m.Add("special pieces", {texts, 4, piece_bytes, 3});
+  }
   return m;
 }
 

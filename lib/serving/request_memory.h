@@ -28,11 +28,16 @@
 //   GetRopeCache (P positions, r rotary_dim):   P x r x 4 x 3
 //   GetSinusoidalPositions (P positions, d):     P x d x 4 x 3 + d x 8
 //   GetAlibiSlopes (h heads, q x k bias):       h x 4 + h x q x k x 4 x 3
-//   Tokenize (N bytes of text in n texts; T = 3 x N + 5 x n tokens at most:
-//   a byte becomes at most 3 tokens (a space -> U+2581 -> 3 byte tokens
-//   when the vocabulary lacks it), plus dummy prefix, BOS and EOS per text):
+//   Tokenize (N bytes of text in n texts; T = m x N + 5 x n tokens at most,
+//   m = the tokenizer's most tokens per text byte (1, or 3 when a space
+//   becomes U+2581 and the vocabulary has no such piece), plus dummy
+//   prefix, BOS and EOS per text):
 //     texts n x 512 + encoder T x 32 + ids T x 8 x 3
-//     + (return_offsets) T x 16 x 3 + (return_pieces) T x (2 x P + 16) x 3
+//     + (return_offsets) T x 16 x 3
+//     + (return_pieces) T x 32 x 3 + N x 8 x 3 + n x 4 x P x 3
+//   (pieces and token texts of a text's tokens hold at most 8 bytes per
+//   text byte: a byte-fallback piece "<0xAB>" is 6 bytes for 1, its text 1;
+//   the specials of each text at most P each.)
 //   Detokenize (S sequences, T ids with previous_ids):
 //     sequences S x 512 + ids T x 8 x 2 + text T x P x 3
 //   (x 512: a text's / sequence's own objects -- request and response
@@ -94,8 +99,8 @@ RequestMemory RopeCacheMemory(int64_t positions, int64_t rotary_dim);
 RequestMemory SinusoidalMemory(int64_t positions, int64_t dim);
 RequestMemory AlibiMemory(int64_t heads, int64_t q_len, int64_t k_len, bool include_bias);
 // piece_bytes: the tokenizer's longest piece / token text (MaxPieceBytes).
-RequestMemory TokenizeMemory(int64_t text_bytes, int64_t texts, int64_t piece_bytes,
-                             bool return_pieces, bool return_offsets);
+RequestMemory TokenizeMemory(int64_t text_bytes, int64_t texts, int64_t tokens_per_byte,
+                             int64_t piece_bytes, bool return_pieces, bool return_offsets);
 RequestMemory DetokenizeMemory(int64_t sequences, int64_t ids, int64_t piece_bytes);
 RequestMemory VocabularyMemory(int64_t entries, int64_t piece_bytes);
 

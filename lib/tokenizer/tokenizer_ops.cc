@@ -155,6 +155,15 @@ int64_t MaxPieceBytes(const Tokenizer& tokenizer) {
   return static_cast<int64_t>(longest);
 }
 
+int64_t MaxTokensPerTextByte(const Tokenizer& tokenizer) {
+  if (tokenizer.kind() == "wordpiece") return 1;
+  for (int64_t id = 0; id < tokenizer.vocab_size(); ++id) {
+    const std::string piece = tokenizer.Piece(static_cast<int32_t>(id));
+    if (piece == "\xE2\x96\x81" || piece == "\xC4\xA0") return 1;  // "▁", "Ġ"
+  }
+  return 3;
+}
+
 const char* TokenTypeName(TokenType type) {
   switch (type) {
     case TokenType::kNormal: return "normal";

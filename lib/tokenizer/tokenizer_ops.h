@@ -76,6 +76,11 @@ absl::StatusOr<std::vector<VocabularyEntry>> VocabularyPage(const Tokenizer& tok
 // The longest Piece(id) or TokenBytes(id) of the vocabulary, bytes (the
 // request memory bound's P; one pass over the vocabulary, done at load).
 int64_t MaxPieceBytes(const Tokenizer& tokenizer);
+// Most tokens one byte of input text can become: 3 when the text's spaces
+// become U+2581 (SentencePiece, Metaspace BPE) and the vocabulary has no
+// "\u2581" piece (3 byte-fallback tokens per space); else 1 (a piece "▁"
+// exists, GPT-2 byte-level "Ġ" exists, or WordPiece).
+int64_t MaxTokensPerTextByte(const Tokenizer& tokenizer);
 
 // "normal", "unknown", "control", "user_defined", "unused", "byte".
 const char* TokenTypeName(TokenType type);

@@ -522,7 +522,8 @@ TEST_F(SmallBudgetTest, TokenizerRpcsAndScoreCandidatesCheckTheBudget) {
     grpc::Status st = live_->tokenizer->Tokenize(&ctx, request, &response);
     ExpectOverBudget(st, "Tokenize");
     EXPECT_THAT(st.error_message(),
-                HasSubstr("(texts 1 x 512 + encoder 196613 x 32 + ids 196613 x 8 x 3 + pieces"));
+                HasSubstr("(texts 1 x 512 + encoder 65541 x 32 + ids 65541 x 8 x 3 + pieces "
+                          "65541 x 32 x 3 + piece bytes 65536 x 8 x 3 + special pieces 1 x 4 x "));
   }
   {
     v1::TokenizeRequest request;
@@ -565,14 +566,33 @@ TEST_F(SmallBudgetTest, TokenizerRpcsAndScoreCandidatesCheckTheBudget) {
   }
 }
 
+// The documented total (4 x --max-text-bytes in one request) fits the
+// default budget: stories260K's vocabulary has "▁", so one token per byte.
+TEST_F(RequestBoundsTest, TokenizeOfFourMaxSizeTextsFitsTheDefaultBudget) {
+  v1::TokenizeRequest request;
+  std::string text;
+  while (text.size() + 10 <= (size_t{1} << 20)) text += "Once upon ";
+  for (int i = 0; i < 4; ++i) request.add_texts(text);
+  grpc::ClientContext ctx;
+  v1::TokenizeResponse response;
+  grpc::Status st = live().tokenizer->Tokenize(&ctx, request, &response);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  ASSERT_EQ(response.results_size(), 4);
+  // BOS, " Once" and " upon" per repetition, and the trailing space's "▁".
+  EXPECT_EQ(response.results(0).ids_size(), 1 + 2 * static_cast<int>(text.size() / 10) + 1);
+}
+
 TEST(RequestMemoryTest, TokenizerAndScoreCandidateFormulas) {
-  EXPECT_EQ(TokenizeMemory(100, 2, 10, false, false).formula(),
+  EXPECT_EQ(TokenizeMemory(100, 2, 3, 10, false, false).formula(),
             "texts 2 x 512 + encoder 310 x 32 + ids 310 x 8 x 3");
-  const RequestMemory all = TokenizeMemory(100, 2, 10, true, true);
+  EXPECT_EQ(TokenizeMemory(100, 2, 1, 10, false, false).formula(),
+            "texts 2 x 512 + encoder 110 x 32 + ids 110 x 8 x 3");
+  const RequestMemory all = TokenizeMemory(100, 2, 3, 10, true, true);
   EXPECT_EQ(all.formula(),
             "texts 2 x 512 + encoder 310 x 32 + ids 310 x 8 x 3 + offsets 310 x 16 x 3 + "
-            "pieces 310 x 36 x 3");
-  EXPECT_EQ(all.bytes(), 1024 + 310 * 32 + 310 * 24 + 310 * 48 + 310 * 108);
+            "pieces 310 x 32 x 3 + piece bytes 100 x 8 x 3 + special pieces 2 x 4 x 10 x 3");
+  EXPECT_EQ(all.bytes(),
+            1024 + 310 * 32 + 310 * 24 + 310 * 48 + 310 * 96 + 100 * 24 + 2 * 4 * 10 * 3);
   const RequestMemory detok = DetokenizeMemory(3, 1000, 12);
   EXPECT_EQ(detok.formula(), "sequences 3 x 512 + ids 1000 x 8 x 2 + text 1000 x 12 x 3");
   EXPECT_EQ(detok.bytes(), 1536 + 16000 + 36000);
@@ -583,7 +603,7 @@ TEST(RequestMemoryTest, TokenizerAndScoreCandidateFormulas) {
             " + candidates 10 x 3 x 16 x 3 + pieces 10 x 8 x 40 x 3");
   EXPECT_EQ(score.bytes(), 2560 + 23040 + 80 + 3840 + 1440 + 9600);
   // Saturates: a text size near INT64_MAX is refused, never wraps.
-  EXPECT_EQ(TokenizeMemory(std::numeric_limits<int64_t>::max() / 2, 1, 10, true, true).bytes(),
+  EXPECT_EQ(TokenizeMemory(std::numeric_limits<int64_t>::max() / 2, 1, 3, 10, true, true).bytes(),
             std::numeric_limits<int64_t>::max());
 }
 
