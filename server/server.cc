@@ -301,6 +301,10 @@ absl::StatusOr<std::unique_ptr<VocabdServer>> VocabdServer::Create(const Options
   ASSIGN_OR_RETURN(std::shared_ptr<grpc::ServerCredentials> credentials,
                    MakeServerCredentials(options.security, std::move(count_refusal)));
   builder.AddListeningPort(options.listen_address, credentials, &impl->port);
+  // gRPC sets SO_REUSEPORT by default: a second vocabd on a taken port would
+  // start and silently share the port (clients spread over both servers).
+  // Off: a taken --listen address fails the start.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   {
     std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> creators;
     creators.push_back(impl->tracker->MakeInterceptorFactory());

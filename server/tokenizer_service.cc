@@ -155,7 +155,7 @@ grpc::ServerUnaryReactor* TokenizerServiceImpl::Detokenize(grpc::CallbackServerC
     return reactor;
   }
   auto items = std::make_shared<const std::vector<DetokenizeItem>>(DetokenizeItems(*request));
-  Run(context, reactor, CountDetokenizeIds(*items) > kDetokenizeInlineMaxIds, response,
+  Run(context, reactor, ids > kDetokenizeInlineMaxIds, response,
       [model = *model, tokenizer = *tokenizer, request, response, items] {
         return DoDetokenize(*model, *tokenizer, *request, *items, response);
       });

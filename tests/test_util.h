@@ -39,6 +39,10 @@ inline constexpr bool kAddressSanitizer = false;
 // EXPECT_RSS_LT / EXPECT_RSS_LE, which the sanitizer builds skip (CI runs
 // the plain build first, so every bound is still checked on every run).
 inline constexpr bool kRssBoundsHold = !kThreadSanitizer && !kAddressSanitizer;
+// Time bounds ("refused well under a second") hold in the plain build, which
+// CI runs first; the sanitizer builds multiply them by this (TSan's
+// instrumentation and shadow-memory walks make a refused call take ~1 s).
+inline constexpr int kSanitizerSlowdown = kThreadSanitizer ? 10 : (kAddressSanitizer ? 3 : 1);
 #define EXPECT_RSS_LT(a, b)                          \
   switch (0)                                         \
   case 0:                                            \

@@ -113,14 +113,6 @@ absl::StatusOr<std::vector<IncrementalText>> DetokenizeSequences(
   return out;
 }
 
-int64_t CountDetokenizeIds(const std::vector<DetokenizeItem>& sequences) {
-  int64_t n = 0;
-  for (const DetokenizeItem& s : sequences) {
-    n += static_cast<int64_t>(s.ids.size() + s.previous_ids.size());
-  }
-  return n;
-}
-
 absl::StatusOr<std::vector<VocabularyEntry>> VocabularyPage(const Tokenizer& tokenizer,
                                                             int64_t start_id, int64_t page_size) {
   const int64_t vocab = tokenizer.vocab_size();

@@ -53,8 +53,6 @@ absl::StatusOr<std::vector<IncrementalText>> DetokenizeSequences(
     const Tokenizer& tokenizer, const std::vector<DetokenizeItem>& sequences,
     bool skip_special_tokens, bool incremental);
 
-// Ids a Detokenize request holds (ids + previous_ids of every sequence).
-int64_t CountDetokenizeIds(const std::vector<DetokenizeItem>& sequences);
 
 struct VocabularyEntry {
   int32_t id = 0;

@@ -47,7 +47,7 @@ namespace fs = std::filesystem;
 
 // Limits of every refusal below: well under a second, and no allocation
 // worth noticing (a real load of these models maps ~1 MiB).
-constexpr auto kFast = std::chrono::milliseconds(500);
+constexpr auto kFast = std::chrono::milliseconds(500) * testing::kSanitizerSlowdown;
 constexpr int64_t kMaxGrowthBytes = int64_t{16} << 20;
 
 

@@ -372,5 +372,23 @@ TEST_F(ServerIntegrationTest, ApplyRopeLayoutsAgree) {
   EXPECT_EQ(to_bshd(ka, hk), *DecodeFloatTensor(c->k(), "k"));
 }
 
+
+// A second server on a taken --listen port fails to start (gRPC's default
+// SO_REUSEPORT would let it share the port silently).
+TEST(ServerListenTest, TakenPortFailsTheStartNamingTheAddress) {
+  VocabdServer::Options options;
+  options.listen_address = "127.0.0.1:0";
+  options.models = {{"stories260K", Stories260KBin()}};
+  auto first = VocabdServer::Create(options);
+  ASSERT_TRUE(first.ok()) << first.status();
+  options.listen_address = "127.0.0.1:" + std::to_string((*first)->port());
+  auto second = VocabdServer::Create(options);
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(std::string(second.status().message()),
+              ::testing::HasSubstr("cannot listen on " + options.listen_address));
+  (*first)->Shutdown();
+}
+
 }  // namespace
 }  // namespace vocabd::testing
