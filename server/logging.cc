@@ -64,7 +64,7 @@ class JsonFormatter final : public spdlog::formatter {
         std::chrono::duration_cast<std::chrono::milliseconds>(since_epoch).count() % 1000);
     std::tm tm{};
     gmtime_r(&secs, &tm);
-    char ts[40];
+    char ts[80];  // 24 bytes for any year 0..9999; room for what -Wformat-truncation assumes
     std::snprintf(ts, sizeof(ts), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
                   tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, millis);
     const std::string text(msg.payload.data(), msg.payload.size());

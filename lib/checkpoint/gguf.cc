@@ -90,26 +90,36 @@ class Reader {
   uint64_t pos_ = 0;
 };
 
+// An integer of type T into both views of v (i: as signed, u: as unsigned).
+template <typename T>
+absl::Status ReadInteger(Reader& r, const std::string& what, GgufValue* v) {
+  T x{};
+  if (auto s = r.Read(what, &x); !s.ok()) return s;
+  v->i = static_cast<int64_t>(x);
+  v->u = static_cast<uint64_t>(x);
+  return absl::OkStatus();
+}
+
 absl::Status ReadScalar(Reader& r, GgufValueType type, const std::string& what, GgufValue* v) {
   v->type = type;
   switch (type) {
-    case GgufValueType::kU8: { uint8_t x; if (auto s = r.Read(what, &x); !s.ok()) return s; v->i = x; v->u = x; break; }
-    case GgufValueType::kI8: { int8_t x; if (auto s = r.Read(what, &x); !s.ok()) return s; v->i = x; v->u = static_cast<uint64_t>(x); break; }
-    case GgufValueType::kU16: { uint16_t x; if (auto s = r.Read(what, &x); !s.ok()) return s; v->i = x; v->u = x; break; }
-    case GgufValueType::kI16: { int16_t x; if (auto s = r.Read(what, &x); !s.ok()) return s; v->i = x; v->u = static_cast<uint64_t>(x); break; }
-    case GgufValueType::kU32: { uint32_t x; if (auto s = r.Read(what, &x); !s.ok()) return s; v->i = x; v->u = x; break; }
-    case GgufValueType::kI32: { int32_t x; if (auto s = r.Read(what, &x); !s.ok()) return s; v->i = x; v->u = static_cast<uint64_t>(x); break; }
-    case GgufValueType::kU64: { uint64_t x; if (auto s = r.Read(what, &x); !s.ok()) return s; v->u = x; v->i = static_cast<int64_t>(x); break; }
-    case GgufValueType::kI64: { int64_t x; if (auto s = r.Read(what, &x); !s.ok()) return s; v->i = x; v->u = static_cast<uint64_t>(x); break; }
+    case GgufValueType::kU8: return ReadInteger<uint8_t>(r, what, v);
+    case GgufValueType::kI8: return ReadInteger<int8_t>(r, what, v);
+    case GgufValueType::kU16: return ReadInteger<uint16_t>(r, what, v);
+    case GgufValueType::kI16: return ReadInteger<int16_t>(r, what, v);
+    case GgufValueType::kU32: return ReadInteger<uint32_t>(r, what, v);
+    case GgufValueType::kI32: return ReadInteger<int32_t>(r, what, v);
+    case GgufValueType::kU64: return ReadInteger<uint64_t>(r, what, v);
+    case GgufValueType::kI64: return ReadInteger<int64_t>(r, what, v);
     case GgufValueType::kBool: {
-      uint8_t x;
+      uint8_t x = 0;
       if (auto s = r.Read(what, &x); !s.ok()) return s;
       if (x > 1) return r.Error(absl::StrCat(what, " is a bool with byte value ", x, " (not 0/1)"));
       v->i = x; v->u = x;
       break;
     }
-    case GgufValueType::kF32: { float x; if (auto s = r.Read(what, &x); !s.ok()) return s; v->f = x; break; }
-    case GgufValueType::kF64: { double x; if (auto s = r.Read(what, &x); !s.ok()) return s; v->f = x; break; }
+    case GgufValueType::kF32: { float x = 0; if (auto s = r.Read(what, &x); !s.ok()) return s; v->f = x; break; }
+    case GgufValueType::kF64: { double x = 0; if (auto s = r.Read(what, &x); !s.ok()) return s; v->f = x; break; }
     case GgufValueType::kString: return r.ReadString(what, &v->s);
     case GgufValueType::kArray: return r.Error(absl::StrCat(what, ": internal: array as scalar"));
   }

@@ -129,11 +129,14 @@ __attribute__((target("avx512f"))) void InterleavedAvx512(float* x, int64_t n, i
     int i = 0;
     for (; i + 8 <= half; i += 8) {
       const __m512 v = _mm512_loadu_ps(row + 2 * i);
-      const __m512 vc = _mm512_permutexvar_ps(dup, _mm512_castps256_ps512(_mm256_loadu_ps(c + i)));
+      // Masked forms throughout: GCC 12's unmasked permutes read
+      // _mm512_undefined_ps and warn -Wmaybe-uninitialized (GCC bug 105593).
+      const __m512 vc =
+          _mm512_maskz_permutexvar_ps(0xFFFF, dup, _mm512_maskz_loadu_ps(0x00FF, c + i));
       const __m512 vs_plain =
-          _mm512_permutexvar_ps(dup, _mm512_castps256_ps512(_mm256_loadu_ps(s + i)));
+          _mm512_maskz_permutexvar_ps(0xFFFF, dup, _mm512_maskz_loadu_ps(0x00FF, s + i));
       const __m512 vs = _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(vs_plain), sign));
-      const __m512 sw = _mm512_permute_ps(v, 0xB1);
+      const __m512 sw = _mm512_mask_permute_ps(v, 0xFFFF, v, 0xB1);
       _mm512_storeu_ps(row + 2 * i, _mm512_add_ps(_mm512_mul_ps(v, vc), _mm512_mul_ps(sw, vs)));
     }
     InterleavedTail(row, c, s, i, half);
