@@ -258,6 +258,20 @@ void WriteSeeds(const std::string& dir) {
   embed.set_absolute_positions(v1::ABSOLUTE_POSITIONS_SINUSOIDAL);
   WriteSeed(dir, "embed_bf16_sinusoidal", kEmbed, embed);
   WriteSeed(dir, "embed_stream", kEmbedStream, embed);
+  {
+    // Found by this fuzzer (run 4): a stream whose second request fails
+    // while the first answer is unsent, then a third request. The server
+    // stopped reading after the failure, and the in-process transport's
+    // writes wait for the peer's read: both sides waited until the deadline.
+    // (Fixed: the stream reactors read and drop until the answers are out.)
+    std::string stream(1, static_cast<char>(kEmbedStream));
+    v1::EmbedRequest bad;
+    bad.add_sequences()->add_token_ids(18300671);
+    const std::string marker("\xff\xfe\xfd", 3);
+    stream += v1::EmbedRequest().SerializeAsString() + marker + bad.SerializeAsString() +
+              marker + bad.SerializeAsString();
+    std::ofstream(dir + "/embed_stream_error_before_unsent_answer", std::ios::binary) << stream;
+  }
 
   v1::ComputeLogitsRequest logits;
   SetTensor(logits.mutable_hidden(), v1::F32, {2, 64}, 128);

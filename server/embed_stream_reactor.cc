@@ -38,6 +38,7 @@ void EmbedStreamReactor::OnReadDone(bool ok) {
     return;
   }
   if (finish_status_.has_value()) {
+    request_.Clear();  // read after the stream failed: dropped unanswered
     Advance();
     return;
   }
@@ -101,6 +102,13 @@ void EmbedStreamReactor::Advance() {
     if (drained) {
       finished_ = true;
       Finish(*finish_status_);
+    } else if (!reads_done_ && !reading_) {
+      // Until they are written, keep reading (and dropping) what the client
+      // sends: a client that writes all its requests before reading any
+      // answer would otherwise wait on us while we wait on it (flow control
+      // both ways; embed_stream_test's ClientWritingEverythingFirst...).
+      reading_ = true;
+      StartRead(&request_);
     }
     return;
   }

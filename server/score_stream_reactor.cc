@@ -32,8 +32,9 @@ void ScoreStreamReactor::OnReadDone(bool ok) {
     return;
   }
   if (finished_ || failed_) {
-    // Read before an earlier request failed: the stream ends with that
+    // Read after an earlier request failed: the stream ends with that
     // failure, so this one is dropped unscored.
+    request_.Clear();
     Advance();
     return;
   }
@@ -137,11 +138,19 @@ void ScoreStreamReactor::Advance() {
     if (in_compute_ == 0 && !writing_.has_value()) {
       finished_ = true;
       Finish(*finish_status_);
+    } else if (!reads_done_ && !reading_) {
+      reading_ = true;  // dropping reads until then (below)
+      StartRead(&request_);
     }
     return;
   }
+  // After a failure the earlier answers are still written first; meanwhile
+  // what the client sends is read and dropped, so a client that writes all
+  // its requests before reading any answer does not wait on us while we wait
+  // on it (flow control both ways; scoring_serving_test's
+  // ScoreStreamClientWritingEverythingFirst...).
   const int64_t outstanding = next_seq_ - next_write_;
-  if (!reads_done_ && !reading_ && !failed_ && outstanding < kMaxInFlight) {
+  if (!reads_done_ && !reading_ && (failed_ || outstanding < kMaxInFlight)) {
     reading_ = true;
     StartRead(&request_);
   }

@@ -120,6 +120,39 @@ TEST_F(EmbedStreamTest, FirstFailingRequestEndsTheStreamNamingItsIndex) {
   EXPECT_TRUE(client().Embed(MakeEmbed(5)).ok());
 }
 
+// A client that writes every request before reading any answer (what a
+// synchronous client or a generator-fed one does), where a request fails
+// while an earlier, large answer is still unsent: the server keeps reading
+// (and dropping) the requests after the failure, so neither side waits on
+// the other and the error arrives, not the deadline. Found by request_fuzzer
+// (in-process transport); over TCP it needs answers and requests larger than
+// the flow-control windows, as here (an 8 MiB answer, 16 MB of requests after
+// it): before the fix this call ended in DEADLINE_EXCEEDED.
+TEST_F(EmbedStreamTest, ClientWritingEverythingFirstGetsTheErrorNotADeadline) {
+  auto stub = Stub();
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() +
+                   std::chrono::seconds(20 * kSanitizerSlowdown));
+  auto stream = stub->EmbedStream(&ctx);
+  v1::EmbedRequest large = MakeEmbed(0, 32768);  // answer: 32768 x 64 F32 = 8 MiB
+  ASSERT_TRUE(stream->Write(large));
+  v1::EmbedRequest bad = MakeEmbed(1);
+  bad.mutable_sequences(0)->set_token_ids(0, 9999);
+  ASSERT_TRUE(stream->Write(bad));
+  for (int i = 2; i < 18; ++i) {  // 16 x ~1 MB of token ids, never answered
+    if (!stream->Write(MakeEmbed(2 * i, 500000))) break;
+  }
+  stream->WritesDone();
+  v1::EmbedResponse got;
+  int answers = 0;
+  while (stream->Read(&got)) ++answers;
+  EXPECT_EQ(answers, 1);
+  const grpc::Status st = stream->Finish();
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << st.error_message();
+  EXPECT_THAT(st.error_message(), HasSubstr("requests[1]: "));
+  EXPECT_TRUE(client().Embed(MakeEmbed(5)).ok());
+}
+
 TEST_F(EmbedStreamTest, EmptyStreamFinishesOk) {
   auto stub = Stub();
   grpc::ClientContext ctx;

@@ -183,6 +183,35 @@ TEST_F(ScoringServingTest, ScoreStreamErrorEndsStreamNamingTheRequest) {
   EXPECT_TRUE(client().Score(MakeScore("bin", 1, 0.3, 2)).ok());
 }
 
+// A client that writes every request before reading any answer, where a
+// request fails while an earlier, large answer is still unsent: the server
+// keeps reading (and dropping) the later requests, so the error arrives, not
+// the deadline (before the fix: DEADLINE_EXCEEDED; embed_stream_test has the
+// same case for EmbedStream).
+TEST_F(ScoringServingTest, ScoreStreamClientWritingEverythingFirstGetsTheErrorNotADeadline) {
+  auto stub = v1::ScoringService::NewStub(client().channel());
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() +
+                   std::chrono::seconds(20 * testing::kSanitizerSlowdown));
+  auto stream = stub->ScoreStream(&ctx);
+  ASSERT_TRUE(stream->Write(MakeScore("bin", 2048, 0.3, 512)));  // answer: 2048 x 512 top-k, ~12 MB
+  v1::ScoreRequest bad = MakeScore("bin", 1, 0.3, 2);
+  bad.set_top_k(2000);
+  ASSERT_TRUE(stream->Write(bad));
+  for (int i = 0; i < 16; ++i) {  // 16 x 1 MiB of hidden rows, never scored
+    if (!stream->Write(MakeScore("bin", 4096, 0.01 * i, 2))) break;
+  }
+  stream->WritesDone();
+  v1::ScoreResponse got;
+  int answers = 0;
+  while (stream->Read(&got)) ++answers;
+  EXPECT_EQ(answers, 1);
+  const grpc::Status st = stream->Finish();
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << st.error_message();
+  EXPECT_THAT(st.error_message(), HasSubstr("requests[1]: top_k = 2000"));
+  EXPECT_TRUE(client().Score(MakeScore("bin", 1, 0.3, 2)).ok());
+}
+
 TEST_F(ScoringServingTest, EmptyStreamFinishesOk) {
   auto stub = v1::ScoringService::NewStub(client().channel());
   grpc::ClientContext ctx;
