@@ -245,7 +245,9 @@ TEST(EmbedStreamDrainTest, OpenStreamsAreServedThenEndedAtTheDrainDeadline) {
   VocabdServer::Options options;
   options.listen_address = "127.0.0.1:0";
   options.models = {{kBinModel, Stories260KBin()}};
-  options.drain_timeout = std::chrono::milliseconds(300);
+  // Long enough for one small Embed round trip during the drain on a loaded
+  // machine (an ASan run on 2 busy cores took longer than the 300 ms this was).
+  options.drain_timeout = std::chrono::milliseconds(500 * kSanitizerSlowdown);
   auto server = VocabdServer::Create(options);
   ASSERT_TRUE(server.ok()) << server.status();
   auto channel = grpc::CreateChannel((*server)->target(), grpc::InsecureChannelCredentials());
@@ -261,6 +263,12 @@ TEST(EmbedStreamDrainTest, OpenStreamsAreServedThenEndedAtTheDrainDeadline) {
   ASSERT_TRUE(open->Read(&got));
 
   std::thread shutdown([&] { (*server)->Shutdown(); });
+  struct Join {  // a failed ASSERT below must not leave the thread joinable
+    std::thread& t;
+    ~Join() {
+      if (t.joinable()) t.join();
+    }
+  } join{shutdown};
   // Served during the drain: a new request on the open stream, then
   // half-close ends it with OK.
   ASSERT_TRUE(finishing->Write(MakeEmbed(2)));
@@ -275,7 +283,6 @@ TEST(EmbedStreamDrainTest, OpenStreamsAreServedThenEndedAtTheDrainDeadline) {
   EXPECT_TRUE(st.error_code() == grpc::StatusCode::CANCELLED ||
               st.error_code() == grpc::StatusCode::UNAVAILABLE)
       << st.error_code() << " " << st.error_message();
-  shutdown.join();
 }
 
 }  // namespace
