@@ -11,7 +11,9 @@
 // Crashes it reports, besides ASan/UBSan findings:
 //   * an exception left a handler (gRPC answers UNIMPLEMENTED with an empty
 //     message, or UNKNOWN),
-//   * a call took longer than kCallDeadline (DEADLINE_EXCEEDED),
+//   * a call took longer than the call deadline (DEADLINE_EXCEEDED): 5 s,
+//     or VOCABD_FUZZ_CALL_DEADLINE_MS (for long runs on a machine that is
+//     busy with other work, where a legitimate 18 MB answer took over 5 s),
 //   * the server's VmRSS grew by more than kMaxRssGrowthMb over one input.
 // run_fuzz.sh also passes -malloc_limit_mb (one allocation above the server's
 // --max-request-memory-bytes budget x 2 is a crash: the budget missed it),
@@ -21,6 +23,7 @@
 // the server tests send, including each issue-13 reproducer) and exits.
 #include <grpcpp/grpcpp.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -50,7 +53,8 @@ namespace {
 
 using namespace vocabd;  // NOLINT
 
-constexpr auto kCallDeadline = std::chrono::seconds(5);
+// Set once in LLVMFuzzerInitialize.
+std::chrono::milliseconds call_deadline(5000);
 constexpr int64_t kMaxRssGrowthMb = 512;
 // The server's budget for this run (run_fuzz.sh sets -malloc_limit_mb to
 // twice this).
@@ -98,7 +102,7 @@ void CheckStatus(const char* rpc, const grpc::Status& status) {
 }
 
 void SetDeadline(grpc::ClientContext* ctx) {
-  ctx->set_deadline(std::chrono::system_clock::now() + kCallDeadline);
+  ctx->set_deadline(std::chrono::system_clock::now() + call_deadline);
 }
 
 template <typename Request, typename Response, typename Call>
@@ -383,6 +387,9 @@ extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv) {
   if (const char* out = std::getenv("VOCABD_REQUEST_SEEDS_OUT")) {
     WriteSeeds(out);
     std::exit(0);
+  }
+  if (const char* ms = std::getenv("VOCABD_FUZZ_CALL_DEADLINE_MS")) {
+    call_deadline = std::chrono::milliseconds(std::max(1L, std::atol(ms)));
   }
   spdlog::set_level(spdlog::level::off);
   // Parsing arbitrary bytes logs every invalid UTF-8 string field; silence
