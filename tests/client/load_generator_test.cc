@@ -183,7 +183,7 @@ TEST_F(LoadGeneratorTest, ConstantRateIssuesRateTimesDuration) {
   EXPECT_EQ(r.ok + r.errors, 100);  // arrivals at 0, 5, ..., 495 ms
   EXPECT_EQ(r.errors, 0);
   EXPECT_GE(r.elapsed_s, 0.49);
-  EXPECT_LT(r.elapsed_s, 1.5);
+  EXPECT_LT(r.elapsed_s, 1.5 * testing::kSanitizerSlowdown);
 }
 
 TEST_F(LoadGeneratorTest, PoissonArrivalsAverageTheRate) {
@@ -198,9 +198,10 @@ TEST_F(LoadGeneratorTest, PoissonArrivalsAverageTheRate) {
   p.tokens = 4;
   auto r = Make(o, p)->Run();
   EXPECT_EQ(r.ok, 300);
-  // 300 exponential gaps of mean 1 ms: 0.3 s with sd 0.017 s.
+  // 300 exponential gaps of mean 1 ms: 0.3 s with sd 0.017 s. (The upper
+  // bound is the server keeping up; under TSan on a busy machine it took 0.86 s.)
   EXPECT_GT(r.elapsed_s, 0.22);
-  EXPECT_LT(r.elapsed_s, 0.6);
+  EXPECT_LT(r.elapsed_s, 0.6 * testing::kSanitizerSlowdown);
 }
 
 TEST_F(LoadGeneratorTest, DurationModeWithWarmupAndWindows) {
@@ -215,7 +216,7 @@ TEST_F(LoadGeneratorTest, DurationModeWithWarmupAndWindows) {
   auto r = Make(o, p)->Run();
   EXPECT_GT(r.ok, 10);
   EXPECT_GE(r.elapsed_s, 0.4);
-  EXPECT_LT(r.elapsed_s, 0.6);
+  EXPECT_LT(r.elapsed_s, 0.6 * testing::kSanitizerSlowdown);
   ASSERT_GE(r.windows.size(), 4u);
   int64_t total = 0;
   for (const auto& w : r.windows) total += w.count;
