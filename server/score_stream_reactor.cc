@@ -139,7 +139,7 @@ void ScoreStreamReactor::Advance() {
       finished_ = true;
       Finish(*finish_status_);
     } else if (!reads_done_ && !reading_) {
-      reading_ = true;  // dropping reads until then (below)
+      reading_ = true;  // read and dropped meanwhile (see below)
       StartRead(&request_);
     }
     return;
