@@ -16,7 +16,9 @@
 // The first failing request (bad input, unknown model, limit, response too
 // large) ends the stream with its status once every earlier response is
 // written; the message starts with "requests[i]: " (i = 0-based index in the
-// stream). Client half-close ends the stream with OK once all responses are
+// stream). Until then, whatever the client still sends is read and dropped
+// unanswered (a client that writes everything before reading would otherwise
+// wait on the server while the server waits on it). Client half-close ends the stream with OK once all responses are
 // written. Cancellation (client cancel, deadline, server drain past
 // --drain-timeout-ms) fails the pending read or write and ends the stream
 // with CANCELLED. The reactor never blocks and deletes itself in OnDone.

@@ -10,7 +10,9 @@
 // full, ...) ends the stream with its status after every earlier response
 // has been written and the stream's requests still in compute are back
 // (dropped unrun when cancelled); the message starts with "requests[i]: "
-// (i = 0-based index in the stream). Client half-close ends the stream with OK once all
+// (i = 0-based index in the stream). Until then, later requests are read and
+// dropped unscored (a client that writes everything before reading would
+// otherwise wait on the server while it waits on the client). Client half-close ends the stream with OK once all
 // responses are written. Cancelled streams drop their queued requests before
 // compute. The reactor never blocks; it deletes itself when gRPC is done
 // with it and no compute callback can still reach it.
