@@ -144,7 +144,7 @@ struct HttpGateway::State {
     if (refusal.empty()) return false;
     if (!method.empty()) {
       metrics->RecordRequest(
-          Metrics::MethodLabel(method), "UNAUTHENTICATED",
+          method, "UNAUTHENTICATED",
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     }
     res.set_header("WWW-Authenticate", "Bearer");

@@ -171,8 +171,9 @@ Metrics::Metrics(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Metrics::~Metrics() = default;
 
 void Metrics::RecordRequest(const std::string& method, const std::string& code, double seconds) {
-  impl_->requests.Add({{"method", method}, {"code", code}}).Increment();
-  impl_->Latency(method).Observe(seconds);
+  const std::string label = MethodLabel(method);
+  impl_->requests.Add({{"method", label}, {"code", code}}).Increment();
+  impl_->Latency(label).Observe(seconds);
 }
 
 std::string Metrics::MethodLabel(const std::string& path) {

@@ -69,8 +69,9 @@ class Metrics {
   // One finished RPC: `method` is the full gRPC path
   // ("/vocabd.v1.EmbeddingService/Embed"), `code` the canonical status name.
   void RecordRequest(const std::string& method, const std::string& code, double seconds);
-  // The `method` label for a gRPC :path the caller chose (calls refused
-  // before routing, e.g. UNAUTHENTICATED): the path itself when it names a
+  // The `method` label RecordRequest gives a gRPC :path, which the caller
+  // chose (any call, including unknown methods gRPC answers UNIMPLEMENTED
+  // and calls refused before routing): the path itself when it names a
   // method of a service linked into this binary ("/vocabd.v1.EmbeddingService/Embed"),
   // else "unknown", so made-up paths cannot add label values without bound.
   static std::string MethodLabel(const std::string& path);

@@ -296,7 +296,7 @@ absl::StatusOr<std::unique_ptr<VocabdServer>> VocabdServer::Create(const Options
   // Calls the token check refuses never reach the interceptors: counted here.
   AuthRefusalHook count_refusal = [metrics = impl->metrics.get()](const std::string& method,
                                                                   double seconds) {
-    metrics->RecordRequest(Metrics::MethodLabel(method), "UNAUTHENTICATED", seconds);
+    metrics->RecordRequest(method, "UNAUTHENTICATED", seconds);
   };
   ASSIGN_OR_RETURN(std::shared_ptr<grpc::ServerCredentials> credentials,
                    MakeServerCredentials(options.security, std::move(count_refusal)));

@@ -162,7 +162,8 @@ TEST(MetricsTest, ConcurrentRecordingAndScraping) {
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&m, t] {
-      const std::string method = "/vocabd.v1.S/M" + std::to_string(t % 2);
+      const std::string method =
+          t % 2 ? "/vocabd.v1.ScoringService/Score" : "/vocabd.v1.EmbeddingService/Embed";
       for (int i = 0; i < kCalls; ++i) {
         m->AddInFlight(1);
         m->RecordRequest(method, i % 2 ? "OK" : "CANCELLED", 0.001 * i);
@@ -176,7 +177,7 @@ TEST(MetricsTest, ConcurrentRecordingAndScraping) {
     for (int i = 0; i < 50; ++i) PrometheusText p(m->Render());
   });
   for (std::thread& t : threads) t.join();
-  EXPECT_EQ(m->requests("/vocabd.v1.S/M0", "OK") + m->requests("/vocabd.v1.S/M1", "CANCELLED"),
+  EXPECT_EQ(m->requests(kEmbed, "OK") + m->requests("/vocabd.v1.ScoringService/Score", "CANCELLED"),
             static_cast<uint64_t>(kThreads * kCalls / 2));
   EXPECT_EQ(m->batch_count(), static_cast<uint64_t>(kThreads * kCalls));
   EXPECT_EQ(m->skipped_work("cancelled"), static_cast<uint64_t>(kThreads * kCalls));

@@ -16,6 +16,8 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <grpcpp/impl/client_unary_call.h>
+#include <grpcpp/impl/rpc_method.h>
 #include <httplib.h>
 
 #include "proto/tensor_codec.h"
@@ -144,6 +146,40 @@ TEST(MetricsEndpointTest, ScrapeShowsRequestsLatencyModelsBuildAndQueue) {
   auto missing = http.Get("/nope");
   ASSERT_TRUE(missing);
   EXPECT_EQ(missing->status, 404);
+  r.server->Shutdown();
+}
+
+// A client chooses the :path: calls to methods vocabd does not serve
+// (answered UNIMPLEMENTED by gRPC) are all counted under method="unknown",
+// so made-up names cannot grow the metrics without bound (before: one new
+// series per name, 18 lines of /metrics each).
+TEST(MetricsEndpointTest, UnknownMethodsShareOneLabelValue) {
+  VocabdServer::Options options;
+  options.metrics_listen = "127.0.0.1:0";
+  Running r = Start(options);
+  ASSERT_NE(r.server, nullptr);
+  const auto channel = r.client->channel();
+  for (int i = 0; i < 20; ++i) {
+    const std::string path = "/made.Up/Method" + std::to_string(i);
+    grpc::internal::RpcMethod method(path.c_str(), grpc::internal::RpcMethod::NORMAL_RPC);
+    grpc::ClientContext ctx;
+    v1::EmbedRequest request;
+    v1::EmbedResponse response;
+    const grpc::Status st =
+        grpc::internal::BlockingUnaryCall<v1::EmbedRequest, v1::EmbedResponse,
+                                          grpc::protobuf::MessageLite, grpc::protobuf::MessageLite>(
+            channel.get(), method, &ctx, request, &response);
+    EXPECT_EQ(st.error_code(), grpc::StatusCode::UNIMPLEMENTED) << path;
+  }
+  ASSERT_TRUE(r.client->Embed(EmbedIds({1})).ok());
+  const std::string text = Scrape(r.server->metrics_port());
+  EXPECT_THAT(text, ::testing::Not(HasSubstr("made.Up")));
+  const PrometheusText p(text);
+  EXPECT_THAT(p.Value("vocabd_requests_total", {{"method", "unknown"}, {"code", "UNIMPLEMENTED"}}),
+              Optional(20.0));
+  EXPECT_THAT(p.Value("vocabd_requests_total",
+                      {{"method", "/vocabd.v1.EmbeddingService/Embed"}, {"code", "OK"}}),
+              Optional(1.0));
   r.server->Shutdown();
 }
 
