@@ -16,8 +16,7 @@
 // score --from-ids` shortcuts, and why its perplexity is huge).
 //
 // Usage (vocabd serving stories260K on 127.0.0.1:50051):
-//   build/examples/generate_text --checkpoint models/stories260K/stories260K.bin \
-//       "Once upon a time"
+//   build/examples/generate_text --checkpoint models/stories260K/stories260K.bin "Once upon a time"
 // Options: --target, --model (vocabd's name for it), --steps N (positions,
 // prompt included, as llama2.c run.c -n; default 256).
 #include <CLI/CLI.hpp>
