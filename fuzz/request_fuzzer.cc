@@ -21,6 +21,18 @@
 //
 // Seeds: VOCABD_REQUEST_SEEDS_OUT=<dir> writes the seed corpus (the requests
 // the server tests send, including each issue-13 reproducer) and exits.
+//
+// Memory across inputs: gRPC 1.51's in-process transport never frees a
+// bidi-streaming call (client and server side, ~20 KB) whose callback
+// reactor Finishes before it has read the client's half-close (here: an
+// EmbedStream/ScoreStream whose first request is refused). vocabd's reactors
+// are done and deleted (OnDone runs for every stream); the same calls over
+// TCP free everything, and a plain echo reactor that Finishes early leaks the
+// same way, so it is the transport, not vocabd. The in-process channel stays:
+// its sends complete only when the peer reads, which is how this fuzzer
+// found the stream deadlock a TCP channel hides behind its flow-control
+// window. run_fuzz.sh therefore restarts the fuzzer every
+// VOCABD_FUZZ_RUNS_PER_PROCESS inputs; one process must not run millions.
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>

@@ -7,6 +7,12 @@
 #   fuzz/run_fuzz.sh                      # 60 s each (CI)
 #   fuzz/run_fuzz.sh 3600                 # long run, 1 h each
 #   VOCABD_FUZZ_TARGETS=request_fuzzer fuzz/run_fuzz.sh 36000   # one target, 10 h
+# request_fuzzer only (see the memory note in fuzz/request_fuzzer.cc):
+#   VOCABD_FUZZ_JOBS=N                   N processes on one corpus (default 1)
+#   VOCABD_FUZZ_RUNS_PER_PROCESS=K       a process is restarted after K inputs
+#                                        (default 500000)
+#   VOCABD_FUZZ_MAX_LEN=BYTES            longest input (default 65536)
+# It prints the executions summed over every process and restart.
 set -euo pipefail
 SECONDS_EACH="${1:-60}"
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -39,20 +45,47 @@ if [[ " $TARGETS " == *" request_fuzzer "* ]]; then
   VOCABD_REQUEST_SEEDS_OUT="$FUZZ_DIR/corpus/request_fuzzer" "$BUILD/fuzz/request_fuzzer"
 fi
 
+# One request_fuzzer job: restarted every RUNS_PER_PROCESS inputs until the
+# time is up; stops at the first crash. Prints its executions.
+request_fuzzer_job() {  # request_fuzzer_job <job number>
+  local log="$FUZZ_DIR/request_fuzzer-job$1.log" end=$((SECONDS + SECONDS_EACH)) total=0 n
+  : >"$log"
+  # Per input: 10 s, RSS 2 GiB, and no single allocation above 128 MiB
+  # (twice the server's --max-request-memory-bytes in the fuzzer: a bigger
+  # one means a request's cost escaped the budget). Leak checks off: the
+  # in-process server's threads hold memory across inputs.
+  local limits=(-max_len="${VOCABD_FUZZ_MAX_LEN:-65536}" -rss_limit_mb=2048 -malloc_limit_mb=128
+                -timeout=10 -detect_leaks=0)
+  while ((SECONDS < end)); do
+    if ! "$BUILD/fuzz/request_fuzzer" "$FUZZ_DIR/corpus/request_fuzzer" \
+        -runs="${VOCABD_FUZZ_RUNS_PER_PROCESS:-500000}" -max_total_time=$((end - SECONDS)) \
+        "${limits[@]}" -print_final_stats=1 \
+        -artifact_prefix="$FUZZ_DIR/artifacts/request_fuzzer-" >>"$log" 2>&1; then
+      tail -n 40 "$log"
+      echo "request_fuzzer job $1: CRASH after $total executions (log: $log)"
+      return 1
+    fi
+    n=$(grep -o 'stat::number_of_executed_units: [0-9]*' "$log" | tail -n 1 | grep -o '[0-9]*$')
+    total=$((total + n))
+  done
+  grep -E 'stat::(peak_rss_mb|slowest_unit_time_sec)|cov:' "$log" | tail -n 3
+  echo "request_fuzzer job $1: $total executions, no crash (log: $log)"
+}
+
 status=0
 for target in $TARGETS; do
   echo "== $target: ${SECONDS_EACH}s"
   if [[ $target == request_fuzzer ]]; then
-    # Per input: 10 s, RSS 2 GiB, and no single allocation above 128 MiB
-    # (twice the server's --max-request-memory-bytes in the fuzzer: a bigger
-    # one means a request's cost escaped the budget). Leak checks off: the
-    # in-process server's threads hold memory across inputs.
-    limits=(-max_len=65536 -rss_limit_mb=2048 -malloc_limit_mb=128 -timeout=10 -detect_leaks=0)
-  else
-    limits=(-max_len=2097152 -rss_limit_mb=4096 -timeout=20)
+    pids=()
+    for ((job = 1; job <= ${VOCABD_FUZZ_JOBS:-1}; job++)); do
+      request_fuzzer_job "$job" &
+      pids+=($!)
+    done
+    for pid in "${pids[@]}"; do wait "$pid" || status=1; done
+    continue
   fi
   "$BUILD/fuzz/$target" "$FUZZ_DIR/corpus/$target" -max_total_time="$SECONDS_EACH" \
-    "${limits[@]}" -print_final_stats=1 \
+    -max_len=2097152 -rss_limit_mb=4096 -timeout=20 -print_final_stats=1 \
     -artifact_prefix="$FUZZ_DIR/artifacts/$target-" 2>&1 | tail -n 12 || status=1
 done
 exit $status
