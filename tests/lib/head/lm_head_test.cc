@@ -21,6 +21,15 @@
 namespace vocabd {
 namespace {
 
+// F32 weights, every other option at its default.
+LmHead::Options F32Head(const void* weights, int64_t vocab_size, int64_t hidden_size) {
+  LmHead::Options options;
+  options.weights = weights;
+  options.vocab_size = vocab_size;
+  options.hidden_size = hidden_size;
+  return options;
+}
+
 using ::vocabd::testing::ReadFileBytes;
 using ::vocabd::testing::ReadGolden;
 using ::vocabd::testing::Stories260KHfDir;
@@ -88,7 +97,7 @@ class LmHeadTest : public ::testing::Test {
   }
 
   std::unique_ptr<LmHead> MakeHead() {
-    auto head = LmHead::Create({embedding_.data(), vocab_, hidden_size_});
+    auto head = LmHead::Create(F32Head(embedding_.data(), vocab_, hidden_size_));
     EXPECT_TRUE(head.ok()) << head.status();
     return head.ok() ? std::move(head).value() : nullptr;
   }
@@ -249,7 +258,7 @@ TEST_F(LmHeadTest, ConcurrentComputeGivesIdenticalResults) {
 // the table after Create is visible to the next Compute.
 TEST_F(LmHeadTest, TiedHeadReadsEmbeddingInPlace) {
   std::vector<float> table = embedding_;
-  auto created = LmHead::Create({table.data(), vocab_, hidden_size_});
+  auto created = LmHead::Create(F32Head(table.data(), vocab_, hidden_size_));
   ASSERT_TRUE(created.ok()) << created.status();
   const LmHead& head = **created;
   const std::vector<int64_t> ids = {1, 2, 403, 511};
@@ -282,13 +291,13 @@ TEST_F(LmHeadTest, TiedHeadReadsEmbeddingInPlace) {
 }
 
 TEST_F(LmHeadTest, InvalidArguments) {
-  auto null_weights = LmHead::Create({nullptr, vocab_, hidden_size_});
+  auto null_weights = LmHead::Create(F32Head(nullptr, vocab_, hidden_size_));
   EXPECT_EQ(null_weights.status().code(), absl::StatusCode::kInvalidArgument);
-  auto zero_vocab = LmHead::Create({embedding_.data(), 0, hidden_size_});
+  auto zero_vocab = LmHead::Create(F32Head(embedding_.data(), 0, hidden_size_));
   EXPECT_EQ(zero_vocab.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(zero_vocab.status().message().find("vocab_size = 0"), std::string::npos)
       << zero_vocab.status();
-  auto bad_hidden = LmHead::Create({embedding_.data(), vocab_, -3});
+  auto bad_hidden = LmHead::Create(F32Head(embedding_.data(), vocab_, -3));
   EXPECT_EQ(bad_hidden.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(bad_hidden.status().message().find("hidden_size = -3"), std::string::npos)
       << bad_hidden.status();
