@@ -3,8 +3,12 @@
 #include "client/cli/output.h"
 
 #include <google/protobuf/descriptor.h>
+#include <unicode/uchar.h>
+#include <unicode/utf8.h>
 
 #include <algorithm>
+#include <climits>
+#include <cstdint>
 #include <iostream>
 
 #include "absl/status/status.h"
@@ -59,17 +63,39 @@ json ProtoScalarJson(const google::protobuf::Message& m, const google::protobuf:
 void PrintJson(const json& j) { std::cout << j.dump(2) << "\n"; }
 void PrintJsonCompact(const json& j) { std::cout << j.dump() << "\n"; }
 
+size_t DisplayWidth(std::string_view text) {
+  size_t columns = 0;
+  const auto* s = reinterpret_cast<const uint8_t*>(text.data());
+  const int32_t length = static_cast<int32_t>(std::min<size_t>(text.size(), INT32_MAX));
+  for (int32_t i = 0; i < length;) {
+    UChar32 c;
+    U8_NEXT(s, i, length, c);  // c < 0: an ill-formed subsequence (consumed)
+    if (c < 0) {
+      ++columns;
+      continue;
+    }
+    const auto category = static_cast<UCharCategory>(u_charType(c));
+    if (category == U_NON_SPACING_MARK || category == U_ENCLOSING_MARK ||
+        category == U_FORMAT_CHAR) {
+      continue;
+    }
+    const auto east_asian = u_getIntPropertyValue(c, UCHAR_EAST_ASIAN_WIDTH);
+    columns += (east_asian == U_EA_WIDE || east_asian == U_EA_FULLWIDTH) ? 2 : 1;
+  }
+  return columns;
+}
+
 void PrintTable(const std::vector<std::vector<std::string>>& rows) {
   std::vector<size_t> width;
   for (const auto& r : rows) {
     width.resize(std::max(width.size(), r.size()));
-    for (size_t c = 0; c < r.size(); ++c) width[c] = std::max(width[c], r[c].size());
+    for (size_t c = 0; c < r.size(); ++c) width[c] = std::max(width[c], DisplayWidth(r[c]));
   }
   for (const auto& r : rows) {
     std::string line;
     for (size_t c = 0; c < r.size(); ++c) {
       line += r[c];
-      if (c + 1 < r.size()) line += std::string(width[c] - r[c].size() + 2, ' ');
+      if (c + 1 < r.size()) line += std::string(width[c] - DisplayWidth(r[c]) + 2, ' ');
     }
     std::cout << line << "\n";
   }

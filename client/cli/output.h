@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -25,8 +26,15 @@ using json = nlohmann::ordered_json;  // keeps field order in output
 void PrintJson(const json& j);
 void PrintJsonCompact(const json& j);
 
-// Rows of cells, each column padded to its widest cell plus two spaces.
+// Rows of cells, each column padded to its widest cell (DisplayWidth) plus
+// two spaces.
 void PrintTable(const std::vector<std::vector<std::string>>& rows);
+// Terminal columns a UTF-8 string takes: 2 per East Asian Wide/Fullwidth
+// code point, 0 per combining mark (Mn, Me) or format character (Cf), 1 per
+// other code point and per ill-formed subsequence (shown as one U+FFFD;
+// ICU's U8_NEXT decides where one ends). ICU's UCHAR_EAST_ASIAN_WIDTH and
+// general category: UAX #11's rule, as wcwidth applies it.
+size_t DisplayWidth(std::string_view text);
 
 // "%.6g".
 std::string Num(double v);
