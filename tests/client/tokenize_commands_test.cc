@@ -1,8 +1,12 @@
 // vocabctl tokenize / detokenize / vocab / embed --text / score with token
 // text, run as the real binary against an in-process server whose
 // stories260K has its own tok512.bin tokenizer (the ids are SentencePiece's).
+#include <iterator>
+#include <map>
 #include <memory>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -111,6 +115,22 @@ TEST_F(VocabctlTokenizeTest, ScoreShowsTokenText) {
   std::tie(code, out) = Vocabctl("--model notok score --random 1 --top-k 2");
   ASSERT_EQ(code, 0) << out;
   EXPECT_THAT(out, ::testing::Not(HasSubstr("\"")));
+}
+
+TEST_F(VocabctlTokenizeTest, ModelsListsEachModelsTokenizer) {
+  auto [code, out] = Vocabctl("models");
+  ASSERT_EQ(code, 0) << out;
+  EXPECT_THAT(out, HasSubstr("TOKENIZER"));
+  // Columns: NAME STATE ARCH VOCAB HIDDEN DTYPE TIED ROPE TOKENIZER RESIDENT.
+  std::map<std::string, std::string> tokenizer;
+  std::istringstream lines(out);
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream cells(line);
+    std::vector<std::string> row{std::istream_iterator<std::string>(cells), {}};
+    if (row.size() >= 9) tokenizer[row[0]] = row[8];
+  }
+  EXPECT_EQ(tokenizer["stories260K*"], "sentencepiece") << out;
+  EXPECT_EQ(tokenizer["notok"], "none") << out;
 }
 
 }  // namespace
