@@ -1,41 +1,56 @@
 #!/usr/bin/env bash
 # vocabd developer entry point. Usage:
-#   deploy/dev.sh deps    install the Debian packages vocabd needs (apt-get)
-#   deploy/dev.sh build   deps + configure + build (build/, Release)
-#   deploy/dev.sh test    build + run the whole test suite with ctest, then the
-#                         same suite under ASan+UBSan and under TSan (separate
-#                         build dirs build-asan/, build-tsan/; any report
-#                         fails), then the 60 s fuzz runs. This is what CI runs.
-#                         VOCABD_SANITIZERS=0 skips the sanitizer suites (quick
-#                         local runs); VOCABD_FUZZ_SECONDS=0 skips fuzzing.
-#   deploy/dev.sh test-asan | test-tsan   one sanitizer suite only
+#   deploy/dev.sh deps [run|test|sanitizers|bench|all]
+#                         install the Debian packages (apt-get) that building and
+#                         running (run), the Release test suite (test, default),
+#                         the sanitizer and fuzz suites (sanitizers) or the
+#                         benchmarks and reference scripts (bench) need
+#   deploy/dev.sh build   deps run + configure + build (build/, Release)
+#   deploy/dev.sh test    the test command: build + run the whole GoogleTest /
+#                         pytest suite with ctest (build/, Release)
+#   deploy/dev.sh test-sanitizers
+#                         the suite under ASan+UBSan and the fuzzers (one clang
+#                         build, build-asan/), then the threaded executables under
+#                         TSan (build-tsan/); any report fails. VOCABD_FUZZ_SECONDS
+#                         (default 60 per target, 0 skips) sets the fuzz time
+#   deploy/dev.sh test-asan | test-tsan | fuzz   one of those steps
+#   deploy/dev.sh ci      test, then test-sanitizers: what .ci/run runs
 #   deploy/dev.sh run     build + start vocabd on 127.0.0.1:50051 (VOCABD_LISTEN
 #                         overrides) with the bundled stories260K model + show
 #                         a real call (vocabctl talks to that address)
 #   deploy/dev.sh stop    stop the server started by `run`
+# Each step prints its wall time; a ccache on PATH is used when present
+# (VOCABD_CCACHE=0 turns it off).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD_DIR="${VOCABD_BUILD_DIR:-$ROOT/build}"
+ASAN_DIR="${VOCABD_ASAN_BUILD_DIR:-$ROOT/build-asan}"
+TSAN_DIR="${VOCABD_TSAN_BUILD_DIR:-$ROOT/build-tsan}"
 JOBS="${VOCABD_JOBS:-$(nproc)}"
 
-PACKAGES=(
+# Building and running vocabd, vocabctl and the Python client.
+RUN_PACKAGES=(
   build-essential cmake ninja-build pkg-config
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler grpc-proto
-  libdnnl-dev libspdlog-dev libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev
-  nlohmann-json3-dev libabsl-dev libcli11-dev libssl-dev
-  python3-numpy
-  python3-torch
-  libcpp-httplib-dev prometheus-cpp-dev openssl python3-yaml ocl-icd-opencl-dev
-  python3-grpcio gnuplot-nox libopenblas-dev
-  python3-protobuf python3-setuptools python3-pytest python3-pip
-  clang libclang-rt-14-dev
-  libpcre2-dev libicu-dev python3-sentencepiece
+  libdnnl-dev ocl-icd-opencl-dev libspdlog-dev libfmt-dev nlohmann-json3-dev libabsl-dev
+  libcli11-dev libssl-dev openssl libcpp-httplib-dev prometheus-cpp-dev libpcre2-dev libicu-dev
+  python3-grpcio python3-protobuf python3-setuptools python3-numpy
 )
+# The Release test suite (GoogleTest, pytest, the benchmarks' build).
+TEST_PACKAGES=(
+  libgtest-dev libgmock-dev libbenchmark-dev libopenblas-dev
+  python3-pytest python3-pip python3-yaml python3-sentencepiece
+)
+# The ASan+UBSan / fuzz build (clang) and TSan.
+SANITIZER_PACKAGES=(clang libclang-rt-14-dev)
+# Benchmarks' reference peers and plots, and the golden scripts' optional
+# torch cross-check.
+BENCH_PACKAGES=(python3-torch gnuplot-nox)
 
-deps() {
+install_packages() {
   local missing=()
-  for p in "${PACKAGES[@]}"; do
+  for p in "$@"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
   done
   if ((${#missing[@]})); then
@@ -47,67 +62,113 @@ deps() {
   fi
 }
 
-# build [TARGET...]: everything, or only the named targets.
-build() {
-  deps
-  cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release
-  local TIMEFORMAT="build: %R s wall, %U s user, %S s sys"
-  time if (($#)); then
-    cmake --build "$BUILD_DIR" -j "$JOBS" --target "$@"
-  else
-    cmake --build "$BUILD_DIR" -j "$JOBS"
+deps() {
+  local TIMEFORMAT="deps ${1:-test}: %R s wall"
+  time case "${1:-test}" in
+    run) install_packages "${RUN_PACKAGES[@]}" ;;
+    test) install_packages "${RUN_PACKAGES[@]}" "${TEST_PACKAGES[@]}" ;;
+    sanitizers) install_packages "${RUN_PACKAGES[@]}" "${TEST_PACKAGES[@]}" "${SANITIZER_PACKAGES[@]}" ;;
+    bench) install_packages "${RUN_PACKAGES[@]}" "${TEST_PACKAGES[@]}" "${BENCH_PACKAGES[@]}" ;;
+    all) install_packages "${RUN_PACKAGES[@]}" "${TEST_PACKAGES[@]}" "${SANITIZER_PACKAGES[@]}" \
+                          "${BENCH_PACKAGES[@]}" ;;
+    *) echo "deploy/dev.sh deps: unknown group '$1' (run, test, sanitizers, bench, all)"; exit 2 ;;
+  esac
+}
+
+launcher_flags() {
+  if [[ ${VOCABD_CCACHE:-1} != 0 ]] && command -v ccache >/dev/null; then
+    echo "-DCMAKE_CXX_COMPILER_LAUNCHER=ccache"
   fi
+}
+
+# configure_and_build DIR [CMAKE ARG...] -- [TARGET...]: everything, or only
+# the named targets.
+configure_and_build() {
+  local dir=$1 args=()
+  shift
+  while (($#)) && [[ $1 != -- ]]; do args+=("$1"); shift; done
+  (($#)) && shift
+  # shellcheck disable=SC2046
+  cmake -S "$ROOT" -B "$dir" -G Ninja $(launcher_flags) "${args[@]}" >/dev/null
+  local TIMEFORMAT="build $(basename "$dir"): %R s wall, %U s user, %S s sys"
+  time if (($#)); then
+    cmake --build "$dir" -j "$JOBS" --target "$@"
+  else
+    cmake --build "$dir" -j "$JOBS"
+  fi
+}
+
+RELEASE_ARGS=(-DCMAKE_BUILD_TYPE=Release -DVOCABD_BUILD_TESTS=ON -DVOCABD_BUILD_BENCH=ON)
+# build: the Release tree (build/): everything, tests, tools and benchmarks.
+build() {
+  deps test
+  configure_and_build "$BUILD_DIR" "${RELEASE_ARGS[@]}" --
 }
 
 run_tests() {
   local start=$SECONDS
-  build
-  local TIMEFORMAT="ctest: %R s wall, %U s user, %S s sys"
+  deps test
+  configure_and_build "$BUILD_DIR" "${RELEASE_ARGS[@]}" --
+  local TIMEFORMAT="ctest build: %R s wall, %U s user, %S s sys"
   time (cd "$BUILD_DIR" && ctest --output-on-failure -j "$JOBS" --timeout 900)
-  if [[ ${VOCABD_SANITIZERS:-1} != 0 ]]; then
-    sanitizer_tests asan
-    sanitizer_tests tsan
-  fi
-  # libFuzzer targets (fuzz/): the checkpoint parsers and request_fuzzer (every
-  # RPC through the real handlers), 60 s each after ctest.
-  if [[ ${VOCABD_FUZZ_SECONDS:-60} != 0 ]]; then
-    local TIMEFORMAT="fuzz (build + runs): %R s wall, %U s user, %S s sys"
-    time VOCABD_FUZZ_BUILD_DIR="${BUILD_DIR}-fuzz" "$ROOT/fuzz/run_fuzz.sh" "${VOCABD_FUZZ_SECONDS:-60}"
-  fi
   echo "deploy/dev.sh test: $((SECONDS - start)) s in all"
 }
 
-# The whole suite built with sanitizers; the first report aborts the test
-# (halt_on_error) and so fails ctest. Suppressions: deploy/sanitizers/.
+SUPP="$ROOT/deploy/sanitizers"
+export ASAN_OPTIONS="halt_on_error=1:abort_on_error=1:detect_leaks=1:detect_stack_use_after_return=0"
+export LSAN_OPTIONS="suppressions=$SUPP/lsan.supp:print_suppressions=0"
+export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:suppressions=$SUPP/ubsan.supp"
+export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:history_size=7:suppressions=$SUPP/tsan.supp:print_suppressions=0"
+
+# ASan + UBSan: one clang build (build-asan/) that also carries libFuzzer's
+# coverage instrumentation, so the same objects serve the test suite and
+# the fuzz targets (fuzz/). -O1 -g1: the usual sanitizer level; compiles
+# much faster than -O3 and keeps stacks readable. The first report aborts
+# the test (halt_on_error) and so fails ctest.
+ASAN_ARGS=(-DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=clang++ -DVOCABD_SANITIZE=address,undefined
+           -DVOCABD_FUZZ=ON -DVOCABD_BUILD_BENCH=OFF "-DCMAKE_CXX_FLAGS_RELEASE=-O1 -DNDEBUG")
+asan_tests() {
+  local start=$SECONDS
+  deps sanitizers
+  configure_and_build "$ASAN_DIR" "${ASAN_ARGS[@]}" --
+  local TIMEFORMAT="asan ctest: %R s wall, %U s user, %S s sys"
+  time (cd "$ASAN_DIR" && ctest --output-on-failure -j "$JOBS" --timeout 1800)
+  echo "asan suite (build + test): $((SECONDS - start)) s"
+}
+
+FUZZ_TARGETS="safetensors_header_fuzzer gguf_fuzzer hf_config_fuzzer request_fuzzer"
+# The fuzz targets from build-asan/ (built there by asan_tests, or now).
+fuzz() {
+  [[ ${VOCABD_FUZZ_SECONDS:-60} == 0 ]] && return 0
+  deps sanitizers
+  local TIMEFORMAT="fuzz (build + runs): %R s wall, %U s user, %S s sys"
+  configure_and_build "$ASAN_DIR" "${ASAN_ARGS[@]}" -- $FUZZ_TARGETS
+  time VOCABD_FUZZ_BUILD_DIR="$ASAN_DIR" "$ROOT/fuzz/run_fuzz.sh" "${VOCABD_FUZZ_SECONDS:-60}"
+}
+
+# TSan on the code that has threads: the executables labelled `threads`
+# (lib/serving, the server, e2e and client-against-server tests;
+# tests/CMakeLists.txt). OMP_NUM_THREADS=1: oneDNN's OpenMP workers
+# synchronise through libgomp barriers TSan cannot see (tsan.supp).
+tsan_tests() {
+  local start=$SECONDS
+  deps sanitizers
+  configure_and_build "$TSAN_DIR" -DCMAKE_BUILD_TYPE=Release -DVOCABD_SANITIZE=thread -DVOCABD_BUILD_BENCH=OFF \
+    "-DCMAKE_CXX_FLAGS_RELEASE=-O1 -DNDEBUG" -- vocabd_serving_tests vocabd_server_tests
+  local TIMEFORMAT="tsan ctest: %R s wall, %U s user, %S s sys"
+  time (cd "$TSAN_DIR" && OMP_NUM_THREADS=1 ctest --output-on-failure -j "$JOBS" --timeout 1800 -L threads)
+  echo "tsan suite (build + test): $((SECONDS - start)) s"
+}
+
 sanitizer_tests() {
-  local kind=$1 dir flags start=$SECONDS extra_env=()
-  deps
-  case $kind in
-    asan) dir="${VOCABD_ASAN_BUILD_DIR:-$ROOT/build-asan}"; flags="address,undefined" ;;
-    # OMP_NUM_THREADS=1: oneDNN's OpenMP workers synchronise through libgomp
-    # barriers TSan cannot see (see deploy/sanitizers/tsan.supp).
-    tsan) dir="${VOCABD_TSAN_BUILD_DIR:-$ROOT/build-tsan}"; flags="thread"; extra_env=(OMP_NUM_THREADS=1) ;;
-    *) echo "unknown sanitizer $kind"; exit 2 ;;
-  esac
-  # -O1: the usual sanitizer optimisation level; compiles much faster than
-  # Release's -O3 and keeps stacks readable.
-  cmake -S "$ROOT" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DVOCABD_SANITIZE="$flags" \
-    -DVOCABD_BUILD_BENCH=OFF -DCMAKE_CXX_FLAGS_RELEASE="-O1 -DNDEBUG"
-  local TIMEFORMAT="$kind build: %R s wall, %U s user, %S s sys"
-  time cmake --build "$dir" -j "$JOBS"
-  local supp="$ROOT/deploy/sanitizers"
-  TIMEFORMAT="$kind ctest: %R s wall, %U s user, %S s sys"
-  time (cd "$dir" &&
-    ASAN_OPTIONS="halt_on_error=1:abort_on_error=1:detect_leaks=1:detect_stack_use_after_return=0" \
-    LSAN_OPTIONS="suppressions=$supp/lsan.supp:print_suppressions=0" \
-    UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:suppressions=$supp/ubsan.supp" \
-    TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:history_size=7:suppressions=$supp/tsan.supp:print_suppressions=0" \
-    env "${extra_env[@]}" ctest --output-on-failure -j "$JOBS" --timeout 1800)
-  echo "$kind suite (build + test): $((SECONDS - start)) s"
+  asan_tests
+  fuzz
+  tsan_tests
 }
 
 run_server() {
-  build vocabd vocabctl vocabd_python
+  deps run
+  configure_and_build "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release -- vocabd vocabctl vocabd_python vocabd_make_gguf
   local pidfile="$BUILD_DIR/vocabd.pid" log="$BUILD_DIR/vocabd.log"
   if [[ -f $pidfile ]] && kill -0 "$(cat "$pidfile")" 2>/dev/null; then
     echo "vocabd already running (pid $(cat "$pidfile")); deploy/dev.sh stop first"; exit 1
@@ -136,12 +197,15 @@ stop_server() {
 }
 
 case "${1:-}" in
-  deps) deps ;;
+  deps) deps "${2:-test}" ;;
   build) build ;;
   test) run_tests ;;
-  test-asan) sanitizer_tests asan ;;
-  test-tsan) sanitizer_tests tsan ;;
+  test-sanitizers) sanitizer_tests ;;
+  test-asan) asan_tests ;;
+  test-tsan) tsan_tests ;;
+  fuzz) fuzz ;;
+  ci) start=$SECONDS; run_tests; sanitizer_tests; echo "deploy/dev.sh ci: $((SECONDS - start)) s in all" ;;
   run) run_server ;;
   stop) stop_server ;;
-  *) sed -n '2,15p' "$0"; exit 2 ;;
+  *) sed -n '2,23p' "$0"; exit 2 ;;
 esac

@@ -20,9 +20,14 @@ BUILD="${VOCABD_FUZZ_BUILD_DIR:-$ROOT/build-fuzz}"
 FUZZ_DIR="${VOCABD_FUZZ_WORK_DIR:-$BUILD/work}"
 MODELS="$ROOT/../shared/models"
 
-cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DCMAKE_CXX_COMPILER=clang++ -DVOCABD_FUZZ=ON -DVOCABD_BUILD_TESTS=OFF \
-  -DVOCABD_BUILD_BENCH=OFF >/dev/null
+# A build directory that is already configured with VOCABD_FUZZ=ON (deploy/dev.sh's
+# build-asan/, whose objects also serve the ASan+UBSan test suite) is used as it
+# is; otherwise one is configured for the fuzz targets only.
+if ! grep -q '^VOCABD_FUZZ:BOOL=ON' "$BUILD/CMakeCache.txt" 2>/dev/null; then
+  cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_CXX_COMPILER=clang++ -DVOCABD_FUZZ=ON -DVOCABD_BUILD_TESTS=OFF \
+    -DVOCABD_BUILD_BENCH=OFF >/dev/null
+fi
 TARGETS="${VOCABD_FUZZ_TARGETS:-safetensors_header_fuzzer gguf_fuzzer hf_config_fuzzer request_fuzzer}"
 # shellcheck disable=SC2086
 cmake --build "$BUILD" --target $TARGETS
@@ -72,20 +77,42 @@ request_fuzzer_job() {  # request_fuzzer_job <job number>
   echo "request_fuzzer job $1: $total executions, no crash (log: $log)"
 }
 
-status=0
-for target in $TARGETS; do
-  echo "== $target: ${SECONDS_EACH}s"
+# One target for SECONDS_EACH; its output is printed when it ends.
+run_target() {  # run_target <target>
+  local target=$1 log="$FUZZ_DIR/$1.log" status=0
   if [[ $target == request_fuzzer ]]; then
-    pids=()
+    local pids=()
     for ((job = 1; job <= ${VOCABD_FUZZ_JOBS:-1}; job++)); do
-      request_fuzzer_job "$job" &
+      request_fuzzer_job "$job" >"$log.job$job" 2>&1 &
       pids+=($!)
     done
     for pid in "${pids[@]}"; do wait "$pid" || status=1; done
-    continue
+    cat "$log".job*
+    return $status
   fi
   "$BUILD/fuzz/$target" "$FUZZ_DIR/corpus/$target" -max_total_time="$SECONDS_EACH" \
     -max_len=2097152 -rss_limit_mb=4096 -timeout=20 -print_final_stats=1 \
-    -artifact_prefix="$FUZZ_DIR/artifacts/$target-" 2>&1 | tail -n 12 || status=1
+    -artifact_prefix="$FUZZ_DIR/artifacts/$target-" >"$log" 2>&1 || status=1
+  tail -n 12 "$log"
+  return $status
+}
+
+# VOCABD_FUZZ_PARALLEL targets run at once (default: the number of cores;
+# each libFuzzer process is one thread, request_fuzzer's server has more).
+status=0
+parallel=${VOCABD_FUZZ_PARALLEL:-$(nproc)}
+running=0
+for target in $TARGETS; do
+  echo "== $target: ${SECONDS_EACH}s"
+  (run_target "$target" 2>&1 | sed "s/^/[$target] /"; exit "${PIPESTATUS[0]}") &
+  running=$((running + 1))
+  if ((running >= parallel)); then
+    wait -n || status=1
+    running=$((running - 1))
+  fi
+done
+while ((running > 0)); do
+  wait -n || status=1
+  running=$((running - 1))
 done
 exit $status

@@ -27,8 +27,16 @@ inline constexpr bool kThreadSanitizer = true;
 #else
 inline constexpr bool kThreadSanitizer = false;
 #endif
-// True in the AddressSanitizer build (deploy/dev.sh test-asan).
+// True in the AddressSanitizer build (deploy/dev.sh test-sanitizers; GCC
+// defines __SANITIZE_ADDRESS__, clang answers __has_feature).
 #if defined(__SANITIZE_ADDRESS__)
+#define VOCABD_TEST_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define VOCABD_TEST_ASAN 1
+#endif
+#endif
+#ifdef VOCABD_TEST_ASAN
 inline constexpr bool kAddressSanitizer = true;
 #else
 inline constexpr bool kAddressSanitizer = false;
