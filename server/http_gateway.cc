@@ -17,6 +17,7 @@
 #include <grpcpp/support/byte_buffer.h>
 #include <nlohmann/json.hpp>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/match.h"
@@ -37,7 +38,10 @@ void SendError(httplib::Response& res, grpc::StatusCode code, const std::string&
                int http_status = 0) {
   nlohmann::json body = {{"code", CodeName(code)}, {"message", message}};
   res.status = http_status != 0 ? http_status : HttpStatusFor(code);
-  res.set_content(body.dump() + "\n", kJson);
+  // replace: a message quoting client bytes (a path with %FF) is not UTF-8;
+  // dump() would throw and leave the connection unanswered.
+  res.set_content(body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n",
+                  kJson);
 }
 
 void SendError(httplib::Response& res, const absl::Status& status) {
@@ -83,6 +87,25 @@ bool WantsTensorValues(const httplib::Request& req) {
 }
 
 }  // namespace
+
+absl::Status CheckRequestIdHeader(std::string_view id) {
+  if (id.size() > kMaxHttpRequestIdBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("X-Request-Id is ", id.size(),
+                                                   " bytes long; at most ",
+                                                   kMaxHttpRequestIdBytes, " bytes are accepted"));
+  }
+  for (size_t i = 0; i < id.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(id[i]);
+    if (c < 0x20 || c > 0x7E) {
+      const char* name = c == 0x09 ? " (TAB)" : c == 0x7F ? " (DEL)" : "";
+      return absl::InvalidArgumentError(absl::StrCat(
+          "X-Request-Id byte ", i, " is 0x", absl::Hex(c, absl::kZeroPad2), name,
+          ": a request id must be printable ASCII (0x20-0x7E), at most ",
+          kMaxHttpRequestIdBytes, " bytes"));
+    }
+  }
+  return absl::OkStatus();
+}
 
 int HttpStatusFor(grpc::StatusCode code) {
   switch (code) {
@@ -193,16 +216,26 @@ struct HttpGateway::State {
     }
     grpc::ClientContext context;
     if (req.has_header("X-Request-Id")) {
-      context.AddMetadata("x-request-id", req.get_header_value("X-Request-Id"));
+      const std::string id = req.get_header_value("X-Request-Id");
+      // gRPC aborts the process on a metadata value outside 0x20-0x7E
+      // (GRPC_CALL_ERROR_INVALID_METADATA); HTTP allows TAB, DEL and
+      // bytes >= 0x80 in a header value.
+      if (absl::Status s = CheckRequestIdHeader(id); !s.ok()) {
+        SendError(res, s);
+        return;
+      }
+      context.AddMetadata("x-request-id", id);
     }
     context.AddMetadata("x-vocabd-http-peer",
                         absl::StrCat(req.remote_addr, ":", req.remote_port));
     if (req.has_header("X-Vocabd-Timeout-Ms")) {
       int64_t ms = 0;
-      if (!absl::SimpleAtoi(req.get_header_value("X-Vocabd-Timeout-Ms"), &ms) || ms <= 0) {
+      const std::string value = req.get_header_value("X-Vocabd-Timeout-Ms");
+      if (!absl::SimpleAtoi(value, &ms) || ms <= 0 || ms > kMaxHttpTimeoutMs) {
         SendError(res, grpc::StatusCode::INVALID_ARGUMENT,
-                  absl::StrCat("X-Vocabd-Timeout-Ms = '", req.get_header_value("X-Vocabd-Timeout-Ms"),
-                               "' must be a positive number of milliseconds"));
+                  absl::StrCat("X-Vocabd-Timeout-Ms = '", absl::CHexEscape(value.substr(0, 64)),
+                               "' must be a whole number of milliseconds in [1, ",
+                               kMaxHttpTimeoutMs, "] (24 h)"));
         return;
       }
       context.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(ms));

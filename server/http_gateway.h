@@ -31,9 +31,11 @@
 // bodies above max_body_bytes get 413 RESOURCE_EXHAUSTED; the decoded
 // request is then held to --max-receive-message-bytes by the gRPC server.
 //
-// Headers: `X-Request-Id` is passed on as the call's x-request-id;
+// Headers: `X-Request-Id` (printable ASCII, at most 128 bytes, else 400) is
+// passed on as the call's x-request-id;
 // `X-Vocabd-Tensors: values` (or ?tensors=values) returns small tensors as
-// number arrays; `X-Vocabd-Timeout-Ms: <ms>` sets the call's deadline.
+// number arrays; `X-Vocabd-Timeout-Ms: <ms>` (1 .. 86400000) sets the
+// call's deadline.
 #ifndef VOCABD_SERVER_HTTP_GATEWAY_H_
 #define VOCABD_SERVER_HTTP_GATEWAY_H_
 
@@ -41,6 +43,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -64,6 +67,16 @@ namespace vocabd {
 // 501, UNAVAILABLE 503, DEADLINE_EXCEEDED 504, UNKNOWN / INTERNAL /
 // DATA_LOSS 500.
 int HttpStatusFor(grpc::StatusCode code);
+
+// X-Request-Id is passed on as gRPC metadata, which allows only printable
+// ASCII (0x20-0x7E); at most this many bytes.
+inline constexpr size_t kMaxHttpRequestIdBytes = 128;
+// OK, or INVALID_ARGUMENT naming the length and the bound, or the first
+// byte outside 0x20-0x7E ("X-Request-Id byte 3 is 0x09 (TAB): ...").
+absl::Status CheckRequestIdHeader(std::string_view id);
+// Largest X-Vocabd-Timeout-Ms accepted (24 h); larger values are refused
+// (400) rather than overflowing the deadline.
+inline constexpr int64_t kMaxHttpTimeoutMs = int64_t{24} * 3600 * 1000;
 
 class HttpGateway {
  public:

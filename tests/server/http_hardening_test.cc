@@ -1,0 +1,373 @@
+// The HTTP/JSON front door (server/http_gateway.h) against hostile input
+// (issue 25's attack pass): each test sends exactly the attack's bytes over
+// a raw TCP socket to a live server and asserts the HTTP status, the
+// message, this process's VmRSS growth (the server runs in it), and that a
+// gRPC caller beside it is answered within a second meanwhile.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "server/http_gateway.h"
+#include "server/server.h"
+#include "tests/server/server_fixture.h"
+#include "tests/test_util.h"
+#include "vocabd/v1/embedding.grpc.pb.h"
+#include "vocabd/v1/model.grpc.pb.h"
+#include "vocabd/v1/tokenizer.grpc.pb.h"
+
+namespace vocabd::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using Clock = std::chrono::steady_clock;
+
+constexpr int64_t kMiB = int64_t{1} << 20;
+
+// ------------------------------------------------------------ raw HTTP ----
+
+// A connected TCP socket to 127.0.0.1:port (-1 on failure).
+int Connect(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return -1;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+bool SendAll(int fd, const std::string& bytes) {
+  size_t sent = 0;
+  while (sent < bytes.size()) {
+    const ssize_t n = ::send(fd, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL);
+    if (n <= 0) return false;
+    sent += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+struct RawResponse {
+  int status = -1;  // -1: no complete response before EOF / timeout
+  std::string head;
+  std::string body;
+  nlohmann::json json() const {
+    return nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
+  }
+  std::string message() const {
+    const nlohmann::json j = json();
+    return j.is_object() && j.contains("message") ? j["message"].get<std::string>() : body;
+  }
+  std::string code() const {
+    const nlohmann::json j = json();
+    return j.is_object() && j.contains("code") ? j["code"].get<std::string>() : "";
+  }
+};
+
+// Reads until `buffer` holds `n` bytes (false on EOF / timeout).
+bool Fill(int fd, std::string* buffer, size_t n, Clock::time_point deadline) {
+  char chunk[65536];
+  while (buffer->size() < n) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    if (left.count() <= 0) return false;
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) return false;
+    const ssize_t got = ::recv(fd, chunk, sizeof(chunk), 0);
+    if (got <= 0) return false;
+    buffer->append(chunk, static_cast<size_t>(got));
+  }
+  return true;
+}
+
+// One response (status line, headers, Content-Length body) from `fd`;
+// bytes after it stay in `buffer` (pipelining).
+RawResponse ReadResponse(int fd, std::string* buffer,
+                         std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
+  RawResponse r;
+  const auto deadline = Clock::now() + timeout;
+  size_t end = std::string::npos;
+  while ((end = buffer->find("\r\n\r\n")) == std::string::npos) {
+    if (!Fill(fd, buffer, buffer->size() + 1, deadline)) return r;
+  }
+  r.head = buffer->substr(0, end + 4);
+  size_t length = 0;
+  std::string lower = r.head;
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (const size_t cl = lower.find("\r\ncontent-length:"); cl != std::string::npos) {
+    length = std::stoul(lower.substr(cl + 17));
+  }
+  if (!Fill(fd, buffer, end + 4 + length, deadline)) return r;
+  r.body = buffer->substr(end + 4, length);
+  buffer->erase(0, end + 4 + length);
+  r.status = std::stoi(r.head.substr(9, 3));
+  return r;
+}
+
+// Sends `request` on a new connection and reads one response.
+RawResponse Exchange(int port, const std::string& request,
+                     std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
+  const int fd = Connect(port);
+  if (fd < 0) return {};
+  SendAll(fd, request);
+  std::string buffer;
+  RawResponse r = ReadResponse(fd, &buffer, timeout);
+  ::close(fd);
+  return r;
+}
+
+// True when the server closed `fd` (EOF) within `timeout`.
+bool ClosedByServer(int fd, std::chrono::milliseconds timeout) {
+  const auto deadline = Clock::now() + timeout;
+  char chunk[4096];
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    if (left.count() <= 0) return false;
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) return false;
+    const ssize_t got = ::recv(fd, chunk, sizeof(chunk), 0);
+    if (got <= 0) return true;  // EOF or reset
+  }
+}
+
+std::string PostRequest(const std::string& path, const std::string& body,
+                        const std::string& extra_headers = "",
+                        const std::string& content_type = "application/json") {
+  std::string r = "POST " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n";
+  if (!content_type.empty()) r += "Content-Type: " + content_type + "\r\n";
+  r += extra_headers;
+  r += "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+  return r;
+}
+
+constexpr char kEmbedBody[] = R"({"sequences": [{"tokenIds": [1, 403]}]})";
+
+// ---------------------------------------------------------- gRPC probe ----
+
+// Calls Embed over gRPC every 50 ms (1 s deadline each) until stopped; every
+// call must succeed. Mirrors the attack pass's probe.
+class GrpcProbe {
+ public:
+  explicit GrpcProbe(const std::string& target)
+      : stub_(v1::EmbeddingService::NewStub(
+            grpc::CreateChannel(target, grpc::InsecureChannelCredentials()))) {
+    thread_ = std::thread([this] { Run(); });
+  }
+  ~GrpcProbe() { Stop(); }
+  // Stops the probe and checks every call was answered OK within 1 s.
+  void ExpectAllAnswered(const std::string& what) {
+    Stop();
+    EXPECT_GE(calls_, 1) << what;
+    EXPECT_EQ(failures_, 0) << what << ": " << first_failure_;
+  }
+
+ private:
+  void Stop() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+  }
+  void Run() {
+    while (!stop_) {
+      v1::EmbedRequest req;
+      req.add_sequences()->add_token_ids(1);
+      v1::EmbedResponse res;
+      grpc::ClientContext ctx;
+      ctx.set_deadline(std::chrono::system_clock::now() +
+                       std::chrono::milliseconds(1000 * kSanitizerSlowdown));
+      const grpc::Status s = stub_->Embed(&ctx, req, &res);
+      ++calls_;
+      if (!s.ok()) {
+        if (failures_++ == 0) first_failure_ = s.error_message();
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+  std::unique_ptr<v1::EmbeddingService::Stub> stub_;
+  std::atomic<bool> stop_{false};
+  int calls_ = 0;
+  int failures_ = 0;
+  std::string first_failure_;
+  std::thread thread_;
+};
+
+// "[[[...]]]" nested `depth` levels.
+std::string Nested(size_t depth) { return std::string(depth, '[') + std::string(depth, ']'); }
+
+// A repository model folder: the stories260K-hf checkpoint with
+// `tokenizer_json` as its tokenizer.json.
+void WriteRepoModel(const std::string& dir, const std::string& tokenizer_json) {
+  fs::create_directories(dir);
+  fs::copy_file(Stories260KHfDir() + "/config.json", dir + "/config.json");
+  fs::copy_file(Stories260KHfDir() + "/model.safetensors", dir + "/model.safetensors");
+  std::ofstream(dir + "/tokenizer.json") << tokenizer_json;
+}
+
+// {"type": "Sequence", "pretokenizers": [ ... ]} nested `levels` times
+// around a ByteLevel pre-tokenizer.
+std::string NestedPreTokenizerSequences(size_t levels) {
+  std::string out;
+  for (size_t i = 0; i < levels; ++i) out += R"({"type": "Sequence", "pretokenizers": [)";
+  out += R"({"type": "ByteLevel", "add_prefix_space": false})";
+  for (size_t i = 0; i < levels; ++i) out += "]}";
+  return out;
+}
+
+std::string TokenizerJson(const std::string& pre_tokenizer) {
+  return R"({"model": {"type": "BPE", "vocab": {"a": 0, "b": 1}, "merges": []}, )"
+         R"("pre_tokenizer": )" +
+         pre_tokenizer + "}";
+}
+
+// ------------------------------------------------------------- fixture ----
+
+class HttpHardeningTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    root_ = new std::string(MakeTempDir());
+    WriteRepoModel(*root_ + "/deep-tok", TokenizerJson(NestedPreTokenizerSequences(100000)));
+    WriteRepoModel(*root_ + "/seq-tok", TokenizerJson(NestedPreTokenizerSequences(20)));
+    VocabdServer::Options options;
+    options.listen_address = "127.0.0.1:0";
+    options.http_listen = "127.0.0.1:0";
+    options.models = {{kBinModel, Stories260KBin()}};
+    options.model_repository = *root_;
+    auto server = VocabdServer::Create(options);
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = std::move(*server).release();
+  }
+  static void TearDownTestSuite() {
+    server_->Shutdown();
+    delete server_;
+    fs::remove_all(*root_);
+    delete root_;
+  }
+  static int port() { return server_->http_port(); }
+
+  static VocabdServer* server_;
+  static std::string* root_;
+};
+VocabdServer* HttpHardeningTest::server_ = nullptr;
+std::string* HttpHardeningTest::root_ = nullptr;
+
+// ------------------------------------------------------- the crashes ----
+
+// X-Request-Id with TAB, DEL or a byte >= 0x80 is legal HTTP but not gRPC
+// metadata: forwarding it aborted the process. Refused, naming the byte.
+TEST_F(HttpHardeningTest, RequestIdOutsidePrintableAsciiIsRefused) {
+  GrpcProbe probe(server_->target());
+  const int64_t rss_before = VmRssBytes();
+  struct Case {
+    char byte;
+    std::string named;
+  };
+  for (const Case& c : {Case{'\t', "byte 2 is 0x09 (TAB)"}, Case{'\x7f', "byte 2 is 0x7f (DEL)"},
+                        Case{'\x80', "byte 2 is 0x80"}, Case{'\xff', "byte 2 is 0xff"}}) {
+    const std::string id = std::string("ab") + c.byte + "cd";
+    RawResponse r = Exchange(port(), PostRequest("/v1/EmbeddingService/Embed", kEmbedBody,
+                                                 "X-Request-Id: " + id + "\r\n"));
+    EXPECT_EQ(r.status, 400) << c.named << " " << r.head << r.body;
+    EXPECT_EQ(r.code(), "INVALID_ARGUMENT");
+    EXPECT_THAT(r.message(), HasSubstr("X-Request-Id " + c.named));
+    EXPECT_THAT(r.message(), HasSubstr("printable ASCII (0x20-0x7E), at most 128 bytes"));
+  }
+  // Length bound.
+  RawResponse r = Exchange(port(), PostRequest("/v1/EmbeddingService/Embed", kEmbedBody,
+                                               "X-Request-Id: " + std::string(129, 'x') + "\r\n"));
+  EXPECT_EQ(r.status, 400) << r.body;
+  EXPECT_THAT(r.message(), HasSubstr("X-Request-Id is 129 bytes long; at most 128 bytes"));
+  // At the bound (with a space, which gRPC allows): served.
+  r = Exchange(port(), PostRequest("/v1/EmbeddingService/Embed", kEmbedBody,
+                                   "X-Request-Id: a " + std::string(126, 'x') + "\r\n"));
+  EXPECT_EQ(r.status, 200) << r.body;
+  EXPECT_RSS_LT(VmRssBytes() - rss_before, 16 * kMiB);
+  probe.ExpectAllAnswered("X-Request-Id attack");
+}
+
+// {"values": [[[[... 70,000 levels overflowed the JSON parser's stack.
+TEST_F(HttpHardeningTest, DeeplyNestedJsonBodyIsRefusedBeforeParsing) {
+  GrpcProbe probe(server_->target());
+  const int64_t rss_before = VmRssBytes();
+  for (const std::string& body :
+       {R"({"values": )" + Nested(70000) + "}", R"({"sequences": )" + Nested(70000) + "}"}) {
+    RawResponse r = Exchange(port(), PostRequest("/v1/EmbeddingService/Embed", body));
+    EXPECT_EQ(r.status, 400) << r.body;
+    EXPECT_EQ(r.code(), "INVALID_ARGUMENT");
+    EXPECT_THAT(r.message(),
+                HasSubstr("request body: JSON nesting depth 70001 is above the limit of 100"));
+  }
+  // 100 levels are within the limit: the body reaches protobuf's parser.
+  RawResponse r = Exchange(port(), PostRequest("/v1/EmbeddingService/Embed",
+                                               R"({"sequences": )" + Nested(99) + "}"));
+  EXPECT_NE(r.status, -1);
+  EXPECT_THAT(r.body, ::testing::Not(HasSubstr("nesting depth")));
+  EXPECT_RSS_LT(VmRssBytes() - rss_before, 16 * kMiB);
+  probe.ExpectAllAnswered("nested JSON attack");
+}
+
+grpc::Status LoadRepoModel(const std::string& target, const std::string& name) {
+  auto stub = v1::ModelService::NewStub(
+      grpc::CreateChannel(target, grpc::InsecureChannelCredentials()));
+  grpc::ClientContext ctx;
+  v1::LoadModelRequest req;
+  req.set_name(name);
+  v1::ModelInfo info;
+  return stub->LoadModel(&ctx, req, &info);
+}
+
+grpc::Status Tokenize(const std::string& target, const std::string& model) {
+  auto stub = v1::TokenizerService::NewStub(
+      grpc::CreateChannel(target, grpc::InsecureChannelCredentials()));
+  grpc::ClientContext ctx;
+  v1::TokenizeRequest req;
+  req.set_model(model);
+  req.add_texts("ab");
+  v1::TokenizeResponse res;
+  return stub->Tokenize(&ctx, req, &res);
+}
+
+// A repository model whose tokenizer.json nests 100,000 Sequences: loading
+// it overflowed the stack. The model loads (its tables serve) and its
+// tokenizer is refused with the depth and the limit.
+TEST_F(HttpHardeningTest, RepositoryTokenizerJsonNestedTooDeepIsRefused) {
+  GrpcProbe probe(server_->target());
+  const int64_t rss_before = VmRssBytes();
+  const grpc::Status loaded = LoadRepoModel(server_->target(), "deep-tok");
+  const grpc::Status tokenized = Tokenize(server_->target(), "deep-tok");
+  const std::string said = loaded.error_message() + " | " + tokenized.error_message();
+  EXPECT_FALSE(tokenized.ok());
+  EXPECT_THAT(said, HasSubstr("tokenizer.json: JSON nesting depth 200002 is above the limit of 128"));
+  EXPECT_RSS_LT(VmRssBytes() - rss_before, 64 * kMiB);
+  probe.ExpectAllAnswered("nested tokenizer.json");
+}
+
+// Within the JSON bound, Sequence inside Sequence is bounded by the loader.
+TEST_F(HttpHardeningTest, RepositoryTokenizerSequencesNestedTooDeepAreRefused) {
+  const grpc::Status loaded = LoadRepoModel(server_->target(), "seq-tok");
+  const grpc::Status tokenized = Tokenize(server_->target(), "seq-tok");
+  const std::string said = loaded.error_message() + " | " + tokenized.error_message();
+  EXPECT_FALSE(tokenized.ok());
+  EXPECT_THAT(said, HasSubstr("pre_tokenizer Sequence nested more than 16 levels deep"));
+}
+
+}  // namespace
+}  // namespace vocabd::testing
