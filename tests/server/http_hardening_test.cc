@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -367,6 +368,305 @@ TEST_F(HttpHardeningTest, RepositoryTokenizerSequencesNestedTooDeepAreRefused) {
   const std::string said = loaded.error_message() + " | " + tokenized.error_message();
   EXPECT_FALSE(tokenized.ok());
   EXPECT_THAT(said, HasSubstr("pre_tokenizer Sequence nested more than 16 levels deep"));
+}
+
+// ------------------------------------------- limits (small, for speed) ----
+
+int OpenFds() {
+  int n = 0;
+  for ([[maybe_unused]] const auto& e : fs::directory_iterator("/proc/self/fd")) ++n;
+  return n;
+}
+
+HttpLimits SmallLimits() {
+  HttpLimits l;
+  l.max_connections = 8;
+  l.max_header_bytes = 4096;
+  l.max_headers = 20;
+  l.max_body_bytes = 64 << 10;
+  l.header_timeout_ms = 500;
+  l.body_timeout_ms = 500;
+  l.idle_timeout_ms = 300;
+  l.write_timeout_ms = 1000;
+  return l;
+}
+
+class HttpLimitsTest : public ::testing::Test {
+ protected:
+  static std::unique_ptr<VocabdServer> Start(const HttpLimits& limits) {
+    VocabdServer::Options options;
+    options.listen_address = "127.0.0.1:0";
+    options.http_listen = "127.0.0.1:0";
+    options.models = {{kBinModel, Stories260KBin()}};
+    options.http_limits = limits;
+    auto server = VocabdServer::Create(options);
+    EXPECT_TRUE(server.ok()) << server.status();
+    return server.ok() ? std::move(*server) : nullptr;
+  }
+  void SetUp() override {
+    server_ = Start(SmallLimits());
+    ASSERT_NE(server_, nullptr);
+  }
+  void TearDown() override {
+    if (server_) server_->Shutdown();
+  }
+  int port() const { return server_->http_port(); }
+  std::unique_ptr<VocabdServer> server_;
+};
+
+// GET /v1/%FF: the 404 message quoted the non-UTF-8 path, the JSON printer
+// threw and the connection was never answered nor closed (1,100 of them
+// took the process to its fd limit).
+TEST_F(HttpLimitsTest, InvalidUtf8PathIsAnsweredAndClosed) {
+  GrpcProbe probe(server_->target());
+  const int fds_before = OpenFds();
+  const int64_t rss_before = VmRssBytes();
+  for (int i = 0; i < 300; ++i) {
+    RawResponse r = Exchange(port(), "GET /v1/%FF HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    ASSERT_EQ(r.status, 404) << i << " " << r.head;
+    if (i == 0) EXPECT_THAT(r.message(), HasSubstr("no such path GET /v1/"));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_LT(OpenFds() - fds_before, 20);
+  EXPECT_RSS_LT(VmRssBytes() - rss_before, 16 * kMiB);
+  probe.ExpectAllAnswered("GET /v1/%FF");
+}
+
+// Many short header lines were accepted without limit (732 MB in 40 s).
+TEST_F(HttpLimitsTest, HeaderFloodIsRefusedByCountAndBytes) {
+  GrpcProbe probe(server_->target());
+  const int64_t rss_before = VmRssBytes();
+  std::string fields;
+  for (int i = 0; i < 21; ++i) fields += "X-" + std::to_string(i) + ": y\r\n";
+  RawResponse r = Exchange(port(), PostRequest("/v1/EmbeddingService/Embed", kEmbedBody, fields));
+  EXPECT_EQ(r.status, 431) << r.body;
+  EXPECT_EQ(r.code(), "RESOURCE_EXHAUSTED");
+  EXPECT_THAT(r.message(), HasSubstr("at most 20 are accepted (--http-max-headers)"));
+  // An endless flood: refused once 4096 bytes are in, whatever follows.
+  const int fd = Connect(port());
+  ASSERT_GE(fd, 0);
+  SendAll(fd, "POST /v1/EmbeddingService/Embed HTTP/1.1\r\n");
+  std::string line = "X-A: " + std::string(100, 'b') + "\r\n";
+  std::string flood;
+  for (int i = 0; i < 100; ++i) flood += line;
+  for (int i = 0; i < 100 && SendAll(fd, flood); ++i) {
+  }
+  std::string buffer;
+  r = ReadResponse(fd, &buffer, std::chrono::seconds(5));
+  ::close(fd);
+  EXPECT_EQ(r.status, 431);
+  EXPECT_THAT(r.message(), HasSubstr("larger than 4096 bytes (--http-max-header-bytes)"));
+  EXPECT_RSS_LT(VmRssBytes() - rss_before, 16 * kMiB);
+  probe.ExpectAllAnswered("header flood");
+}
+
+// Slow and idle connections stalled the port (a thread each, 256 of them).
+TEST_F(HttpLimitsTest, SlowConnectionsAreCappedAndTimedOut) {
+  GrpcProbe probe(server_->target());
+  std::vector<int> slow;
+  for (int i = 0; i < 8; ++i) {
+    slow.push_back(Connect(port()));
+    ASSERT_GE(slow.back(), 0);
+    SendAll(slow.back(), "P");  // a head that never completes
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  // Over the limit: answered at once.
+  const auto t0 = Clock::now();
+  RawResponse r = Exchange(port(), PostRequest("/v1/EmbeddingService/Embed", kEmbedBody));
+  EXPECT_LT(Clock::now() - t0, std::chrono::milliseconds(400 * kSanitizerSlowdown));
+  EXPECT_EQ(r.status, 503) << r.body;
+  EXPECT_THAT(r.message(), HasSubstr("8 connections open, its limit (--http-max-connections)"));
+  // Each slow connection gets 408 after the total header timeout.
+  for (int fd : slow) {
+    std::string buffer;
+    RawResponse timed_out = ReadResponse(fd, &buffer, std::chrono::seconds(3));
+    EXPECT_EQ(timed_out.status, 408);
+    EXPECT_THAT(timed_out.message(), HasSubstr("not complete within 500 ms (--http-header-timeout-ms)"));
+    ::close(fd);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  r = Exchange(port(), PostRequest("/v1/EmbeddingService/Embed", kEmbedBody));
+  EXPECT_EQ(r.status, 200) << r.body;
+  probe.ExpectAllAnswered("slow connections");
+}
+
+// Byte-by-byte headers: the header timeout is total, not per byte.
+TEST_F(HttpLimitsTest, SlowlorisHeadIsCutAtTheTotalHeaderTimeout) {
+  const int fd = Connect(port());
+  ASSERT_GE(fd, 0);
+  const std::string head = "POST /v1/EmbeddingService/Embed HTTP/1.1\r\nX-Slow: " + std::string(200, 'z');
+  const auto t0 = Clock::now();
+  bool cut = false;
+  for (char c : head) {
+    if (!SendAll(fd, std::string(1, c))) {
+      cut = true;
+      break;
+    }
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 50) > 0) {
+      cut = true;
+      break;
+    }
+  }
+  std::string buffer;
+  RawResponse r = ReadResponse(fd, &buffer, std::chrono::seconds(3));
+  ::close(fd);
+  EXPECT_TRUE(cut);
+  EXPECT_EQ(r.status, 408);
+  EXPECT_LT(Clock::now() - t0, std::chrono::milliseconds(3000));
+}
+
+// A keep-alive connection that sends nothing more is closed after the idle
+// timeout.
+TEST_F(HttpLimitsTest, IdleKeepAliveConnectionIsClosed) {
+  const int fd = Connect(port());
+  ASSERT_GE(fd, 0);
+  SendAll(fd, PostRequest("/v1/EmbeddingService/Embed", kEmbedBody));
+  std::string buffer;
+  RawResponse r = ReadResponse(fd, &buffer);
+  EXPECT_EQ(r.status, 200);
+  EXPECT_THAT(r.head, HasSubstr("Keep-Alive: timeout=1"));
+  EXPECT_TRUE(ClosedByServer(fd, std::chrono::seconds(2)));
+  ::close(fd);
+}
+
+std::string ChunkOf(const std::string& data) {
+  char size[32];
+  std::snprintf(size, sizeof(size), "%zx\r\n", data.size());
+  return size + data + "\r\n";
+}
+
+// Bodies: refused on Content-Length before reading; chunked stopped at the
+// limit; conflicting Content-Length refused.
+TEST_F(HttpLimitsTest, BodiesAreBoundedBeforeReading) {
+  GrpcProbe probe(server_->target());
+  const int64_t rss_before = VmRssBytes();
+  const auto t0 = Clock::now();
+  RawResponse r = Exchange(port(), "POST /v1/EmbeddingService/Embed HTTP/1.1\r\nContent-Type: "
+                                   "application/json\r\nContent-Length: 1000000000000\r\n\r\n{");
+  EXPECT_LT(Clock::now() - t0, std::chrono::milliseconds(1500));
+  EXPECT_EQ(r.status, 413);
+  EXPECT_THAT(r.message(), HasSubstr("request body of 1000000000000 bytes (Content-Length) is "
+                                     "larger than the HTTP limit of 65536 bytes "
+                                     "(--http-max-body-bytes)"));
+  // Chunked: 1 MiB in 4 KiB chunks, refused at the 64 KiB limit.
+  const int fd = Connect(port());
+  ASSERT_GE(fd, 0);
+  SendAll(fd, "POST /v1/EmbeddingService/Embed HTTP/1.1\r\nContent-Type: application/json\r\n"
+              "Transfer-Encoding: chunked\r\n\r\n");
+  const std::string chunk = "1000\r\n" + std::string(4096, ' ') + "\r\n";
+  for (int i = 0; i < 256 && SendAll(fd, chunk); ++i) {
+  }
+  std::string buffer;
+  r = ReadResponse(fd, &buffer);
+  ::close(fd);
+  EXPECT_EQ(r.status, 413);
+  EXPECT_THAT(r.message(), HasSubstr("chunked request body is larger than the HTTP limit of 65536"));
+  // A chunked body within the limit is served.
+  r = Exchange(port(), "POST /v1/EmbeddingService/Embed HTTP/1.1\r\nContent-Type: application/json\r\n"
+                       "Transfer-Encoding: chunked\r\n\r\n5\r\n{\"seq\r\n" + ChunkOf("uences\": [{\"tokenIds\": [1]}]}") +
+                       "0\r\n\r\n");
+  EXPECT_EQ(r.status, 200) << r.body;
+  // Two Content-Length values that disagree.
+  r = Exchange(port(), "POST /v1/EmbeddingService/Embed HTTP/1.1\r\nContent-Type: application/json\r\n"
+                       "Content-Length: 2\r\nContent-Length: 40\r\n\r\n{}");
+  EXPECT_EQ(r.status, 400);
+  EXPECT_THAT(r.message(), HasSubstr("conflicting Content-Length values 2 and 40"));
+  EXPECT_RSS_LT(VmRssBytes() - rss_before, 16 * kMiB);
+  probe.ExpectAllAnswered("bodies");
+}
+
+TEST_F(HttpLimitsTest, OnlyJsonBodiesAreAccepted) {
+  for (const std::string& type : {std::string("text/plain"), std::string("application/x-www-form-urlencoded")}) {
+    RawResponse r = Exchange(port(), PostRequest("/v1/EmbeddingService/Embed", kEmbedBody, "", type));
+    EXPECT_EQ(r.status, 415) << type;
+    EXPECT_THAT(r.message(), HasSubstr("Content-Type '" + type + "' is not accepted"));
+  }
+  RawResponse r = Exchange(port(), PostRequest("/v1/EmbeddingService/Embed", kEmbedBody, "", ""));
+  EXPECT_EQ(r.status, 415);
+  EXPECT_THAT(r.message(), HasSubstr("need Content-Type: application/json (none was sent)"));
+  r = Exchange(port(), PostRequest("/v1/EmbeddingService/Embed", kEmbedBody, "",
+                                   "application/json; charset=utf-16"));
+  EXPECT_EQ(r.status, 415);
+  EXPECT_THAT(r.message(), HasSubstr("charset 'utf-16' is not accepted"));
+  r = Exchange(port(), PostRequest("/v1/EmbeddingService/Embed", kEmbedBody, "",
+                                   "Application/JSON; charset=UTF-8"));
+  EXPECT_EQ(r.status, 200) << r.body;
+  // UTF-16 text sent as JSON: 400, not 500.
+  std::string utf16 = "\xff\xfe";
+  for (char c : std::string(kEmbedBody)) utf16 += std::string(1, c) + '\0';
+  r = Exchange(port(), PostRequest("/v1/EmbeddingService/Embed", utf16));
+  EXPECT_EQ(r.status, 400);
+  EXPECT_THAT(r.message(), HasSubstr("UTF-16 byte order mark 0xff 0xfe"));
+  r = Exchange(port(), PostRequest("/v1/EmbeddingService/Embed", utf16.substr(2)));
+  EXPECT_EQ(r.status, 400);
+  EXPECT_THAT(r.message(), HasSubstr("byte 1 is 0x00"));
+}
+
+TEST_F(HttpLimitsTest, TimeoutHeaderOverflowIsRefused) {
+  RawResponse r = Exchange(port(), PostRequest("/v1/EmbeddingService/Embed", kEmbedBody,
+                                               "X-Vocabd-Timeout-Ms: 9223372036854775807\r\n"));
+  EXPECT_EQ(r.status, 400);
+  EXPECT_THAT(r.message(), HasSubstr("must be a whole number of milliseconds in [1, 86400000]"));
+  r = Exchange(port(), PostRequest("/v1/EmbeddingService/Embed", kEmbedBody,
+                                   "X-Vocabd-Timeout-Ms: 86400000\r\n"));
+  EXPECT_EQ(r.status, 200) << r.body;
+}
+
+// Ten requests in one write: ten answers, in order.
+TEST_F(HttpLimitsTest, PipelinedRequestsAreAnsweredInOrder) {
+  std::string all;
+  for (int i = 0; i < 10; ++i) {
+    all += PostRequest("/v1/EmbeddingService/Embed",
+                       R"({"sequences": [{"tokenIds": [1]}], "requestId": "r)" + std::to_string(i) + "\"}");
+  }
+  const int fd = Connect(port());
+  ASSERT_GE(fd, 0);
+  SendAll(fd, all);
+  std::string buffer;
+  for (int i = 0; i < 10; ++i) {
+    RawResponse r = ReadResponse(fd, &buffer);
+    ASSERT_EQ(r.status, 200) << i;
+    EXPECT_EQ(r.json()["requestId"], "r" + std::to_string(i));
+  }
+  ::close(fd);
+}
+
+// SIGTERM's Shutdown() while a keep-alive client sends requests: every
+// answer is 200 or 503 (or the connection closes); no in-process call is
+// made after the gRPC server shut down (that crashed the process).
+TEST_F(HttpLimitsTest, ShutdownWithKeepAliveClientDoesNotCrash) {
+  std::atomic<bool> stop{false};
+  std::atomic<int> ok{0}, unavailable{0}, other{0};
+  std::vector<std::thread> clients;
+  for (int t = 0; t < 4; ++t) {
+    clients.emplace_back([&, p = port()] {
+      while (!stop) {
+        const int fd = Connect(p);
+        if (fd < 0) return;
+        std::string buffer;
+        for (int i = 0; i < 50 && !stop; ++i) {
+          if (!SendAll(fd, PostRequest("/v1/EmbeddingService/Embed", kEmbedBody))) break;
+          RawResponse r = ReadResponse(fd, &buffer, std::chrono::seconds(5));
+          if (r.status == 200) {
+            ++ok;
+          } else if (r.status == 503) {
+            ++unavailable;
+          } else if (r.status != -1) {
+            ++other;
+          }
+          if (r.status != 200) break;
+        }
+        ::close(fd);
+      }
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  server_->Shutdown();
+  stop = true;
+  for (auto& c : clients) c.join();
+  EXPECT_GT(ok.load(), 0);
+  EXPECT_EQ(other.load(), 0);
 }
 
 }  // namespace
