@@ -25,7 +25,9 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "absl/strings/escaping.h"
 #include "server/http_gateway.h"
+#include "server/metrics.h"
 #include "server/server.h"
 #include "tests/server/server_fixture.h"
 #include "tests/test_util.h"
@@ -667,6 +669,53 @@ TEST_F(HttpLimitsTest, ShutdownWithKeepAliveClientDoesNotCrash) {
   for (auto& c : clients) c.join();
   EXPECT_GT(ok.load(), 0);
   EXPECT_EQ(other.load(), 0);
+}
+
+// HTTP calls whose clients hang up kept computing (8 of them held the
+// compute pool 18.9 s). With the one compute thread busy, four HTTP
+// Tokenize calls queue behind it and their clients close the connection:
+// each in-process call is cancelled, so the pool drops the queued work
+// ("cancelled" in vocabd_skipped_work_total) instead of tokenizing it.
+TEST(HttpAbandonedCallTest, ClientHangingUpCancelsTheInProcessCall) {
+  VocabdServer::Options options;
+  options.listen_address = "127.0.0.1:0";
+  options.http_listen = "127.0.0.1:0";
+  options.models = {{kBinModel, Stories260KBin()}};
+  options.compute_threads = 1;
+  auto server = VocabdServer::Create(options);
+  ASSERT_TRUE(server.ok()) << server.status();
+  const std::string text(1 << 20, 'a');
+  // Blocker: 4 x 1 MiB over gRPC on the single compute thread.
+  std::thread blocker([&] {
+    auto stub = v1::TokenizerService::NewStub(
+        grpc::CreateChannel((*server)->target(), grpc::InsecureChannelCredentials()));
+    grpc::ClientContext ctx;
+    v1::TokenizeRequest req;
+    for (int i = 0; i < 4; ++i) req.add_texts(text);
+    v1::TokenizeResponse res;
+    stub->Tokenize(&ctx, req, &res);
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  const uint64_t skipped_before = (*server)->metrics().skipped_work("cancelled");
+  const std::string body =
+      R"({"texts": [")" + absl::Base64Escape(text) + R"("]})";
+  std::vector<int> fds;
+  for (int i = 0; i < 4; ++i) {
+    const int fd = Connect((*server)->http_port());
+    ASSERT_GE(fd, 0);
+    SendAll(fd, PostRequest("/v1/TokenizerService/Tokenize", body));
+    fds.push_back(fd);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  for (int fd : fds) ::close(fd);  // the clients go away
+  blocker.join();
+  // The queued calls, cancelled, are dropped when the thread reaches them.
+  for (int i = 0; i < 100 && (*server)->metrics().skipped_work("cancelled") < skipped_before + 4;
+       ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ((*server)->metrics().skipped_work("cancelled") - skipped_before, 4u);
+  (*server)->Shutdown();
 }
 
 }  // namespace
