@@ -5,7 +5,11 @@
 #include <openssl/crypto.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <optional>
 #include <chrono>
 #include <future>
 #include <utility>
@@ -17,9 +21,13 @@
 #include <grpcpp/support/byte_buffer.h>
 #include <nlohmann/json.hpp>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "absl/strings/ascii.h"
 #include "server/http_json.h"
 #include "server/metrics_http.h"
 
@@ -37,7 +45,10 @@ void SendError(httplib::Response& res, grpc::StatusCode code, const std::string&
                int http_status = 0) {
   nlohmann::json body = {{"code", CodeName(code)}, {"message", message}};
   res.status = http_status != 0 ? http_status : HttpStatusFor(code);
-  res.set_content(body.dump() + "\n", kJson);
+  // replace: a message quoting client bytes (a path with %FF) is not UTF-8;
+  // dump() would throw and leave the connection unanswered.
+  res.set_content(body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n",
+                  kJson);
 }
 
 void SendError(httplib::Response& res, const absl::Status& status) {
@@ -84,6 +95,25 @@ bool WantsTensorValues(const httplib::Request& req) {
 
 }  // namespace
 
+absl::Status CheckRequestIdHeader(std::string_view id) {
+  if (id.size() > kMaxHttpRequestIdBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("X-Request-Id is ", id.size(),
+                                                   " bytes long; at most ",
+                                                   kMaxHttpRequestIdBytes, " bytes are accepted"));
+  }
+  for (size_t i = 0; i < id.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(id[i]);
+    if (c < 0x20 || c > 0x7E) {
+      const char* name = c == 0x09 ? " (TAB)" : c == 0x7F ? " (DEL)" : "";
+      return absl::InvalidArgumentError(absl::StrCat(
+          "X-Request-Id byte ", i, " is 0x", absl::Hex(c, absl::kZeroPad2), name,
+          ": a request id must be printable ASCII (0x20-0x7E), at most ",
+          kMaxHttpRequestIdBytes, " bytes"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 int HttpStatusFor(grpc::StatusCode code) {
   switch (code) {
     case grpc::StatusCode::OK: return 200;
@@ -112,6 +142,65 @@ struct HttpGateway::State {
   std::function<absl::StatusOr<std::string>()> ready;
   std::atomic<bool> draining{false};
   int64_t max_request_memory_bytes = 0;
+  // Drain gate: requests between admission and the start of their
+  // in-process call (see StartDraining).
+  std::mutex gate_mu;
+  std::condition_variable gate_cv;
+  bool gate_closed = false;
+  int starting = 0;
+
+  bool Admit() {
+    std::lock_guard<std::mutex> lock(gate_mu);
+    if (gate_closed) return false;
+    ++starting;
+    return true;
+  }
+  void Started() {
+    std::lock_guard<std::mutex> lock(gate_mu);
+    if (--starting == 0) gate_cv.notify_all();
+  }
+  void CloseGate() {
+    std::unique_lock<std::mutex> lock(gate_mu);
+    gate_closed = true;
+    gate_cv.wait(lock, [this] { return starting == 0; });
+  }
+
+  // Before the body is read: the media type, and the drain.
+  std::optional<HttpRefusal> CheckHead(const HttpHead& head) const {
+    if (head.method != "POST") return std::nullopt;
+    if (draining.load()) {
+      return HttpRefusal{503, "UNAVAILABLE", "draining: the server is shutting down"};
+    }
+    const std::string* type = head.Find("Content-Type");
+    if (type == nullptr) {
+      return HttpRefusal{415, "INVALID_ARGUMENT",
+                         "POST bodies need Content-Type: application/json (none was sent)"};
+    }
+    std::vector<absl::string_view> parts = absl::StrSplit(*type, ';');
+    const absl::string_view media = absl::StripAsciiWhitespace(parts[0]);
+    if (!absl::EqualsIgnoreCase(media, kJson)) {
+      return HttpRefusal{415, "INVALID_ARGUMENT",
+                         absl::StrCat("Content-Type '", absl::CHexEscape(type->substr(0, 100)),
+                                      "' is not accepted: POST bodies need Content-Type: "
+                                      "application/json")};
+    }
+    for (size_t i = 1; i < parts.size(); ++i) {
+      std::vector<absl::string_view> kv = absl::StrSplit(parts[i], absl::MaxSplits('=', 1));
+      if (kv.size() == 2 && absl::EqualsIgnoreCase(absl::StripAsciiWhitespace(kv[0]), "charset")) {
+        absl::string_view charset = absl::StripAsciiWhitespace(kv[1]);
+        if (charset.size() >= 2 && charset.front() == '"' && charset.back() == '"') {
+          charset = charset.substr(1, charset.size() - 2);
+        }
+        if (!absl::EqualsIgnoreCase(charset, "utf-8")) {
+          return HttpRefusal{415, "INVALID_ARGUMENT",
+                             absl::StrCat("Content-Type charset '",
+                                          absl::CHexEscape(std::string(charset).substr(0, 40)),
+                                          "' is not accepted: JSON bodies must be UTF-8")};
+        }
+      }
+    }
+    return std::nullopt;
+  }
 
   // Empty when the request may pass, else the refusal message.
   std::string CheckToken(const httplib::Request& req) const {
@@ -154,6 +243,24 @@ struct HttpGateway::State {
 
   void Rpc(const httplib::Request& req, httplib::Response& res) {
     const auto start = std::chrono::steady_clock::now();
+    // No in-process call may start once the drain began: the gRPC server is
+    // shutting down behind it (calling it then crashed the process).
+    if (!Admit()) {
+      res.set_header("Connection", "close");
+      SendError(res, grpc::StatusCode::UNAVAILABLE, "draining: the server is shutting down");
+      return;
+    }
+    struct Admission {
+      State* state;
+      bool held = true;
+      void Release() {
+        if (held) state->Started();
+        held = false;
+      }
+      ~Admission() { Release(); }
+    } admission{this};
+    HttpExchange* exchange = CurrentHttpExchange();
+    const std::string& body = exchange != nullptr ? exchange->body : req.body;
     const std::string service = req.matches[1];
     const std::string method_name = req.matches[2];
     const std::string method = absl::StrCat("/", kPackage, service, "/", method_name);
@@ -183,26 +290,36 @@ struct HttpGateway::State {
     }
     std::unique_ptr<google::protobuf::Message> request(in_proto->New());
     std::unique_ptr<google::protobuf::Message> response(out_proto->New());
-    if (absl::Status s = CheckJsonRequestCost(req.body, max_request_memory_bytes); !s.ok()) {
+    if (absl::Status s = CheckJsonRequestCost(body, max_request_memory_bytes); !s.ok()) {
       SendError(res, s);
       return;
     }
-    if (absl::Status s = JsonToMessage(req.body, request.get()); !s.ok()) {
+    if (absl::Status s = JsonToMessage(body, request.get()); !s.ok()) {
       SendError(res, s);
       return;
     }
     grpc::ClientContext context;
     if (req.has_header("X-Request-Id")) {
-      context.AddMetadata("x-request-id", req.get_header_value("X-Request-Id"));
+      const std::string id = req.get_header_value("X-Request-Id");
+      // gRPC aborts the process on a metadata value outside 0x20-0x7E
+      // (GRPC_CALL_ERROR_INVALID_METADATA); HTTP allows TAB, DEL and
+      // bytes >= 0x80 in a header value.
+      if (absl::Status s = CheckRequestIdHeader(id); !s.ok()) {
+        SendError(res, s);
+        return;
+      }
+      context.AddMetadata("x-request-id", id);
     }
     context.AddMetadata("x-vocabd-http-peer",
                         absl::StrCat(req.remote_addr, ":", req.remote_port));
     if (req.has_header("X-Vocabd-Timeout-Ms")) {
       int64_t ms = 0;
-      if (!absl::SimpleAtoi(req.get_header_value("X-Vocabd-Timeout-Ms"), &ms) || ms <= 0) {
+      const std::string value = req.get_header_value("X-Vocabd-Timeout-Ms");
+      if (!absl::SimpleAtoi(value, &ms) || ms <= 0 || ms > kMaxHttpTimeoutMs) {
         SendError(res, grpc::StatusCode::INVALID_ARGUMENT,
-                  absl::StrCat("X-Vocabd-Timeout-Ms = '", req.get_header_value("X-Vocabd-Timeout-Ms"),
-                               "' must be a positive number of milliseconds"));
+                  absl::StrCat("X-Vocabd-Timeout-Ms = '", absl::CHexEscape(value.substr(0, 64)),
+                               "' must be a whole number of milliseconds in [1, ",
+                               kMaxHttpTimeoutMs, "] (24 h)"));
         return;
       }
       context.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(ms));
@@ -217,7 +334,17 @@ struct HttpGateway::State {
                       HappensAfter(&done);
                       done.set_value(std::move(status));
                     });
-    const grpc::Status status = done.get_future().get();
+    admission.Release();
+    // The client hanging up cancels the call (its answer has nowhere to go;
+    // an abandoned call held the compute pool as long as a live one).
+    std::future<grpc::Status> result = done.get_future();
+    while (result.wait_for(std::chrono::milliseconds(50)) != std::future_status::ready) {
+      if (exchange != nullptr && exchange->ClientGone()) {
+        context.TryCancel();
+        break;
+      }
+    }
+    const grpc::Status status = result.get();
     if (!status.ok()) {
       SendError(res, status.error_code(), status.error_message());
       return;
@@ -246,10 +373,7 @@ absl::Status HttpGateway::Options::Validate() const {
   if (absl::Status s = SplitHostPort(listen_address, "--http-listen", &host, &port); !s.ok()) {
     return s;
   }
-  if (max_body_bytes < 1024) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("HTTP max_body_bytes = ", max_body_bytes, " must be >= 1024"));
-  }
+  if (absl::Status s = limits.Validate(); !s.ok()) return s;
   if (!ready) return absl::InvalidArgumentError("HttpGateway::Options::ready is not set");
   return security.Validate();
 }
@@ -276,46 +400,45 @@ absl::StatusOr<std::unique_ptr<HttpGateway>> HttpGateway::Create(
     state->tokens = std::move(*tokens);
   }
   gateway->state_ = state;
-  if (options.security.tls()) {
-    const std::string& ca = options.security.tls_client_ca_file;
-    auto ssl = std::make_unique<httplib::SSLServer>(
-        options.security.tls_cert_file.c_str(), options.security.tls_key_file.c_str(),
-        ca.empty() ? nullptr : ca.c_str());
-    if (!ssl->is_valid()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--http-listen: cannot set up TLS from --tls-cert = '", options.security.tls_cert_file,
-          "', --tls-key = '", options.security.tls_key_file, "'",
-          ca.empty() ? std::string() : absl::StrCat(", --tls-client-ca = '", ca, "'"),
-          " (unreadable or not PEM, or the key does not match the certificate)"));
+  HttpGuardOptions guard_options;
+  guard_options.limits = options.limits;
+  if (guard_options.limits.max_body_bytes == 0) {
+    guard_options.limits.max_body_bytes = 4 * options.max_receive_message_bytes;
+    guard_options.body_limit_source = "4 x --max-receive-message-bytes";
+    if (options.max_request_memory_bytes > 0 &&
+        options.max_request_memory_bytes / 6 < guard_options.limits.max_body_bytes) {
+      guard_options.limits.max_body_bytes = std::max<int64_t>(options.max_request_memory_bytes / 6, 1024);
+      guard_options.body_limit_source =
+          "--max-request-memory-bytes / 6: a JSON body needs 6 x its size to convert";
     }
-    gateway->http_ = std::move(ssl);
-    gateway->tls_ = true;
-  } else {
-    gateway->http_ = std::make_unique<httplib::Server>();
   }
-  httplib::Server& http = *gateway->http_;
-  http.new_task_queue = [] {
-    return NewConnectionThreads(MetricsHttpServer::kMaxConnectionThreads);
+  guard_options.check_head = [s = state.get()](const HttpHead& head, int64_t) {
+    return s->CheckHead(head);
   };
-  http.set_payload_max_length(options.max_body_bytes);
-  http.set_error_handler([max = options.max_body_bytes](const httplib::Request& req,
-                                                         httplib::Response& res) {
+  const bool tls = options.security.tls();
+  const std::string& ca = options.security.tls_client_ca_file;
+  GuardedHttpServer guarded =
+      NewGuardedHttpServer(guard_options, tls ? options.security.tls_cert_file : "",
+                           tls ? options.security.tls_key_file : "", tls ? ca : "");
+  if (tls && !guarded.server->is_valid()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--http-listen: cannot set up TLS from --tls-cert = '", options.security.tls_cert_file,
+        "', --tls-key = '", options.security.tls_key_file, "'",
+        ca.empty() ? std::string() : absl::StrCat(", --tls-client-ca = '", ca, "'"),
+        " (unreadable or not PEM, or the key does not match the certificate)"));
+  }
+  gateway->http_ = std::move(guarded.server);
+  gateway->guard_ = std::move(guarded.guard);
+  gateway->tls_ = tls;
+  httplib::Server& http = *gateway->http_;
+  // A thread per connection up to the connection limit, plus a few for the
+  // connections over it, which are answered 503 at once.
+  http.new_task_queue = [n = static_cast<size_t>(options.limits.max_connections)] {
+    return NewConnectionThreads(n + 16);
+  };
+  http.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;  // a handler's own (JSON) answer
-    if (res.status == 413 &&
-        absl::StartsWith(req.get_header_value("Content-Type"), "application/x-www-form-urlencoded")) {
-      // cpp-httplib caps form bodies at CPPHTTPLIB_FORM_URL_ENCODED_PAYLOAD_MAX_LENGTH
-      // (8192 bytes, compiled into Debian's libcpp-httplib); curl -d sends that type.
-      SendError(res, grpc::StatusCode::RESOURCE_EXHAUSTED,
-                "request body over 8192 bytes with Content-Type "
-                "application/x-www-form-urlencoded (curl -d's default), which the HTTP "
-                "library caps at 8192 bytes; send Content-Type: application/json",
-                413);
-    } else if (res.status == 413) {
-      SendError(res, grpc::StatusCode::RESOURCE_EXHAUSTED,
-                absl::StrCat("request body is larger than the HTTP limit of ", max,
-                             " bytes (4 x --max-receive-message-bytes)"),
-                413);
-    } else if (res.status == 404) {
+    if (res.status == 404) {
       SendError(res, grpc::StatusCode::NOT_FOUND,
                 absl::StrCat("no such path ", req.method, " ", req.path,
                              "; RPCs are POST /v1/<Service>/<Method> (", UnaryRpcList(),
@@ -341,7 +464,10 @@ absl::StatusOr<std::unique_ptr<HttpGateway>> HttpGateway::Create(
                 absl::StrCat("default model not ready: ", model.status().message()));
       return;
     }
-    res.set_content(nlohmann::json{{"status", "READY"}, {"model", *model}}.dump() + "\n", kJson);
+    res.set_content(nlohmann::json{{"status", "READY"}, {"model", *model}}.dump(
+                        -1, ' ', false, nlohmann::json::error_handler_t::replace) +
+                        "\n",
+                    kJson);
   });
   http.Get("/metrics", [state](const httplib::Request& req, httplib::Response& res) {
     if (state->Refused(req, res, "", std::chrono::steady_clock::now())) return;
@@ -371,7 +497,10 @@ absl::StatusOr<std::unique_ptr<HttpGateway>> HttpGateway::Create(
 HttpGateway::~HttpGateway() { Stop(); }
 
 void HttpGateway::StartDraining() {
-  if (state_) state_->draining.store(true);
+  if (!state_) return;
+  state_->draining.store(true);
+  if (guard_) GuardedHttpServer{nullptr, guard_}.BeginDrain();
+  state_->CloseGate();
 }
 
 void HttpGateway::Stop() {

@@ -27,13 +27,19 @@
 // vocabd_requests_total like a gRPC refusal).
 //
 // Errors: {"code": "<gRPC code name>", "message": "..."} with the HTTP
-// status of the standard gRPC -> HTTP mapping (HttpStatusFor). Request
-// bodies above max_body_bytes get 413 RESOURCE_EXHAUSTED; the decoded
-// request is then held to --max-receive-message-bytes by the gRPC server.
+// status of the standard gRPC -> HTTP mapping (HttpStatusFor). Connection
+// and request framing limits (connections per port, head bytes and fields,
+// body bytes, timeouts; 503 / 431 / 413 / 408 before the body is read) are
+// server/http_gateway_connection.h's; the decoded request is then held to
+// --max-receive-message-bytes by the gRPC server. POST bodies must be
+// `Content-Type: application/json` (charset, if given, utf-8), else 415.
+// A client that closes its connection while its RPC runs cancels the call.
 //
-// Headers: `X-Request-Id` is passed on as the call's x-request-id;
+// Headers: `X-Request-Id` (printable ASCII, at most 128 bytes, else 400) is
+// passed on as the call's x-request-id;
 // `X-Vocabd-Tensors: values` (or ?tensors=values) returns small tensors as
-// number arrays; `X-Vocabd-Timeout-Ms: <ms>` sets the call's deadline.
+// number arrays; `X-Vocabd-Timeout-Ms: <ms>` (1 .. 86400000) sets the
+// call's deadline.
 #ifndef VOCABD_SERVER_HTTP_GATEWAY_H_
 #define VOCABD_SERVER_HTTP_GATEWAY_H_
 
@@ -41,6 +47,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -48,6 +55,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "server/http_gateway_connection.h"
 #include "server/metrics.h"
 #include "server/transport_security.h"
 
@@ -65,6 +73,16 @@ namespace vocabd {
 // DATA_LOSS 500.
 int HttpStatusFor(grpc::StatusCode code);
 
+// X-Request-Id is passed on as gRPC metadata, which allows only printable
+// ASCII (0x20-0x7E); at most this many bytes.
+inline constexpr size_t kMaxHttpRequestIdBytes = 128;
+// OK, or INVALID_ARGUMENT naming the length and the bound, or the first
+// byte outside 0x20-0x7E ("X-Request-Id byte 3 is 0x09 (TAB): ...").
+absl::Status CheckRequestIdHeader(std::string_view id);
+// Largest X-Vocabd-Timeout-Ms accepted (24 h); larger values are refused
+// (400) rather than overflowing the deadline.
+inline constexpr int64_t kMaxHttpTimeoutMs = int64_t{24} * 3600 * 1000;
+
 class HttpGateway {
  public:
   struct Options {
@@ -72,8 +90,13 @@ class HttpGateway {
     std::string listen_address;
     // TLS / mTLS / token files, as given to the gRPC server.
     TransportSecurityOptions security;
-    // Largest request body (bytes) read before conversion; >= 1024.
-    size_t max_body_bytes = size_t{256} << 20;
+    // Connection, head, body and timeout limits (--http-*,
+    // server/http_gateway_connection.h). limits.max_body_bytes 0 = the
+    // smaller of 4 x max_receive_message_bytes and
+    // max_request_memory_bytes / 6.
+    HttpLimits limits;
+    // --max-receive-message-bytes (for the derived body limit).
+    int64_t max_receive_message_bytes = 64 << 20;
     // --max-request-memory-bytes: the JSON conversions of a request body and
     // of an answer are refused above it (http_json.h); <= 0 = no bound.
     int64_t max_request_memory_bytes = 0;
@@ -94,7 +117,11 @@ class HttpGateway {
   ~HttpGateway();
   int port() const { return port_; }
   bool tls() const { return tls_; }
-  // /readyz answers 503 from now on (drain).
+  // Drain: /readyz and every RPC answer 503 from now on, connections close
+  // after the request in progress (idle ones at once). Returns once no
+  // request is between its admission and the start of its in-process call,
+  // so no call is started after this returns (the gRPC server may then shut
+  // down; calls already started drain with it).
   void StartDraining();
   // Stops accepting, lets requests in progress finish, joins. Idempotent.
   void Stop();
@@ -104,6 +131,7 @@ class HttpGateway {
   struct State;
   std::shared_ptr<State> state_;
   std::unique_ptr<httplib::Server> http_;
+  std::shared_ptr<HttpConnectionGuard> guard_;
   std::thread thread_;
   int port_ = 0;
   bool tls_ = false;

@@ -20,6 +20,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "lib/core/dtype.h"
+#include "lib/core/json_limits.h"
+#include "lib/core/status_macros.h"
+#include "lib/tokenizer/tokenizer.h"
 #include "proto/tensor_codec.h"
 #include "vocabd/v1/tensor.pb.h"
 
@@ -264,7 +267,25 @@ absl::Status Walk(json& j, const Descriptor* d, const std::string& path, bool to
 
 }  // namespace
 
+absl::Status CheckJsonText(std::string_view text) {
+  const auto byte = [&](size_t i) { return static_cast<unsigned char>(text[i]); };
+  if (text.size() >= 2 && ((byte(0) == 0xFF && byte(1) == 0xFE) ||
+                           (byte(0) == 0xFE && byte(1) == 0xFF))) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "request body starts with the UTF-16 byte order mark 0x", absl::Hex(byte(0)), " 0x",
+        absl::Hex(byte(1)), ": JSON bodies must be UTF-8 (RFC 8259)"));
+  }
+  if (const size_t nul = text.find('\0'); nul != std::string_view::npos) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "request body byte ", nul,
+        " is 0x00: JSON bodies must be UTF-8 (RFC 8259; UTF-16 and UTF-32 are not accepted)"));
+  }
+  RETURN_IF_ERROR(ValidateUtf8(text, "request body"));
+  return CheckJsonDepth(text, kMaxJsonDepth, "request body");
+}
+
 absl::Status JsonToMessage(const std::string& text, google::protobuf::Message* message) {
+  RETURN_IF_ERROR(CheckJsonText(text));
   std::string canonical = text.empty() ? std::string("{}") : text;
   // Only bodies that use the "values" convenience are rewritten.
   if (canonical.find("\"values\"") != std::string::npos) {

@@ -27,6 +27,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include <google/protobuf/message.h>
 
@@ -36,10 +37,23 @@
 namespace vocabd {
 
 inline constexpr int64_t kMaxValuesElements = 1 << 20;
+// Deepest nesting of objects / arrays a request body may have (the deepest
+// vocabd.v1 request nests 4 levels; protobuf's own JSON parser stops at 100).
+// Checked by a linear scan before any parser runs (lib/core/json_limits.h):
+// a body nested 70,000 levels overflowed the stack of the JSON parsers.
+inline constexpr int64_t kMaxJsonDepth = 100;
+
+// OK when `text` can be handed to a JSON parser: UTF-8 (no UTF-16 byte
+// order mark, no NUL byte, valid UTF-8 sequences) and nested at most
+// kMaxJsonDepth deep. INVALID_ARGUMENT naming the byte offset, or the depth
+// and the limit ("request body: JSON nesting depth 70000 is above the limit
+// of 100 (first exceeded at byte 110)").
+absl::Status CheckJsonText(std::string_view text);
 
 // JSON text -> `message` (its type decides the fields). Unknown fields are
-// refused. INVALID_ARGUMENT: not JSON, a wrong field or value (protobuf's
-// message), or a bad "values" tensor ("<path>.values: ...").
+// refused. INVALID_ARGUMENT: CheckJsonText's refusals, not JSON, a wrong
+// field or value (protobuf's message), or a bad "values" tensor
+// ("<path>.values: ...").
 absl::Status JsonToMessage(const std::string& json, google::protobuf::Message* message);
 
 // `message` -> JSON text (fields with default values included). With

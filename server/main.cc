@@ -119,6 +119,34 @@ int main(int argc, char** argv) {
                  "/metrics; same TLS/token/limits as gRPC (empty = off)")
       ->capture_default_str()
       ->envname("VOCABD_HTTP_LISTEN");
+  // The HTTP front door's limits (server/http_gateway_connection.h).
+  vocabd::HttpLimits& http = options.http_limits;
+  app.add_option("--http-max-connections", http.max_connections,
+                 "HTTP connections open at once; one more is answered 503 and closed")
+      ->capture_default_str();
+  app.add_option("--http-max-header-bytes", http.max_header_bytes,
+                 "Largest HTTP request head (request line + header fields), bytes; more = 431")
+      ->capture_default_str();
+  app.add_option("--http-max-headers", http.max_headers,
+                 "Most header fields in one HTTP request; more = 431")
+      ->capture_default_str();
+  app.add_option("--http-max-body-bytes", http.max_body_bytes,
+                 "Largest HTTP request body, bytes; more = 413 before reading it (0 = the smaller "
+                 "of 4 x --max-receive-message-bytes and --max-request-memory-bytes / 6)")
+      ->capture_default_str();
+  app.add_option("--http-header-timeout-ms", http.header_timeout_ms,
+                 "Time for a whole HTTP request head to arrive (total, TLS handshake included "
+                 "for a new connection); then 408 and close")
+      ->capture_default_str();
+  app.add_option("--http-body-timeout-ms", http.body_timeout_ms,
+                 "Time for a whole HTTP request body to arrive; then 408 and close")
+      ->capture_default_str();
+  app.add_option("--http-idle-timeout-ms", http.idle_timeout_ms,
+                 "An HTTP keep-alive connection waiting for its next request closes after this")
+      ->capture_default_str();
+  app.add_option("--http-write-timeout-ms", http.write_timeout_ms,
+                 "Longest wait for an HTTP client to take more of an answer; then close")
+      ->capture_default_str();
   app.add_option("--max-tokens-per-request", options.max_tokens_per_request,
                  "Largest request in tokens/rows; more = RESOURCE_EXHAUSTED (0 = no limit)")
       ->capture_default_str()

@@ -121,6 +121,7 @@ absl::Status VocabdServer::Options::Validate() const {
     std::string host;
     int port = 0;
     RETURN_IF_ERROR(SplitHostPort(http_listen, "--http-listen", &host, &port));
+    RETURN_IF_ERROR(http_limits.Validate());
   }
   CallTracker::Options tracker_options;
   tracker_options.max_tokens_per_request = max_tokens_per_request;
@@ -350,7 +351,8 @@ absl::StatusOr<std::unique_ptr<VocabdServer>> VocabdServer::Create(const Options
     http_options.security = options.security;
     // JSON is larger than the binary message (base64 4/3, number arrays
     // ~3x); the gRPC server then holds the decoded request to its limit.
-    http_options.max_body_bytes = static_cast<size_t>(options.max_receive_message_bytes) * 4;
+    http_options.limits = options.http_limits;
+    http_options.max_receive_message_bytes = options.max_receive_message_bytes;
     http_options.max_request_memory_bytes = options.max_request_memory_bytes;
     http_options.ready = [registry = &impl->registry]() -> absl::StatusOr<std::string> {
       ASSIGN_OR_RETURN(std::shared_ptr<const Model> model, registry->Get(""));

@@ -11,6 +11,7 @@
 #include <grpcpp/channel.h>
 
 #include "absl/status/statusor.h"
+#include "server/http_gateway_connection.h"
 #include "server/model_serving_options.h"
 #include "server/transport_security.h"
 
@@ -60,6 +61,9 @@ class VocabdServer {
     // RPC at POST /v1/<Service>/<Method>, /healthz, /readyz, /metrics, with
     // the TLS, token, limits, logging and metrics of gRPC; empty = off.
     std::string http_listen;
+    // The HTTP front door's limits (--http-max-connections, --http-max-*,
+    // --http-*-timeout-ms; server/http_gateway_connection.h).
+    HttpLimits http_limits;
     // TLS / mTLS / bearer-token auth (server/transport_security.h).
     TransportSecurityOptions security;
     // Request limits (server/call_tracker.h); 0 = no limit.

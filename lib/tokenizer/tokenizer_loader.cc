@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "lib/checkpoint/gguf.h"
+#include "lib/core/json_limits.h"
 #include "lib/core/mapped_file.h"
 #include "lib/core/status_macros.h"
 #include "lib/tokenizer/kinds.h"
@@ -248,9 +249,19 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> LoadLlama2c(const MappedFile& f,
 
 // ------------------------------------------------------ Hugging Face ----
 
+// tokenizer.json / tokenizer_config.json nest a few levels (a Sequence of
+// pre-tokenizers holding a Split holding a pattern: 4); the parser, the
+// tree's destructor and the Parse* functions below recurse per level, so
+// deeper files are refused before parsing (a 100,000-level file overflowed
+// the stack).
+constexpr int64_t kMaxTokenizerJsonDepth = 128;
+// Sequence inside Sequence (normalizers, pre_tokenizers), recursion bound.
+constexpr int kMaxSequenceDepth = 16;
+
 absl::StatusOr<json> ReadJson(const std::string& path) {
   ASSIGN_OR_RETURN(std::unique_ptr<MappedFile> f, MappedFile::Open(path));
   const char* b = reinterpret_cast<const char*>(f->data());
+  RETURN_IF_ERROR(CheckJsonDepth(std::string_view(b, f->size()), kMaxTokenizerJsonDepth, path));
   json j = json::parse(b, b + f->size(), nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return absl::InvalidArgumentError(absl::StrCat(path, ": not valid JSON"));
   return j;
@@ -274,12 +285,17 @@ struct HfPipeline {
   bool bert_pre = false;
 };
 
-absl::Status ParseNormalizer(const json& n, const std::string& file, HfPipeline* p) {
+absl::Status ParseNormalizer(const json& n, const std::string& file, HfPipeline* p,
+                             int depth = 0) {
   if (n.is_null()) return absl::OkStatus();
   const std::string type = n.value("type", "");
   if (type == "Sequence") {
+    if (depth >= kMaxSequenceDepth) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          file, ": normalizer Sequence nested more than ", kMaxSequenceDepth, " levels deep"));
+    }
     for (const json& c : n.value("normalizers", json::array())) {
-      RETURN_IF_ERROR(ParseNormalizer(c, file, p));
+      RETURN_IF_ERROR(ParseNormalizer(c, file, p, depth + 1));
     }
     return absl::OkStatus();
   }
@@ -310,12 +326,17 @@ absl::Status ParseNormalizer(const json& n, const std::string& file, HfPipeline*
       "BertNormalizer)"));
 }
 
-absl::Status ParsePreTokenizer(const json& n, const std::string& file, HfPipeline* p) {
+absl::Status ParsePreTokenizer(const json& n, const std::string& file, HfPipeline* p,
+                               int depth = 0) {
   if (n.is_null()) return absl::OkStatus();
   const std::string type = n.value("type", "");
   if (type == "Sequence") {
+    if (depth >= kMaxSequenceDepth) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          file, ": pre_tokenizer Sequence nested more than ", kMaxSequenceDepth, " levels deep"));
+    }
     for (const json& c : n.value("pretokenizers", json::array())) {
-      RETURN_IF_ERROR(ParsePreTokenizer(c, file, p));
+      RETURN_IF_ERROR(ParsePreTokenizer(c, file, p, depth + 1));
     }
     return absl::OkStatus();
   }
