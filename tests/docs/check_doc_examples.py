@@ -203,6 +203,8 @@ def main():
     for tool in (vocabd, vocabctl):
         if not os.access(tool, os.X_OK):
             raise SystemExit(f"not built: {tool}")
+    if any(re.search(r"\bcurl\b", e.command) for b in blocks for e in b) and not shutil.which("curl"):
+        raise SystemExit("the examples call curl, which is not installed (Debian package curl)")
 
     workdir = tempfile.mkdtemp(prefix="vocabd-doc-examples-")
     proc, grpc, http = start_server(vocabd, source, workdir)
