@@ -82,9 +82,8 @@ struct BpeOptions {
 absl::StatusOr<std::unique_ptr<Tokenizer>> MakeBpe(Vocab vocab,
                                                    const std::vector<std::string>& merges,
                                                    const BpeOptions& options);
-// The split regexes llama.cpp associates with a tokenizer.ggml.pre name;
-// NOT_FOUND for names it does not know.
-absl::StatusOr<std::vector<std::string>> PreTokenizerRegexes(const std::string& pre);
+// The split regexes of a tokenizer.ggml.pre name: FindPreTokenizer
+// (split_regex.h).
 // GPT-2's split pattern (HF ByteLevel use_regex=true).
 extern const char kGpt2SplitRegex[];
 // Byte-level piece ("Ġthe") -> bytes (" the"); false when a character is

@@ -17,6 +17,7 @@
 #include "lib/core/mapped_file.h"
 #include "lib/core/status_macros.h"
 #include "lib/tokenizer/kinds.h"
+#include "lib/tokenizer/split_regex.h"
 #include "nlohmann/json.hpp"
 
 namespace vocabd {
@@ -140,14 +141,14 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> FromGguf(const GgufFile& g, const std
     }
     BpeOptions o;
     o.byte_level = true;
-    absl::StatusOr<std::vector<std::string>> regexes =
-        tokenizer_internal::PreTokenizerRegexes(pre.empty() ? "default" : pre);
-    if (!regexes.ok()) {
+    absl::StatusOr<tokenizer_internal::PreTokenizer> pt =
+        tokenizer_internal::FindPreTokenizer(pre.empty() ? "default" : pre);
+    if (!pt.ok()) {
       return absl::InvalidArgumentError(
-          absl::StrCat(file, ": tokenizer.ggml.pre: ", regexes.status().message()));
+          absl::StrCat(file, ": tokenizer.ggml.pre: ", pt.status().message()));
     }
-    o.split_regexes = *std::move(regexes);
-    o.ignore_merges = pre == "llama3" || pre == "llama-v3" || pre == "llama-bpe";
+    o.split_regexes = std::move(pt->regexes);
+    o.ignore_merges = pt->ignore_merges;
     v.add_bos = GgufBool(g, "tokenizer.ggml.add_bos_token").value_or(false);
     v.add_eos = GgufBool(g, "tokenizer.ggml.add_eos_token").value_or(false);
     split_user_defined();
