@@ -11,6 +11,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "lib/tokenizer/incremental_decode.h"
+#include "lib/tokenizer/split_regex.h"
 #include "lib/tokenizer/tokenizer.h"
 #include "lib/tokenizer/tokenizer_loader.h"
 #include "nlohmann/json.hpp"
@@ -296,6 +297,57 @@ TEST(SentencePieceCharsmapTest, ModelProtoRulesSentencePieceRefuses) {
     EXPECT_THAT(tok.status().message(),
                 HasSubstr("pieces[8] is of type BYTE but trainer_spec.byte_fallback is false"));
   }
+}
+
+}  // namespace
+}  // namespace vocabd
+
+namespace vocabd {
+namespace {
+
+// Every tokenizer.ggml.pre table entry splits the mixed-script texts into
+// exactly the pieces python3-regex gives with Hugging Face's expressions
+// (make_pretokenizer_golden.py), and every name of the table resolves.
+TEST(PreTokenizerSplitTest, EveryEntryMatchesPythonRegex) {
+  const nlohmann::json golden =
+      nlohmann::json::parse(ReadFileBytes(TestData("pretokenizer_golden.json")));
+  const auto texts = golden["texts"].get<std::vector<std::string>>();
+  ASSERT_GT(texts.size(), 200u);
+  int entries = 0;
+  for (const auto& [name, splits] : golden["splits"].items()) {
+    auto pt = tokenizer_internal::FindPreTokenizer(name);
+    ASSERT_TRUE(pt.ok()) << pt.status();
+    std::vector<tokenizer_internal::SplitRegex> res;
+    for (const std::string& r : pt->regexes) {
+      auto c = tokenizer_internal::SplitRegex::Compile(r, name);
+      ASSERT_TRUE(c.ok()) << c.status();
+      res.push_back(*std::move(c));
+    }
+    int mismatches = 0;
+    for (size_t i = 0; i < texts.size(); ++i) {
+      const std::string& t = texts[i];
+      std::vector<tokenizer_internal::SplitSpan> spans;
+      if (!t.empty()) spans.push_back({0, static_cast<uint32_t>(t.size())});
+      for (const auto& re : res) re.SplitAll(t, &spans);
+      std::vector<std::string> got;
+      for (const auto& s : spans) got.push_back(t.substr(s.begin, s.end - s.begin));
+      const auto want = splits[i].get<std::vector<std::string>>();
+      if (got != want && ++mismatches <= 3) {
+        ADD_FAILURE() << name << " text #" << i << " \"" << t << "\": got "
+                      << ::testing::PrintToString(got) << " want " << ::testing::PrintToString(want);
+      }
+    }
+    EXPECT_EQ(mismatches, 0) << name;
+    ++entries;
+  }
+  EXPECT_EQ(entries, 18);
+  for (const std::string& n : tokenizer_internal::PreTokenizerNames()) {
+    EXPECT_TRUE(tokenizer_internal::FindPreTokenizer(n).ok()) << n;
+  }
+  auto unknown = tokenizer_internal::FindPreTokenizer("foo");
+  EXPECT_THAT(unknown.status().message(), HasSubstr("pre-tokenizer \"foo\" is not known (known: default, gpt-2"));
+  auto hand = tokenizer_internal::FindPreTokenizer("kimi-k2");
+  EXPECT_THAT(hand.status().message(), HasSubstr("hand-written"));
 }
 
 }  // namespace
