@@ -352,3 +352,77 @@ TEST(PreTokenizerSplitTest, EveryEntryMatchesPythonRegex) {
 
 }  // namespace
 }  // namespace vocabd
+
+namespace vocabd {
+namespace {
+
+// A GGUF v3 file with tokenizer metadata only.
+class TinyGguf {
+ public:
+  void Str(const std::string& k, const std::string& v) { Key(k, 8); S(v); ++n_; }
+  void Strs(const std::string& k, const std::vector<std::string>& v) {
+    Key(k, 9); Put(uint32_t{8}); Put(uint64_t{v.size()});
+    for (const auto& x : v) S(x);
+    ++n_;
+  }
+  void F32s(const std::string& k, const std::vector<float>& v) {
+    Key(k, 9); Put(uint32_t{6}); Put(uint64_t{v.size()});
+    for (float x : v) Put(x);
+    ++n_;
+  }
+  void I32s(const std::string& k, const std::vector<int32_t>& v) {
+    Key(k, 9); Put(uint32_t{5}); Put(uint64_t{v.size()});
+    for (int32_t x : v) Put(x);
+    ++n_;
+  }
+  void U8s(const std::string& k, const std::string& v) {
+    Key(k, 9); Put(uint32_t{0}); Put(uint64_t{v.size()});
+    body_ += v;
+    ++n_;
+  }
+  std::string Write(const std::string& name) const {
+    std::string head = "GGUF";
+    auto put = [&](auto x) { head.append(reinterpret_cast<const char*>(&x), sizeof(x)); };
+    put(uint32_t{3});
+    put(uint64_t{0});
+    put(uint64_t{n_});
+    const std::string path = ::testing::TempDir() + "/" + name + ".gguf";
+    std::ofstream f(path, std::ios::binary);
+    f << head << body_;
+    return path;
+  }
+
+ private:
+  template <typename T> void Put(T x) { body_.append(reinterpret_cast<const char*>(&x), sizeof(x)); }
+  void S(const std::string& v) { Put(uint64_t{v.size()}); body_ += v; }
+  void Key(const std::string& k, uint32_t type) { S(k); Put(type); }
+  std::string body_;
+  uint64_t n_ = 0;
+};
+
+// GGUF tokenizer.ggml.model "t5" (llama.cpp UGM): Unigram with the charsmap
+// from tokenizer.ggml.precompiled_charsmap; EOS added by default.
+TEST(SentencePieceCharsmapTest, GgufT5IsUnigramWithTheCharsmap) {
+  auto make = [](const std::string& name, const std::string& charsmap) {
+    TinyGguf g;
+    g.Str("tokenizer.ggml.model", "t5");
+    g.Strs("tokenizer.ggml.tokens", {"<pad>", "</s>", "<unk>", "\xE2\x96\x81", "a",
+                                     "\xE2\x96\x81" "a"});
+    g.F32s("tokenizer.ggml.scores", {0, 0, 0, -1, -2, -1.5});
+    g.I32s("tokenizer.ggml.token_type", {3, 3, 2, 1, 1, 1});
+    if (!charsmap.empty()) g.U8s("tokenizer.ggml.precompiled_charsmap", charsmap);
+    return g.Write(name);
+  };
+  auto tok = LoadTokenizer(make("t5_hand", HandTrie().Blob()));
+  ASSERT_TRUE(tok.ok()) << tok.status();
+  EXPECT_EQ((*tok)->kind(), "unigram");
+  auto enc = (*tok)->Encode("ABcA", /*add_special_tokens=*/true);
+  ASSERT_TRUE(enc.ok()) << enc.status();
+  EXPECT_EQ(enc->ids, (std::vector<int32_t>{5, 4, 1}));  // "▁a" "a" </s>
+  auto bad = LoadTokenizer(make("t5_bad", "xyzzy"));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(), HasSubstr("tokenizer.ggml.precompiled_charsmap (5 bytes) is malformed"));
+}
+
+}  // namespace
+}  // namespace vocabd
