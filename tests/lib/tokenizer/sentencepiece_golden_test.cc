@@ -426,3 +426,55 @@ TEST(SentencePieceCharsmapTest, GgufT5IsUnigramWithTheCharsmap) {
 
 }  // namespace
 }  // namespace vocabd
+
+namespace vocabd {
+namespace {
+
+// Carried over: a literal U+2581 in the text is whitespace to the
+// normalizer (trailing ones are removed with remove_extra_whitespaces, as
+// sentencepiece does); python3-sentencepiece's ids for stories260K-hf.
+TEST(SentencePieceCharsmapTest, Stories260KHfLiteralMetaspace) {
+  auto tok = LoadTokenizer(testing::SharedModelsDir() + "/stories260K-hf/tokenizer.model");
+  ASSERT_TRUE(tok.ok()) << tok.status();
+  const std::vector<std::pair<std::string, std::vector<int32_t>>> cases = {
+      {"hello\xE2\x96\x81", {281, 306, 414}},
+      {"hello \xE2\x96\x81", {281, 306, 414}},
+      {"\xE2\x96\x81", {}},
+      {"a\xE2\x96\x81\xE2\x96\x81 ", {261}},
+      {"\xE2\x96\x81hello", {410, 281, 306, 414}}};
+  for (const auto& [text, ids] : cases) {
+    auto enc = (*tok)->EncodeIds(text, false);
+    ASSERT_TRUE(enc.ok());
+    EXPECT_EQ(*enc, ids) << text;
+  }
+  EXPECT_EQ(*(*tok)->Decode(std::vector<int32_t>{410, 281, 306, 414}, false), "hello");
+}
+
+// Carried over: the end-of-stream flush returns what DecodeIncremental held
+// back (an incomplete character as U+FFFD), so the stream equals the full
+// decode with ill-formed bytes replaced.
+TEST(SentencePieceCharsmapTest, FlushIncrementalReturnsTheHeldBackTail) {
+  auto tok = LoadTokenizer(TestData("unigram_identity.model"));
+  ASSERT_TRUE(tok.ok()) << tok.status();
+  // "日本語" then the first two byte pieces of an unknown 3-byte character.
+  auto enc = (*tok)->EncodeIds("x \xE3\x81\xAE", false);
+  ASSERT_TRUE(enc.ok());
+  std::vector<int32_t> ids(enc->begin(), enc->end() - 1);  // drop the last byte piece
+  std::string streamed;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    auto piece = DecodeIncremental(**tok, absl::MakeConstSpan(ids.data(), i),
+                                   absl::MakeConstSpan(ids.data() + i, 1), false);
+    ASSERT_TRUE(piece.ok());
+    streamed += piece->text;
+  }
+  EXPECT_EQ(streamed, "x ");
+  auto tail = FlushIncremental(**tok, ids, false);
+  ASSERT_TRUE(tail.ok()) << tail.status();
+  EXPECT_EQ(*tail, "\xEF\xBF\xBD");
+  EXPECT_EQ(streamed + *tail, ReplaceInvalidUtf8(*(*tok)->Decode(ids, false)));
+  EXPECT_EQ(*FlushIncremental(**tok, *enc, false), "");  // nothing held back
+  EXPECT_FALSE(FlushIncremental(**tok, std::vector<int32_t>{-1}, false).ok());
+}
+
+}  // namespace
+}  // namespace vocabd
