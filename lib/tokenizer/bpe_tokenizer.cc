@@ -11,9 +11,6 @@
 //      <0xAB> byte tokens, or unk); then repeatedly merge the adjacent pair
 //      with the lowest merge rank (the merges list's order) until none is
 //      left. Merge ranks are keyed by the pair's token ids.
-#define PCRE2_CODE_UNIT_WIDTH 8
-#include <pcre2.h>
-
 #include <algorithm>
 #include <cctype>
 #include <cstring>
@@ -28,50 +25,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "lib/tokenizer/kinds.h"
+#include "lib/tokenizer/split_regex.h"
 
 namespace vocabd {
 namespace tokenizer_internal {
 
 const char kGpt2SplitRegex[] =
     "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
-
-absl::StatusOr<std::vector<std::string>> PreTokenizerRegexes(const std::string& pre) {
-  // The split patterns llama.cpp (src/llama-vocab.cpp) uses for each
-  // tokenizer.ggml.pre name, i.e. the Hugging Face pre-tokenizers of those
-  // models.
-  static const char kLlama3[] =
-      "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|"
-      "\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
-  static const char kQwen2[] =
-      "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|"
-      "\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
-  if (pre == "default" || pre == "gpt-2" || pre == "gpt2" || pre == "phi-2" || pre == "jina-es" ||
-      pre == "jina-de" || pre == "mpt" || pre == "olmo" || pre == "jais") {
-    return std::vector<std::string>{kGpt2SplitRegex};
-  }
-  if (pre == "llama3" || pre == "llama-v3" || pre == "llama-bpe" || pre == "falcon3" ||
-      pre == "smaug-bpe" || pre == "dbrx") {
-    return std::vector<std::string>{kLlama3};
-  }
-  if (pre == "qwen2" || pre == "deepseek-r1-qwen") return std::vector<std::string>{kQwen2};
-  if (pre == "falcon") {
-    return std::vector<std::string>{
-        "[\\p{P}\\$\\+<=>\\^~\\|`]+",
-        "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)",
-        "[0-9][0-9][0-9]"};
-  }
-  if (pre == "starcoder" || pre == "refact" || pre == "command-r" || pre == "smollm" ||
-      pre == "codeshell" || pre == "exaone" || pre == "minerva-7b") {
-    return std::vector<std::string>{"\\p{N}", kGpt2SplitRegex};
-  }
-  if (pre == "stablelm2" || pre == "gpt-4o") {
-    return std::vector<std::string>{kLlama3};
-  }
-  return absl::NotFoundError(absl::StrCat(
-      "pre-tokenizer \"", pre,
-      "\" is not known (known: default, gpt-2, llama-bpe/llama3, qwen2, falcon, starcoder, "
-      "refact, command-r, smollm, stablelm2, phi-2, mpt, olmo, jais, dbrx, smaug-bpe)"));
-}
 
 namespace {
 
@@ -95,15 +55,6 @@ const ByteMap& Bytes() {
   static const ByteMap* m = new ByteMap();
   return *m;
 }
-
-struct RegexDeleter {
-  void operator()(pcre2_code* c) const { pcre2_code_free(c); }
-};
-using Regex = std::unique_ptr<pcre2_code, RegexDeleter>;
-
-struct Span2 {
-  uint32_t begin, end;
-};
 
 class BpeTokenizer final : public VocabTokenizer {
  public:
@@ -161,19 +112,9 @@ class BpeTokenizer final : public VocabTokenizer {
     if (o_.metaspace && o_.metaspace_split) regexes.push_back("\xE2\x96\x81[^\xE2\x96\x81]*|[^\xE2\x96\x81]+");
     for (const std::string& r : o_.split_regexes) regexes.push_back(r);
     for (const std::string& r : regexes) {
-      int err = 0;
-      PCRE2_SIZE off = 0;
-      pcre2_code* c = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(r.data()), r.size(),
-                                    PCRE2_UTF | PCRE2_UCP, &err, &off, nullptr);
-      if (c == nullptr) {
-        PCRE2_UCHAR msg[256];
-        pcre2_get_error_message(err, msg, sizeof(msg));
-        return absl::InvalidArgumentError(absl::StrCat(v.source, ": split regex \"", r,
-                                                       "\" at offset ", off, ": ",
-                                                       reinterpret_cast<const char*>(msg)));
-      }
-      pcre2_jit_compile(c, PCRE2_JIT_COMPLETE);  // falls back to the interpreter on failure
-      regexes_.emplace_back(c);
+      absl::StatusOr<SplitRegex> re = SplitRegex::Compile(r, v.source);
+      if (!re.ok()) return re.status();
+      regexes_.push_back(*std::move(re));
     }
     return absl::OkStatus();
   }
@@ -210,22 +151,13 @@ class BpeTokenizer final : public VocabTokenizer {
     };
 
     // 2. Pre-tokenize.
-    std::vector<Span2> words{{0, static_cast<uint32_t>(text.size())}};
-    if (!regexes_.empty()) {
-      std::vector<Span2> next;
-      for (const Regex& re : regexes_) {
-        next.clear();
-        pcre2_match_data* md = pcre2_match_data_create_from_pattern(re.get(), nullptr);
-        for (const Span2& w : words) Split(re.get(), md, text, w, &next);
-        pcre2_match_data_free(md);
-        words.swap(next);
-      }
-    }
+    std::vector<SplitSpan> words{{0, static_cast<uint32_t>(text.size())}};
+    for (const SplitRegex& re : regexes_) re.SplitAll(text, &words);
 
     // 3. BPE per word.
     std::vector<Symbol> syms;
     std::vector<Merge> pair_scratch;
-    for (const Span2& w : words) {
+    for (const SplitSpan& w : words) {
       if (w.end <= w.begin) continue;
       const std::string_view word = text.substr(w.begin, w.end - w.begin);
       if (o_.ignore_merges) {
@@ -258,27 +190,6 @@ class BpeTokenizer final : public VocabTokenizer {
   };
   static uint64_t Key(int32_t a, int32_t b) {
     return (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b);
-  }
-
-  void Split(const pcre2_code* re, pcre2_match_data* md, std::string_view text, Span2 w,
-             std::vector<Span2>* out) const {
-    const auto* subject = reinterpret_cast<PCRE2_SPTR>(text.data() + w.begin);
-    const size_t len = w.end - w.begin;
-    size_t pos = 0, last = 0;
-    while (pos < len) {
-      const int rc = pcre2_match(re, subject, len, pos, PCRE2_NO_UTF_CHECK, md, nullptr);
-      if (rc < 0) break;
-      const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md);
-      const size_t mb = ov[0], me = ov[1];
-      if (me == mb) {  // empty match: step over one character
-        pos = mb + Utf8Length(static_cast<unsigned char>(text[w.begin + mb]));
-        continue;
-      }
-      if (mb > last) out->push_back({static_cast<uint32_t>(w.begin + last), static_cast<uint32_t>(w.begin + mb)});
-      out->push_back({static_cast<uint32_t>(w.begin + mb), static_cast<uint32_t>(w.begin + me)});
-      last = pos = me;
-    }
-    if (last < len) out->push_back({static_cast<uint32_t>(w.begin + last), w.end});
   }
 
   void InitialSymbols(std::string_view word, uint32_t at, std::vector<Symbol>* syms) const {
@@ -404,7 +315,7 @@ class BpeTokenizer final : public VocabTokenizer {
   absl::flat_hash_map<std::string, int32_t> token_to_id_;
   absl::flat_hash_map<uint64_t, Merge> merges_;
   int32_t byte_token_[256];
-  std::vector<Regex> regexes_;
+  std::vector<SplitRegex> regexes_;
 };
 
 }  // namespace

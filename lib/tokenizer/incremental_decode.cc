@@ -147,4 +147,22 @@ absl::StatusOr<IncrementalText> DecodeIncremental(const Tokenizer& tokenizer,
   return out;
 }
 
+absl::StatusOr<std::string> FlushIncremental(const Tokenizer& tokenizer,
+                                             absl::Span<const int32_t> previous_ids,
+                                             bool skip_special_tokens) {
+  RETURN_IF_ERROR(CheckIds(previous_ids, tokenizer.vocab_size(), "previous_ids"));
+  // The held-back tail is at most 3 bytes: a window that starts on a
+  // character boundary (as in DecodeIncremental) decodes it.
+  int64_t s = std::max<int64_t>(0, static_cast<int64_t>(previous_ids.size()) - kIncrementalContextTokens);
+  std::string text;
+  while (true) {
+    ASSIGN_OR_RETURN(text, tokenizer.Decode(previous_ids.subspan(static_cast<size_t>(s)),
+                                            skip_special_tokens));
+    if (s == 0 || (!text.empty() && !IsContinuationByte(text[0]))) break;
+    --s;
+  }
+  const size_t complete = CompleteUtf8Prefix(text);
+  return ReplaceInvalidUtf8(std::string_view(text).substr(complete));
+}
+
 }  // namespace vocabd

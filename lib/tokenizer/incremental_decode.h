@@ -92,6 +92,14 @@ absl::StatusOr<IncrementalText> DecodeIncremental(const Tokenizer& tokenizer,
                                                   absl::Span<const int32_t> new_ids,
                                                   bool skip_special_tokens);
 
+// End of stream: the text DecodeIncremental held back after `previous_ids`
+// (the stream's ids so far), each incomplete sequence as U+FFFD, so that
+// the concatenated stream equals ReplaceInvalidUtf8(Decode(all ids)).
+// Empty when nothing is held back. Errors as DecodeIncremental.
+absl::StatusOr<std::string> FlushIncremental(const Tokenizer& tokenizer,
+                                             absl::Span<const int32_t> previous_ids,
+                                             bool skip_special_tokens);
+
 }  // namespace vocabd
 
 #endif  // VOCABD_LIB_TOKENIZER_INCREMENTAL_DECODE_H_

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -15,23 +16,45 @@
 namespace vocabd {
 namespace tokenizer_internal {
 
-// ---- SentencePiece BPE (own code, see sentencepiece_tokenizer.cc) ----------
+// ---- SentencePiece BPE and Unigram (own code, see sentencepiece_tokenizer.cc
+// and unigram_tokenizer.cc; normalizer: spm_normalizer.h) ------------------
 struct SentencePieceOptions {
+  // trainer_spec.model_type: BPE (2; GGUF "llama") or UNIGRAM (1; GGUF "t5").
+  enum class Model { kBpe, kUnigram };
+  Model model = Model::kBpe;
   // NormalizerSpec: prepend "▁" to the input (Llama: true).
   bool add_dummy_prefix = true;
   bool remove_extra_whitespaces = false;
+  bool escape_whitespaces = true;
+  // NormalizerSpec.precompiled_charsmap (empty: the identity rule), and the
+  // field it came from for error messages.
+  std::string precompiled_charsmap;
+  std::string charsmap_field;
+  // trainer_spec.byte_fallback; unset: on when the vocabulary has BYTE
+  // pieces (GGUF, llama2.c).
+  std::optional<bool> byte_fallback;
+  // Decode drops the leading space of pieces while the text is still empty
+  // (sentencepiece's decoder; .model files); false: of the first piece only
+  // (llama.cpp's, for GGUF and llama2.c vocabularies).
+  bool decode_strip_while_empty = false;
 };
-// A SentencePiece BPE model built in memory from a vocabulary (GGUF
-// "llama", llama2.c tok*.bin): pieces in SentencePiece form ("▁" for
-// space, "<0xAB>" byte pieces), scores, types (exactly one kUnknown).
+// A SentencePiece model built in memory from a vocabulary (GGUF "llama" /
+// "t5", llama2.c tok*.bin): pieces in SentencePiece form ("▁" for space,
+// "<0xAB>" byte pieces), scores, types (exactly one kUnknown).
 absl::StatusOr<std::unique_ptr<Tokenizer>> MakeSentencePieceFromVocab(
     Vocab vocab, const SentencePieceOptions& options);
 // A serialized sentencepiece ModelProto (tokenizer.model, tok512.model),
-// read by hand: BPE models only (trainer_spec.model_type), identity
-// normalizer only (no normalizer_spec.precompiled_charsmap); anything else
-// is INVALID_ARGUMENT naming the field.
+// read by hand: BPE and UNIGRAM models, any precompiled_charsmap; WORD and
+// CHAR models and treat_whitespace_as_suffix are INVALID_ARGUMENT naming
+// the field.
 absl::StatusOr<std::unique_ptr<Tokenizer>> MakeSentencePieceFromModelFile(
     std::string serialized, std::string source, bool add_bos, bool add_eos);
+// The Unigram kind (unigram_tokenizer.cc); `vocab` prepared by
+// MakeSentencePieceFromVocab (one UNKNOWN piece = vocab.unk, bytes filled).
+absl::StatusOr<std::unique_ptr<Tokenizer>> MakeUnigram(Vocab vocab, const SentencePieceOptions& options,
+                                                       bool byte_fallback);
+// Decoded bytes of a SentencePiece piece ("▁" -> " ", <0xAB> -> byte).
+std::string SpmPieceBytes(const std::string& piece, TokenType type);
 
 // ---- BPE (own code; pre-tokenizer regexes run on PCRE2) --------------------
 struct BpeOptions {
@@ -59,9 +82,8 @@ struct BpeOptions {
 absl::StatusOr<std::unique_ptr<Tokenizer>> MakeBpe(Vocab vocab,
                                                    const std::vector<std::string>& merges,
                                                    const BpeOptions& options);
-// The split regexes llama.cpp associates with a tokenizer.ggml.pre name;
-// NOT_FOUND for names it does not know.
-absl::StatusOr<std::vector<std::string>> PreTokenizerRegexes(const std::string& pre);
+// The split regexes of a tokenizer.ggml.pre name: FindPreTokenizer
+// (split_regex.h).
 // GPT-2's split pattern (HF ByteLevel use_regex=true).
 extern const char kGpt2SplitRegex[];
 // Byte-level piece ("Ġthe") -> bytes (" the"); false when a character is

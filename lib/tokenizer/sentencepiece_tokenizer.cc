@@ -1,4 +1,6 @@
-// SentencePiece BPE, implemented here (tokenizer-algorithm core).
+// SentencePiece BPE, implemented here (tokenizer-algorithm core), and the
+// ModelProto reader for BPE and Unigram models (Unigram: unigram_tokenizer.cc;
+// the normalizer with precompiled_charsmap: spm_normalizer.cc).
 //
 // Why not Debian's libsentencepiece: libsentencepiece.so.0 (0.1.97) bundles
 // its own protobuf-lite 3.14 and exports those symbols; every vocabd binary
@@ -13,8 +15,8 @@
 //
 // Algorithm (sentencepiece src/bpe_model.cc, normalizer.cc):
 //
-//   text ─normalize─► "▁Once▁upon"            (identity normalizer:
-//        │                                      add_dummy_prefix "▁",
+//   text ─normalize─► "▁Once▁upon"            (spm_normalizer.h: charsmap
+//        │                                      rules, add_dummy_prefix "▁",
 //        │                                      remove_extra_whitespaces
 //        │                                      trims and collapses ' ',
 //        │                                      escape_whitespaces ' '->"▁")
@@ -59,6 +61,7 @@
 #include "absl/hash/hash.h"
 #include "absl/strings/str_cat.h"
 #include "lib/tokenizer/kinds.h"
+#include "lib/tokenizer/spm_normalizer.h"
 
 namespace vocabd {
 namespace tokenizer_internal {
@@ -111,30 +114,16 @@ bool ForEachField(std::string_view s, F fn) {
 // The model settings the encoder uses.
 struct SpmSpec {
   bool byte_fallback = false;
-  bool add_dummy_prefix = true;
-  bool remove_extra_whitespaces = false;
   bool escape_whitespaces = true;
 };
 
-// Decoded bytes of a SentencePiece piece. Control pieces (<s>) keep their
-// text, as every tokenizer kind here does: Detokenize without
-// skip_special_tokens shows them (Hugging Face's convention).
-std::string SpmPieceBytes(const std::string& piece, TokenType type) {
-  if (type == TokenType::kByte) {
-    const int b = ParseBytePiece(piece);
-    if (b >= 0) return std::string(1, static_cast<char>(b));
-  }
-  if (type == TokenType::kNormal || type == TokenType::kUserDefined) {
-    return ReplaceAll(piece, kMetaSpace, " ");
-  }
-  return piece;
-}
-
 class SentencePieceTokenizer final : public VocabTokenizer {
  public:
-  SentencePieceTokenizer(Vocab vocab, SpmSpec spec) : VocabTokenizer(std::move(vocab)), spec_(spec) {
-    strip_leading_space_ = spec_.add_dummy_prefix;
+  SentencePieceTokenizer(Vocab vocab, SpmSpec spec, SpmNormalizer normalizer)
+      : VocabTokenizer(std::move(vocab)), spec_(spec), normalizer_(std::move(normalizer)) {
+    strip_leading_space_ = normalizer_.options().add_dummy_prefix;
   }
+  void set_strip_while_empty(bool v) { strip_while_empty_ = v; }
   std::string kind() const override { return "sentencepiece"; }
 
   // Builds the piece table; *unk is the unknown id.
@@ -191,7 +180,7 @@ class SentencePieceTokenizer final : public VocabTokenizer {
                              std::vector<std::pair<int64_t, int64_t>>* offsets) const override {
     std::string norm;
     std::vector<uint32_t> orig;  // normalized byte -> segment byte (size()+1 entries)
-    Normalize(segment, &norm, &orig);
+    normalizer_.Normalize(segment, &norm, &orig);
     Pieces pieces;
     const size_t first = ids->size();
     auto emit = [&](size_t start) {
@@ -259,52 +248,6 @@ class SentencePieceTokenizer final : public VocabTokenizer {
       return score != o.score ? score < o.score : left > o.left;
     }
   };
-
-  // sentencepiece's Normalizer with the identity rule (no charsmap): only
-  // ' ' counts as whitespace. orig gets norm.size()+1 entries.
-  void Normalize(std::string_view in, std::string* norm, std::vector<uint32_t>* orig) const {
-    norm->reserve(in.size() + 8);
-    orig->reserve(in.size() + 9);
-    size_t i = 0;
-    if (spec_.remove_extra_whitespaces) {
-      while (i < in.size() && in[i] == ' ') ++i;
-    }
-    if (i == in.size()) {  // empty (or all spaces, collapsed away)
-      orig->push_back(static_cast<uint32_t>(in.size()));
-      return;
-    }
-    auto add_space = [&](size_t at) {
-      if (spec_.escape_whitespaces) {
-        norm->append(kMetaSpace);
-        orig->insert(orig->end(), 3, static_cast<uint32_t>(at));
-      } else {
-        norm->push_back(' ');
-        orig->push_back(static_cast<uint32_t>(at));
-      }
-    };
-    if (spec_.add_dummy_prefix) add_space(i);
-    bool prev_space = spec_.remove_extra_whitespaces;
-    size_t last_non_space_end = norm->size();
-    for (; i < in.size(); ++i) {
-      if (in[i] == ' ') {
-        if (!(spec_.remove_extra_whitespaces && prev_space)) add_space(i);
-        prev_space = true;
-      } else {
-        norm->push_back(in[i]);
-        orig->push_back(static_cast<uint32_t>(i));
-        prev_space = false;
-        last_non_space_end = norm->size();
-      }
-    }
-    uint32_t end = static_cast<uint32_t>(in.size());
-    if (spec_.remove_extra_whitespaces && norm->size() > last_non_space_end) {
-      // Trailing spaces dropped: the text ends where they began.
-      end = (*orig)[last_non_space_end];
-      norm->resize(last_non_space_end);
-      orig->resize(last_non_space_end);
-    }
-    orig->push_back(end);
-  }
 
   void EncodeWordCached(std::string_view word, Pieces* out) const {
     const size_t h = absl::Hash<absl::string_view>()(absl::string_view(word.data(), word.size()));
@@ -487,6 +430,7 @@ class SentencePieceTokenizer final : public VocabTokenizer {
   };
 
   SpmSpec spec_;
+  SpmNormalizer normalizer_;
   int32_t unk_ = 0;
   bool has_unused_ = false;
   bool word_mode_ = false;
@@ -497,10 +441,11 @@ class SentencePieceTokenizer final : public VocabTokenizer {
 };
 
 // Common tail of both factories: one UNKNOWN piece, byte pieces well-formed,
-// decoded bytes, the tokenizer.
-absl::StatusOr<std::unique_ptr<Tokenizer>> Build(Vocab vocab, SpmSpec spec, bool check_bytes) {
+// decoded bytes, the normalizer, the tokenizer of options.model.
+absl::StatusOr<std::unique_ptr<Tokenizer>> Build(Vocab vocab, const SentencePieceOptions& options) {
   if (absl::Status s = ValidateVocab(&vocab); !s.ok()) return s;
   const size_t n = vocab.pieces.size();
+  bool has_byte_pieces = false;
   // SentencePiece allows one UNKNOWN piece: the unk id (else the first);
   // other UNKNOWN-typed tokens (Phi-3's GGUF marks added tokens so) become
   // control tokens.
@@ -517,7 +462,7 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> Build(Vocab vocab, SpmSpec spec, bool
                                                        vocab.pieces[i],
                                                        "\" is of type BYTE but not <0xXX>"));
       }
-      if (check_bytes) spec.byte_fallback = true;
+      has_byte_pieces = true;
     }
   }
   if (unk < 0) {
@@ -532,21 +477,49 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> Build(Vocab vocab, SpmSpec spec, bool
   vocab.unk = unk;
   vocab.bytes.resize(n);
   for (size_t i = 0; i < n; ++i) vocab.bytes[i] = SpmPieceBytes(vocab.pieces[i], vocab.types[i]);
-  auto tok = std::make_unique<SentencePieceTokenizer>(std::move(vocab), spec);
+  const bool byte_fallback = options.byte_fallback.value_or(has_byte_pieces);
+  if (options.model == SentencePieceOptions::Model::kUnigram) {
+    return MakeUnigram(std::move(vocab), options, byte_fallback);
+  }
+  SpmNormalizerOptions no;
+  no.precompiled_charsmap = options.precompiled_charsmap;
+  no.field = options.charsmap_field;
+  no.add_dummy_prefix = options.add_dummy_prefix;
+  no.remove_extra_whitespaces = options.remove_extra_whitespaces;
+  no.escape_whitespaces = options.escape_whitespaces;
+  for (size_t i = 0; i < n; ++i) {
+    if (vocab.types[i] == TokenType::kUserDefined) no.user_defined.push_back(vocab.pieces[i]);
+  }
+  absl::StatusOr<SpmNormalizer> normalizer = SpmNormalizer::Create(std::move(no));
+  if (!normalizer.ok()) return normalizer.status();
+  SpmSpec spec;
+  spec.byte_fallback = byte_fallback;
+  spec.escape_whitespaces = options.escape_whitespaces;
+  auto tok = std::make_unique<SentencePieceTokenizer>(std::move(vocab), spec, *std::move(normalizer));
+  tok->set_strip_while_empty(options.decode_strip_while_empty);
   if (absl::Status s = tok->Init(unk); !s.ok()) return s;
   return std::unique_ptr<Tokenizer>(std::move(tok));
 }
 
 }  // namespace
 
+// Decoded bytes of a SentencePiece piece. Control pieces (<s>) keep their
+// text, as every tokenizer kind here does: Detokenize without
+// skip_special_tokens shows them (Hugging Face's convention).
+std::string SpmPieceBytes(const std::string& piece, TokenType type) {
+  if (type == TokenType::kByte) {
+    const int b = ParseBytePiece(piece);
+    if (b >= 0) return std::string(1, static_cast<char>(b));
+  }
+  if (type == TokenType::kNormal || type == TokenType::kUserDefined) {
+    return ReplaceAll(piece, kMetaSpace, " ");
+  }
+  return piece;
+}
+
 absl::StatusOr<std::unique_ptr<Tokenizer>> MakeSentencePieceFromVocab(
     Vocab vocab, const SentencePieceOptions& options) {
-  SpmSpec spec;
-  spec.add_dummy_prefix = options.add_dummy_prefix;
-  spec.remove_extra_whitespaces = options.remove_extra_whitespaces;
-  spec.escape_whitespaces = true;
-  spec.byte_fallback = false;  // on when the vocabulary has BYTE pieces
-  return Build(std::move(vocab), spec, /*check_bytes=*/true);
+  return Build(std::move(vocab), options);
 }
 
 absl::StatusOr<std::unique_ptr<Tokenizer>> MakeSentencePieceFromModelFile(
@@ -556,10 +529,11 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> MakeSentencePieceFromModelFile(
   int64_t model_type = 1;  // UNIGRAM unless set
   bool whitespace_suffix = false;
   int64_t unk_id = 0, bos_id = 1, eos_id = 2;
-  SpmSpec spec;
+  SentencePieceOptions spec;
   spec.remove_extra_whitespaces = true;  // NormalizerSpec defaults
+  spec.byte_fallback = false;            // TrainerSpec default
+  spec.decode_strip_while_empty = true;  // python3-sentencepiece's decode
   std::string normalizer_name;
-  size_t charsmap_size = 0;
   std::string bad;  // first malformed field
   const bool ok = ForEachField(serialized, [&](int field, int wire, uint64_t, uint32_t,
                                                std::string_view bytes) {
@@ -604,7 +578,7 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> MakeSentencePieceFromModelFile(
     if (field == 3 && wire == 2) {  // normalizer_spec
       if (!ForEachField(bytes, [&](int f, int w, uint64_t vv, uint32_t, std::string_view b) {
             if (f == 1 && w == 2) normalizer_name.assign(b);
-            if (f == 2 && w == 2) charsmap_size = b.size();
+            if (f == 2 && w == 2) spec.precompiled_charsmap.assign(b);
             if (f == 3 && w == 0) spec.add_dummy_prefix = vv != 0;
             if (f == 4 && w == 0) spec.remove_extra_whitespaces = vv != 0;
             if (f == 5 && w == 0) spec.escape_whitespaces = vv != 0;
@@ -622,25 +596,21 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> MakeSentencePieceFromModelFile(
         source, ": not a sentencepiece model: ",
         !bad.empty() ? bad : !ok ? "not protobuf wire format" : "no pieces (ModelProto field 1)"));
   }
-  if (model_type != 2) {
+  if (model_type != 1 && model_type != 2) {
     const char* names[] = {"?", "UNIGRAM", "BPE", "WORD", "CHAR"};
     return absl::InvalidArgumentError(absl::StrCat(
         source, ": trainer_spec.model_type = ", model_type, " (",
         model_type >= 1 && model_type <= 4 ? names[model_type] : "unknown",
-        "; only BPE (2) SentencePiece models are supported)"));
+        "; only UNIGRAM (1) and BPE (2) SentencePiece models are supported)"));
   }
+  spec.model = model_type == 1 ? SentencePieceOptions::Model::kUnigram
+                               : SentencePieceOptions::Model::kBpe;
   if (whitespace_suffix) {
     return absl::InvalidArgumentError(
         absl::StrCat(source, ": trainer_spec.treat_whitespace_as_suffix = true is not supported"));
   }
-  if (charsmap_size > 0) {
-    // An NFKC-style rule compiled into a double-array trie; not applied
-    // here, so refuse rather than tokenize differently from sentencepiece.
-    return absl::InvalidArgumentError(absl::StrCat(
-        source, ": normalizer_spec.precompiled_charsmap (", charsmap_size, " bytes, name \"",
-        normalizer_name,
-        "\") is not supported: only the \"identity\" normalizer (no charsmap) is implemented"));
-  }
+  spec.charsmap_field = absl::StrCat(source, ": normalizer_spec.precompiled_charsmap (name \"",
+                                     normalizer_name, "\")");
   const int64_t n = static_cast<int64_t>(v.pieces.size());
   auto id_or_none = [&](int64_t id) -> std::optional<int32_t> {
     if (id < 0 || id >= n) return std::nullopt;
@@ -655,7 +625,23 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> MakeSentencePieceFromModelFile(
   v.eos = id_or_none(eos_id);
   v.add_bos = add_bos;
   v.add_eos = add_eos;
-  return Build(std::move(v), spec, /*check_bytes=*/false);
+  // sentencepiece refuses a model whose pieces repeat (ModelInterface
+  // "is already defined"), and BYTE pieces without byte_fallback.
+  {
+    absl::flat_hash_map<std::string_view, size_t> seen;
+    for (size_t i = 0; i < v.pieces.size(); ++i) {
+      const auto [it, inserted] = seen.emplace(v.pieces[i], i);
+      if (!inserted) {
+        return absl::InvalidArgumentError(absl::StrCat(source, ": pieces[", i, "] = \"", v.pieces[i],
+                                                       "\" repeats pieces[", it->second, "]"));
+      }
+      if (v.types[i] == TokenType::kByte && !*spec.byte_fallback) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            source, ": pieces[", i, "] is of type BYTE but trainer_spec.byte_fallback is false"));
+      }
+    }
+  }
+  return Build(std::move(v), spec);
 }
 
 }  // namespace tokenizer_internal

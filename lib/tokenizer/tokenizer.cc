@@ -226,6 +226,7 @@ std::string VocabTokenizer::DecodeTokens(const std::vector<int32_t>& ids) const 
       if (strip_leading_space_ && !b.empty() && b[0] == ' ' &&
           vocab_.types[id] != TokenType::kByte) {
         out.append(b, 1, std::string::npos);
+        at_start = strip_while_empty_ && out.empty();
         continue;
       }
     }

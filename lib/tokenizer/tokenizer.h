@@ -2,7 +2,8 @@
 //
 // Loaded with the model from what the checkpoint carries (issue 14):
 //   GGUF tokenizer.ggml.*  model "llama" (SentencePiece-style, scores, byte
-//                          fallback), "gpt2" (byte-level BPE, merges,
+//                          fallback), "t5" (SentencePiece Unigram),
+//                          "gpt2" (byte-level BPE, merges,
 //                          pre-tokenizer named by tokenizer.ggml.pre),
 //                          "bert" (WordPiece)
 //   HF folder              tokenizer.json (+ tokenizer_config.json), else
@@ -48,7 +49,7 @@ class Tokenizer {
  public:
   virtual ~Tokenizer() = default;
 
-  // "sentencepiece", "bpe", "wordpiece", "llama2c" ...
+  // "sentencepiece" (BPE), "unigram", "bpe", "wordpiece" ...
   virtual std::string kind() const = 0;
   // Where it was loaded from, e.g. "/m/tokenizer.json" or
   // "/m/model.gguf (tokenizer.ggml.*, model gpt2, pre llama-bpe)".

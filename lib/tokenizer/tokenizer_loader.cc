@@ -18,6 +18,7 @@
 #include "lib/core/mapped_file.h"
 #include "lib/core/status_macros.h"
 #include "lib/tokenizer/kinds.h"
+#include "lib/tokenizer/split_regex.h"
 #include "nlohmann/json.hpp"
 
 namespace vocabd {
@@ -118,6 +119,34 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> FromGguf(const GgufFile& g, const std
     }
   };
 
+  // tokenizer.ggml.precompiled_charsmap (u8/i8 array, the NormalizerSpec
+  // blob; spm_normalizer.h).
+  std::string charsmap;
+  if (const GgufValue* c = g.Find("tokenizer.ggml.precompiled_charsmap"); c != nullptr) {
+    if (c->type != GgufValueType::kArray || c->array_i.size() != c->array_count) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          file, ": tokenizer.ggml.precompiled_charsmap is not a byte array (or has more than ",
+          kMaxGgufKeptArrayCount, " bytes)"));
+    }
+    charsmap.reserve(c->array_i.size());
+    for (int64_t b : c->array_i) charsmap.push_back(static_cast<char>(static_cast<uint8_t>(b)));
+  }
+  const std::string charsmap_field = absl::StrCat(file, ": tokenizer.ggml.precompiled_charsmap");
+  if (kind == "t5") {
+    // llama.cpp's UGM defaults (T5: pad 0, eos 1, unk 2, no BOS; EOS added).
+    if (!v.eos) v.eos = 1;
+    if (!v.unk) v.unk = 2;
+    v.add_bos = GgufBool(g, "tokenizer.ggml.add_bos_token").value_or(false);
+    v.add_eos = GgufBool(g, "tokenizer.ggml.add_eos_token").value_or(true);
+    tokenizer_internal::SentencePieceOptions o;
+    o.model = tokenizer_internal::SentencePieceOptions::Model::kUnigram;
+    o.add_dummy_prefix = GgufBool(g, "tokenizer.ggml.add_space_prefix").value_or(true);
+    o.remove_extra_whitespaces =
+        GgufBool(g, "tokenizer.ggml.remove_extra_whitespaces").value_or(false);
+    o.precompiled_charsmap = std::move(charsmap);
+    o.charsmap_field = charsmap_field;
+    return tokenizer_internal::MakeSentencePieceFromVocab(std::move(v), o);
+  }
   if (kind == "llama") {
     // llama.cpp defaults for SentencePiece vocabularies.
     if (!v.bos) v.bos = 1;
@@ -129,6 +158,8 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> FromGguf(const GgufFile& g, const std
     o.add_dummy_prefix = GgufBool(g, "tokenizer.ggml.add_space_prefix").value_or(true);
     o.remove_extra_whitespaces =
         GgufBool(g, "tokenizer.ggml.remove_extra_whitespaces").value_or(false);
+    o.precompiled_charsmap = std::move(charsmap);
+    o.charsmap_field = charsmap_field;
     // user-defined pieces are matched by sentencepiece itself
     return tokenizer_internal::MakeSentencePieceFromVocab(std::move(v), o);
   }
@@ -141,14 +172,14 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> FromGguf(const GgufFile& g, const std
     }
     BpeOptions o;
     o.byte_level = true;
-    absl::StatusOr<std::vector<std::string>> regexes =
-        tokenizer_internal::PreTokenizerRegexes(pre.empty() ? "default" : pre);
-    if (!regexes.ok()) {
+    absl::StatusOr<tokenizer_internal::PreTokenizer> pt =
+        tokenizer_internal::FindPreTokenizer(pre.empty() ? "default" : pre);
+    if (!pt.ok()) {
       return absl::InvalidArgumentError(
-          absl::StrCat(file, ": tokenizer.ggml.pre: ", regexes.status().message()));
+          absl::StrCat(file, ": tokenizer.ggml.pre: ", pt.status().message()));
     }
-    o.split_regexes = *std::move(regexes);
-    o.ignore_merges = pre == "llama3" || pre == "llama-v3" || pre == "llama-bpe";
+    o.split_regexes = std::move(pt->regexes);
+    o.ignore_merges = pt->ignore_merges;
     v.add_bos = GgufBool(g, "tokenizer.ggml.add_bos_token").value_or(false);
     v.add_eos = GgufBool(g, "tokenizer.ggml.add_eos_token").value_or(false);
     split_user_defined();
@@ -173,7 +204,7 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> FromGguf(const GgufFile& g, const std
     return tokenizer_internal::MakeWordPiece(std::move(v), tokenizer_internal::WordPieceOptions{});
   }
   return absl::InvalidArgumentError(absl::StrCat(
-      file, ": tokenizer.ggml.model \"", kind, "\" is not supported (supported: llama, gpt2, bert)"));
+      file, ": tokenizer.ggml.model \"", kind, "\" is not supported (supported: llama, t5, gpt2, bert)"));
 }
 
 absl::StatusOr<std::unique_ptr<Tokenizer>> LoadGguf(const MappedFile& f) {

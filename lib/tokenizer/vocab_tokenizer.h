@@ -80,6 +80,11 @@ class VocabTokenizer : public Tokenizer {
   virtual std::string DecodeTokens(const std::vector<int32_t>& ids) const;
 
   bool strip_leading_space_ = false;
+  // With strip_leading_space_: keep dropping the leading space of the
+  // following pieces while the decoded text is still empty (sentencepiece's
+  // Decode: "▁" "▁a" -> "a"); otherwise only the first visible piece's
+  // (llama.cpp, Hugging Face Metaspace).
+  bool strip_while_empty_ = false;
 
  private:
   absl::Status EncodeImpl(std::string_view text, bool add_special_tokens,

@@ -1,0 +1,203 @@
+#include "lib/tokenizer/split_regex.h"
+
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "lib/tokenizer/vocab_tokenizer.h"
+
+namespace vocabd {
+namespace tokenizer_internal {
+
+struct SplitRegex::Code {
+  pcre2_code* code = nullptr;
+  ~Code() { pcre2_code_free(code); }
+};
+
+absl::StatusOr<SplitRegex> SplitRegex::Compile(const std::string& pattern, std::string_view where) {
+  int err = 0;
+  PCRE2_SIZE off = 0;
+  pcre2_code* c = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
+                                PCRE2_UTF | PCRE2_UCP, &err, &off, nullptr);
+  if (c == nullptr) {
+    PCRE2_UCHAR msg[256];
+    pcre2_get_error_message(err, msg, sizeof(msg));
+    return absl::InvalidArgumentError(absl::StrCat(std::string(where), ": split regex \"", pattern,
+                                                   "\" at offset ", off, ": ",
+                                                   reinterpret_cast<const char*>(msg)));
+  }
+  pcre2_jit_compile(c, PCRE2_JIT_COMPLETE);  // falls back to the interpreter on failure
+  auto code = std::make_shared<Code>();
+  code->code = c;
+  SplitRegex r;
+  r.code_ = std::move(code);
+  r.pattern_ = pattern;
+  return r;
+}
+
+namespace {
+struct MatchData {
+  pcre2_match_data* md;
+  explicit MatchData(const pcre2_code* c) : md(pcre2_match_data_create_from_pattern(c, nullptr)) {}
+  ~MatchData() { pcre2_match_data_free(md); }
+};
+}  // namespace
+
+void SplitRegex::Split(std::string_view text, SplitSpan w, std::vector<SplitSpan>* out) const {
+  MatchData m(code_->code);
+  const auto* subject = reinterpret_cast<PCRE2_SPTR>(text.data() + w.begin);
+  const size_t len = w.end - w.begin;
+  size_t pos = 0, last = 0;
+  auto piece = [&](size_t b, size_t e) {
+    if (e > b) out->push_back({static_cast<uint32_t>(w.begin + b), static_cast<uint32_t>(w.begin + e)});
+  };
+  while (pos <= len) {
+    const int rc = pcre2_match(code_->code, subject, len, pos, PCRE2_NO_UTF_CHECK, m.md, nullptr);
+    if (rc < 0) break;
+    const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(m.md);
+    const size_t mb = ov[0], me = ov[1];
+    piece(last, mb);
+    piece(mb, me);
+    last = me;
+    if (me == mb) {  // empty match: a boundary; go on one character later
+      if (mb >= len) break;
+      pos = mb + Utf8Length(static_cast<unsigned char>(text[w.begin + mb]));
+    } else {
+      pos = me;
+    }
+  }
+  piece(last, len);
+}
+
+void SplitRegex::SplitAll(std::string_view text, std::vector<SplitSpan>* spans) const {
+  std::vector<SplitSpan> next;
+  next.reserve(spans->size() * 2);
+  for (const SplitSpan& w : *spans) Split(text, w, &next);
+  spans->swap(next);
+}
+
+// ---- tokenizer.ggml.pre ----------------------------------------------------
+//
+// One entry per pre-tokenizer llama.cpp (src/llama-vocab.cpp,
+// llm_tokenizer_bpe) knows: the GGUF names that select it and its split
+// expressions. Where llama.cpp rewrote a Hugging Face expression for its own
+// regex engine ("original regex from tokenizer.json"), the entry holds the
+// Hugging Face original, which PCRE2 runs as written ((?i:...), possessive
+// quantifiers, \p{Lu} classes). Checked against python3-regex running the
+// same expressions (tests/lib/tokenizer/make_pretokenizer_golden.py).
+namespace {
+
+// GPT-2 (openai/gpt-2 encoder.py; HF ByteLevel use_regex).
+constexpr char kGpt2[] = R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
+// Llama 3 tokenizer.json.
+constexpr char kLlama3[] =
+    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+// Qwen2 tokenizer.json (digits one at a time).
+constexpr char kQwen2[] =
+    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+// GPT-2's without the final \s+ (identical splits: what it would match is
+// left between matches and kept).
+constexpr char kGpt2NoTail[] = R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S))";
+constexpr char kBloom[] = R"( ?[^(\s|.,!?…。，、।۔،)]+)";
+constexpr char kGpt4o[] =
+    R"([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+
+struct Entry {
+  std::vector<std::string> names;
+  std::vector<std::string> regexes;
+  bool ignore_merges;
+};
+
+const std::vector<Entry>& Table() {
+  static const std::vector<Entry>* t = new std::vector<Entry>{
+      // llama.cpp's fallback for BPE vocabularies.
+      {{"default"},
+       {R"([\p{P}\$\+<=>\^~\|]+)", kGpt2NoTail, R"(\p{N}+)", "[0-9][0-9][0-9]"},
+       false},
+      {{"gpt-2", "gpt2", "phi-2", "jina-es", "jina-de", "gigachat", "jina-v2-es", "jina-v2-de",
+        "a.x-4.0", "mellum", "jina-v1-en", "jina-v2-code", "roberta-bpe", "mpt", "olmo", "jais",
+        "trillion", "granite-docling", "exaone4"},
+       {kGpt2},
+       false},
+      {{"llama3", "llama-v3", "llama-bpe", "falcon3", "falcon-h1", "pixtral", "midm-2.0", "lfm2"},
+       {kLlama3},
+       true},
+      {{"dbrx", "smaug-bpe", "glm4", "chatglm-bpe"}, {kLlama3}, false},
+      // (code points that Unicode normalization would rewrite are escaped)
+      {{"deepseek-llm"},
+       {"[\r\n]",
+        R"(\s?[A-Za-zµÀ-ÖØ-öø-ƺƼ-ƿǄ-ʓʕ-ʯͰ-ͳͶͷͻ-ͽͿΆΈ-ΊΌΎ-ΡΣ-ϵϷ-ҁҊ-ԯԱ-ՖႠ-ჅᎠ-Ᏽᏸ-ᏽᲐ-ᲺᲽ-Ჿᴀ-ᴫᵫ-ᵷᵹ-ᶚḀ-ἕἘ-Ἕἠ-ὅὈ-Ὅὐ-ὗὙὛὝ\x{1F5F}-\x{1F7D}ᾀ-ᾴᾶ-ᾼ\x{1FBE}ῂ-ῄῆ-ῌῐ-\x{1FD3}ῖ-\x{1FDB}ῠ-Ῥῲ-ῴῶ-ῼℂℇℊ-ℓℕℙ-ℝℤ\x{2126}ℨ\x{212A}-ℭℯ-ℴℹℼ-ℿⅅ-ⅉⅎↃↄⰀ-ⱻⱾ-ⳤⳫ-ⳮⳲⳳꙀ-ꙭꚀ-ꚛꜢ-ꝯꝱ-ꞇꞋ-ꞎꭰ-ꮿﬀ-ﬆﬓ-ﬗＡ-Ｚａ-ｚ𐐀-𐑏𐒰-𐓓𐓘-𐓻𐲀-𐲲𐳀-𐳲𑢠-𑣟𞤀-𞥃]+)",
+        R"(\s?[!-/:-~！-／：-～‘-‟　-。]+)", R"(\s+$)", "[一-龥ࠀ-一가-퟿]+", R"(\p{N}+)"},
+       false},
+      {{"deepseek-coder"},
+       {"[\r\n]", R"(\s?\p{L}+)", R"(\s?\p{P}+)", "[一-龥ࠀ-一가-퟿]+", R"(\p{N})"},
+       false},
+      {{"deepseek-v3", "hunyuan-dense"},
+       {R"(\p{N}{1,3})", "[一-龥぀-ゟ゠-ヿ]+",
+        R"([!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~][A-Za-z]+|[^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+| ?[\p{P}\p{S}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)"},
+       false},
+      {{"falcon"},
+       {R"([\p{P}\$\+<=>\^~\|`]+)", kGpt2NoTail, "[0-9][0-9][0-9]"},
+       false},
+      {{"starcoder", "refact", "command-r", "smollm", "codeshell", "exaone", "minerva-7b"},
+       {R"(\p{N})", kGpt2NoTail},
+       false},
+      {{"qwen2", "deepseek-r1-qwen", "kormo", "stablelm2", "hunyuan", "megrez", "grok-2"},
+       {kQwen2},
+       false},
+      {{"poro-chat", "bloom", "gpt3-finnish"}, {kBloom}, false},
+      {{"viking"}, {kBloom, R"(\p{N})"}, false},
+      {{"tekken"},
+       {R"([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)"},
+       true},
+      {{"chameleon"},
+       {"<sentinel:[0-9]+>", "(IMGIMG)((A|B|C|D|E|F|G|H|I){1,4})Z", "([\\t\\n]|    |  )",
+        R"(\p{N})", R"([\p{P}!-/:-@\[-`{-~])", kGpt2NoTail},
+       false},
+      {{"gpt-4o", "llama4", "minimax-m2"}, {kGpt4o}, false},
+      {{"superbpe"}, {R"(\p{N}+)", R"((?=(\d{3})+(?!\d)))"}, false},
+      {{"bailingmoe", "bailingmoe2", "llada-moe"},
+       {R"('(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]++[\r\n]*|\s*[\r\n]|\s+(?!\S)|\s+)"},
+       false},
+      {{"seed-coder"},
+       {R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1}| ?[^\s\p{L}\p{N}\r\n]+|\s*[\r\n]+|\s+(?!\S)|\s+)"},
+       false},
+  };
+  return *t;
+}
+
+// Names llama.cpp splits with hand-written code rather than an expression:
+// refused (no reference expression to check against).
+constexpr const char* kHandWritten[] = {"kimi-k2", "afmoe"};
+
+}  // namespace
+
+absl::StatusOr<PreTokenizer> FindPreTokenizer(const std::string& pre) {
+  for (const Entry& e : Table()) {
+    for (const std::string& n : e.names) {
+      if (n == pre) return PreTokenizer{e.regexes, e.ignore_merges};
+    }
+  }
+  for (const char* h : kHandWritten) {
+    if (pre == h) {
+      return absl::NotFoundError(absl::StrCat(
+          "pre-tokenizer \"", pre,
+          "\" is not supported: llama.cpp splits it with hand-written code, not an expression "
+          "vocabd can check against a reference"));
+    }
+  }
+  return absl::NotFoundError(absl::StrCat("pre-tokenizer \"", pre, "\" is not known (known: ",
+                                          absl::StrJoin(PreTokenizerNames(), ", "), ")"));
+}
+
+std::vector<std::string> PreTokenizerNames() {
+  std::vector<std::string> out;
+  for (const Entry& e : Table()) out.insert(out.end(), e.names.begin(), e.names.end());
+  return out;
+}
+
+}  // namespace tokenizer_internal
+}  // namespace vocabd

@@ -1,0 +1,480 @@
+// SentencePiece Unigram and BPE models with precompiled_charsmap
+// normalization (nmt_nfkc, nmt_nfkc_cf, nfkc, identity) against the golden
+// encodings Debian's python3-sentencepiece gives
+// (tests/lib/tokenizer/make_unigram_golden.py writes the models and the
+// goldens into testdata/).
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "lib/tokenizer/incremental_decode.h"
+#include "lib/tokenizer/split_regex.h"
+#include "lib/tokenizer/tokenizer.h"
+#include "lib/tokenizer/tokenizer_loader.h"
+#include "nlohmann/json.hpp"
+#include "tests/test_util.h"
+
+namespace vocabd {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string ReadFileBytes(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+std::string TestData(const std::string& name) {
+  return testing::SourceDir() + "/tests/lib/tokenizer/testdata/" + name;
+}
+
+struct GoldenModel {
+  const char* name;
+  const char* kind;
+};
+
+class SentencePieceGoldenTest : public ::testing::TestWithParam<GoldenModel> {};
+
+// Every text: the ids, pieces and offsets sentencepiece gives, and its
+// decoded text wherever no unk is produced (vocabd decodes unk as its piece,
+// "<unk>", as Hugging Face does; sentencepiece writes " ⁇ ").
+// sentencepiece gives a character's byte pieces the offsets (b, b) ...
+// (b, b), (b, e); vocabd gives each of them (b, e) (the character's span,
+// Hugging Face's convention): the golden offsets are translated so.
+// An unk piece's golden "piece" is the text it covers; vocabd's Piece(unk)
+// is the vocabulary entry, so unk pieces are compared by id only.
+TEST_P(SentencePieceGoldenTest, MatchesPythonSentencePiece) {
+  const GoldenModel& m = GetParam();
+  const nlohmann::json golden =
+      nlohmann::json::parse(ReadFileBytes(TestData(std::string(m.name) + "_golden.json")));
+  auto tok = LoadTokenizer(TestData(std::string(m.name) + ".model"));
+  ASSERT_TRUE(tok.ok()) << tok.status();
+  EXPECT_EQ((*tok)->kind(), m.kind);
+  const int32_t unk = golden["unk_id"];
+  const auto& cases = golden["cases"];
+  ASSERT_GT(cases.size(), 300u);
+  int mismatches = 0, decoded_checked = 0, byte_pieces = 0, unks = 0;
+  for (const auto& c : cases) {
+    const std::string text = c["text"];
+    auto enc = (*tok)->Encode(text, /*add_special_tokens=*/false);
+    ASSERT_TRUE(enc.ok()) << enc.status();
+    const auto want_ids = c["ids"].get<std::vector<int32_t>>();
+    const auto want_pieces = c["pieces"].get<std::vector<std::string>>();
+    auto want_offsets = c["offsets"].get<std::vector<std::pair<int64_t, int64_t>>>();
+    for (size_t i = want_offsets.size(); i-- > 0;) {
+      if ((*tok)->Type(want_ids[i]) != TokenType::kByte) continue;
+      ++byte_pieces;
+      if (want_offsets[i].first == want_offsets[i].second && i + 1 < want_ids.size() &&
+          (*tok)->Type(want_ids[i + 1]) == TokenType::kByte &&
+          want_offsets[i + 1].first == want_offsets[i].first) {
+        want_offsets[i].second = want_offsets[i + 1].second;
+      }
+    }
+    EXPECT_EQ(enc->ids, want_ids) << m.name << " \"" << text << "\"";
+    if (enc->ids != want_ids) {
+      ++mismatches;
+      continue;
+    }
+    EXPECT_EQ(enc->offsets, want_offsets) << m.name << " \"" << text << "\"";
+    bool has_unk = false;
+    for (size_t i = 0; i < want_ids.size(); ++i) {
+      if (want_ids[i] == unk) {
+        has_unk = true;
+        ++unks;
+        continue;
+      }
+      EXPECT_EQ((*tok)->Piece(want_ids[i]), want_pieces[i]) << m.name << " \"" << text << "\" #" << i;
+    }
+    auto ids = (*tok)->EncodeIds(text, false);
+    ASSERT_TRUE(ids.ok());
+    EXPECT_EQ(*ids, want_ids);
+    if (!has_unk) {
+      auto dec = (*tok)->Decode(enc->ids, false);
+      ASSERT_TRUE(dec.ok()) << dec.status();
+      EXPECT_EQ(*dec, c["decoded"].get<std::string>()) << m.name << " \"" << text << "\"";
+      ++decoded_checked;
+      // Streaming one id at a time gives the same text.
+      std::string streamed;
+      for (size_t i = 0; i < enc->ids.size(); ++i) {
+        auto piece = DecodeIncremental(**tok, absl::MakeConstSpan(enc->ids.data(), i),
+                                       absl::MakeConstSpan(enc->ids.data() + i, 1), false);
+        ASSERT_TRUE(piece.ok()) << piece.status();
+        streamed += piece->text;
+      }
+      EXPECT_EQ(streamed, *dec) << m.name << " \"" << text << "\"";
+    }
+  }
+  EXPECT_EQ(mismatches, 0) << m.name;
+  EXPECT_GT(decoded_checked, 100) << m.name;
+  std::cerr << m.name << ": " << cases.size() << " texts, " << byte_pieces << " byte pieces, " << unks
+            << " unk pieces, " << decoded_checked << " decoded\n";
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, SentencePieceGoldenTest,
+                         ::testing::Values(GoldenModel{"unigram_nmt_nfkc", "unigram"},
+                                           GoldenModel{"unigram_nfkc_cf", "unigram"},
+                                           GoldenModel{"unigram_identity", "unigram"},
+                                           GoldenModel{"unigram_user", "unigram"},
+                                           GoldenModel{"bpe_nmt_nfkc", "sentencepiece"}),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+}  // namespace
+}  // namespace vocabd
+
+namespace vocabd {
+namespace {
+
+// A ModelProto by hand (protobuf wire format): pieces, trainer_spec
+// varints, normalizer_spec name + charsmap + varints.
+class SpmModelWriter {
+ public:
+  void Piece(const std::string& piece, float score, int type) {
+    std::string sp;
+    Bytes(1, piece, &sp);
+    V((2 << 3) | 5, &sp);
+    sp.append(reinterpret_cast<const char*>(&score), 4);
+    Varint(3, type, &sp);
+    Bytes(1, sp, &model_);
+  }
+  void Trainer(int field, int64_t v) { Varint(field, v, &trainer_); }
+  void Normalizer(int field, int64_t v) { Varint(field, v, &normalizer_); }
+  void NormalizerBytes(int field, const std::string& b) { Bytes(field, b, &normalizer_); }
+  std::string Write(const std::string& name) const {
+    std::string m = model_;
+    Bytes(2, trainer_, &m);
+    Bytes(3, normalizer_, &m);
+    const std::string path = ::testing::TempDir() + "/" + name + ".model";
+    std::ofstream f(path, std::ios::binary);
+    f << m;
+    return path;
+  }
+
+ private:
+  static void V(uint64_t v, std::string* out) {
+    while (v >= 0x80) {
+      out->push_back(static_cast<char>((v & 0x7F) | 0x80));
+      v >>= 7;
+    }
+    out->push_back(static_cast<char>(v));
+  }
+  static void Varint(int field, int64_t v, std::string* out) {
+    V(static_cast<uint64_t>(field) << 3, out);
+    V(static_cast<uint64_t>(v), out);
+  }
+  static void Bytes(int field, const std::string& b, std::string* out) {
+    V((static_cast<uint64_t>(field) << 3) | 2, out);
+    V(b.size(), out);
+    *out += b;
+  }
+  std::string model_, trainer_, normalizer_;
+};
+
+// A darts-clone double array by hand mapping "A" -> "a" and "Bc" -> ""
+// (unit layout: spm_normalizer.h):
+//   units[0]   root, offset 1                 -> children at 1 ^ byte
+//   units[64]  label 'A', has_leaf, offset 1  -> leaf at 64 ^ 1 = 65
+//   units[65]  leaf, value 0 ("a")
+//   units[67]  label 'B', offset 2            -> children at 67 ^ 2 ^ byte
+//   units[34]  label 'c', has_leaf, offset 3  -> leaf at 33
+//   units[33]  leaf, value 2 ("")
+struct HandTrie {
+  std::vector<uint32_t> units = std::vector<uint32_t>(128, 0);
+  std::string normalized = std::string("a\0\0", 3);
+  HandTrie() {
+    units[0] = 1u << 10;                                     // base 1
+    units[1 ^ 'A'] = (1u << 10) | (1u << 8) | 'A';           // 64: leaf at 65
+    units[(1 ^ 'A') ^ 1] = 0u | (1u << 31);                  // 65: value 0 -> "a"
+    units[1 ^ 'B'] = (2u << 10) | 'B';                       // 67: base 65
+    units[(1 ^ 'B') ^ 2 ^ 'c'] = (3u << 10) | (1u << 8) | 'c';  // 65 ^ 'c' = 34: leaf at 33
+    units[((1 ^ 'B') ^ 2 ^ 'c') ^ 3] = 2u | (1u << 31);      // 33: value 2 -> ""
+  }
+  std::string Blob() const {
+    std::string b;
+    const uint32_t size = static_cast<uint32_t>(units.size() * 4);
+    b.append(reinterpret_cast<const char*>(&size), 4);
+    b.append(reinterpret_cast<const char*>(units.data()), size);
+    b += normalized;
+    return b;
+  }
+};
+
+SpmModelWriter TinyUnigram() {
+  SpmModelWriter w;
+  w.Piece("<unk>", 0, 2);
+  w.Piece("<s>", 0, 3);
+  w.Piece("</s>", 0, 3);
+  w.Piece("\xE2\x96\x81", -1, 1);
+  w.Piece("a", -2, 1);
+  w.Piece("\xE2\x96\x81" "a", -1.5, 1);
+  w.Piece("aa", -10, 5);   // UNUSED: never chosen
+  w.Piece("<x>", 0, 4);    // USER_DEFINED: bonus length * FLT_MIN - 0.1
+  w.Trainer(3, 1);
+  return w;
+}
+
+TEST(SentencePieceCharsmapTest, HandBuiltTrieRewritesWithOffsets) {
+  HandTrie t;
+  SpmModelWriter w = TinyUnigram();
+  w.NormalizerBytes(1, "hand");
+  w.NormalizerBytes(2, t.Blob());
+  auto tok = LoadTokenizer(w.Write("hand_trie"));
+  ASSERT_TRUE(tok.ok()) << tok.status();
+  // "A" -> "a"; "Bc" -> "" (deleted: its bytes go to the piece before).
+  auto enc = (*tok)->Encode("ABcA aa<x>", false);
+  ASSERT_TRUE(enc.ok()) << enc.status();
+  using P = std::pair<int64_t, int64_t>;
+  // normalized "▁aa▁aa<x>": ▁a a ▁a a <x>; "▁a" ends where the second
+  // "a" (input "A" at 3) begins, so it covers the deleted "Bc".
+  EXPECT_EQ(enc->ids, (std::vector<int32_t>{5, 4, 5, 4, 7}));
+  EXPECT_EQ(enc->offsets, (std::vector<P>{{0, 3}, {3, 4}, {4, 6}, {6, 7}, {7, 10}}));
+  EXPECT_EQ(*(*tok)->Decode(enc->ids, false), "aa aa<x>");
+  // A character no piece covers is one unk, a run of them too.
+  auto unk = (*tok)->Encode("a\xC3\xA9\xC3\xA9", false);
+  ASSERT_TRUE(unk.ok());
+  EXPECT_EQ(unk->ids, (std::vector<int32_t>{5, 0}));
+  EXPECT_EQ(unk->offsets, (std::vector<P>{{0, 1}, {1, 5}}));
+}
+
+TEST(SentencePieceCharsmapTest, MalformedCharsmapsAreRefusedNamingTheField) {
+  auto refused = [](const std::string& blob, const std::string& what) {
+    SpmModelWriter w = TinyUnigram();
+    w.NormalizerBytes(1, "bad");
+    w.NormalizerBytes(2, blob);
+    auto tok = LoadTokenizer(w.Write("bad_trie"));
+    ASSERT_FALSE(tok.ok());
+    EXPECT_EQ(tok.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(tok.status().message(),
+                HasSubstr("normalizer_spec.precompiled_charsmap (name \"bad\")"));
+    EXPECT_THAT(tok.status().message(), HasSubstr(what));
+  };
+  refused("abc", "shorter than its 4-byte trie size");
+  {
+    HandTrie t;
+    std::string b = t.Blob();
+    b[0] = 7;  // not a multiple of 4
+    refused(b, "trie size");
+  }
+  {
+    HandTrie t;
+    t.units[65] = 99u | (1u << 31);
+    refused(t.Blob(), "value 99 outside the 3-byte replacement strings");
+  }
+  {
+    HandTrie t;
+    t.normalized = "abc";  // no NUL
+    refused(t.Blob(), "has no NUL");
+  }
+  {
+    HandTrie t;
+    t.normalized = std::string("\xFF\0\0", 3);
+    refused(t.Blob(), "replacement at 0 is not UTF-8");
+  }
+  {
+    HandTrie t;
+    t.units[64] = (1000u << 10) | (1u << 8) | 'A';  // leaf at 64 ^ 1000, past 128 units
+    refused(t.Blob(), "outside the trie");
+  }
+}
+
+TEST(SentencePieceCharsmapTest, ModelProtoRulesSentencePieceRefuses) {
+  {
+    SpmModelWriter w = TinyUnigram();
+    w.Piece("a", 0, 1);  // repeats pieces[4]
+    auto tok = LoadTokenizer(w.Write("dup_piece"));
+    ASSERT_FALSE(tok.ok());
+    EXPECT_THAT(tok.status().message(), HasSubstr("pieces[8] = \"a\" repeats pieces[4]"));
+  }
+  {
+    SpmModelWriter w = TinyUnigram();
+    w.Piece("<0x41>", 0, 6);
+    auto tok = LoadTokenizer(w.Write("byte_no_fallback"));
+    ASSERT_FALSE(tok.ok());
+    EXPECT_THAT(tok.status().message(),
+                HasSubstr("pieces[8] is of type BYTE but trainer_spec.byte_fallback is false"));
+  }
+}
+
+}  // namespace
+}  // namespace vocabd
+
+namespace vocabd {
+namespace {
+
+// Every tokenizer.ggml.pre table entry splits the mixed-script texts into
+// exactly the pieces python3-regex gives with Hugging Face's expressions
+// (make_pretokenizer_golden.py), and every name of the table resolves.
+TEST(PreTokenizerSplitTest, EveryEntryMatchesPythonRegex) {
+  const nlohmann::json golden =
+      nlohmann::json::parse(ReadFileBytes(TestData("pretokenizer_golden.json")));
+  const auto texts = golden["texts"].get<std::vector<std::string>>();
+  ASSERT_GT(texts.size(), 200u);
+  int entries = 0;
+  for (const auto& [name, splits] : golden["splits"].items()) {
+    auto pt = tokenizer_internal::FindPreTokenizer(name);
+    ASSERT_TRUE(pt.ok()) << pt.status();
+    std::vector<tokenizer_internal::SplitRegex> res;
+    for (const std::string& r : pt->regexes) {
+      auto c = tokenizer_internal::SplitRegex::Compile(r, name);
+      ASSERT_TRUE(c.ok()) << c.status();
+      res.push_back(*std::move(c));
+    }
+    int mismatches = 0;
+    for (size_t i = 0; i < texts.size(); ++i) {
+      const std::string& t = texts[i];
+      std::vector<tokenizer_internal::SplitSpan> spans;
+      if (!t.empty()) spans.push_back({0, static_cast<uint32_t>(t.size())});
+      for (const auto& re : res) re.SplitAll(t, &spans);
+      std::vector<std::string> got;
+      for (const auto& s : spans) got.push_back(t.substr(s.begin, s.end - s.begin));
+      const auto want = splits[i].get<std::vector<std::string>>();
+      if (got != want && ++mismatches <= 3) {
+        ADD_FAILURE() << name << " text #" << i << " \"" << t << "\": got "
+                      << ::testing::PrintToString(got) << " want " << ::testing::PrintToString(want);
+      }
+    }
+    EXPECT_EQ(mismatches, 0) << name;
+    ++entries;
+  }
+  EXPECT_EQ(entries, 18);
+  for (const std::string& n : tokenizer_internal::PreTokenizerNames()) {
+    EXPECT_TRUE(tokenizer_internal::FindPreTokenizer(n).ok()) << n;
+  }
+  auto unknown = tokenizer_internal::FindPreTokenizer("foo");
+  EXPECT_THAT(unknown.status().message(), HasSubstr("pre-tokenizer \"foo\" is not known (known: default, gpt-2"));
+  auto hand = tokenizer_internal::FindPreTokenizer("kimi-k2");
+  EXPECT_THAT(hand.status().message(), HasSubstr("hand-written"));
+}
+
+}  // namespace
+}  // namespace vocabd
+
+namespace vocabd {
+namespace {
+
+// A GGUF v3 file with tokenizer metadata only.
+class TinyGguf {
+ public:
+  void Str(const std::string& k, const std::string& v) { Key(k, 8); S(v); ++n_; }
+  void Strs(const std::string& k, const std::vector<std::string>& v) {
+    Key(k, 9); Put(uint32_t{8}); Put(uint64_t{v.size()});
+    for (const auto& x : v) S(x);
+    ++n_;
+  }
+  void F32s(const std::string& k, const std::vector<float>& v) {
+    Key(k, 9); Put(uint32_t{6}); Put(uint64_t{v.size()});
+    for (float x : v) Put(x);
+    ++n_;
+  }
+  void I32s(const std::string& k, const std::vector<int32_t>& v) {
+    Key(k, 9); Put(uint32_t{5}); Put(uint64_t{v.size()});
+    for (int32_t x : v) Put(x);
+    ++n_;
+  }
+  void U8s(const std::string& k, const std::string& v) {
+    Key(k, 9); Put(uint32_t{0}); Put(uint64_t{v.size()});
+    body_ += v;
+    ++n_;
+  }
+  std::string Write(const std::string& name) const {
+    std::string head = "GGUF";
+    auto put = [&](auto x) { head.append(reinterpret_cast<const char*>(&x), sizeof(x)); };
+    put(uint32_t{3});
+    put(uint64_t{0});
+    put(uint64_t{n_});
+    const std::string path = ::testing::TempDir() + "/" + name + ".gguf";
+    std::ofstream f(path, std::ios::binary);
+    f << head << body_;
+    return path;
+  }
+
+ private:
+  template <typename T> void Put(T x) { body_.append(reinterpret_cast<const char*>(&x), sizeof(x)); }
+  void S(const std::string& v) { Put(uint64_t{v.size()}); body_ += v; }
+  void Key(const std::string& k, uint32_t type) { S(k); Put(type); }
+  std::string body_;
+  uint64_t n_ = 0;
+};
+
+// GGUF tokenizer.ggml.model "t5" (llama.cpp UGM): Unigram with the charsmap
+// from tokenizer.ggml.precompiled_charsmap; EOS added by default.
+TEST(SentencePieceCharsmapTest, GgufT5IsUnigramWithTheCharsmap) {
+  auto make = [](const std::string& name, const std::string& charsmap) {
+    TinyGguf g;
+    g.Str("tokenizer.ggml.model", "t5");
+    g.Strs("tokenizer.ggml.tokens", {"<pad>", "</s>", "<unk>", "\xE2\x96\x81", "a",
+                                     "\xE2\x96\x81" "a"});
+    g.F32s("tokenizer.ggml.scores", {0, 0, 0, -1, -2, -1.5});
+    g.I32s("tokenizer.ggml.token_type", {3, 3, 2, 1, 1, 1});
+    if (!charsmap.empty()) g.U8s("tokenizer.ggml.precompiled_charsmap", charsmap);
+    return g.Write(name);
+  };
+  auto tok = LoadTokenizer(make("t5_hand", HandTrie().Blob()));
+  ASSERT_TRUE(tok.ok()) << tok.status();
+  EXPECT_EQ((*tok)->kind(), "unigram");
+  auto enc = (*tok)->Encode("ABcA", /*add_special_tokens=*/true);
+  ASSERT_TRUE(enc.ok()) << enc.status();
+  EXPECT_EQ(enc->ids, (std::vector<int32_t>{5, 4, 1}));  // "▁a" "a" </s>
+  auto bad = LoadTokenizer(make("t5_bad", "xyzzy"));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(), HasSubstr("tokenizer.ggml.precompiled_charsmap (5 bytes) is malformed"));
+}
+
+}  // namespace
+}  // namespace vocabd
+
+namespace vocabd {
+namespace {
+
+// Carried over: a literal U+2581 in the text is whitespace to the
+// normalizer (trailing ones are removed with remove_extra_whitespaces, as
+// sentencepiece does); python3-sentencepiece's ids for stories260K-hf.
+TEST(SentencePieceCharsmapTest, Stories260KHfLiteralMetaspace) {
+  auto tok = LoadTokenizer(testing::SharedModelsDir() + "/stories260K-hf/tokenizer.model");
+  ASSERT_TRUE(tok.ok()) << tok.status();
+  const std::vector<std::pair<std::string, std::vector<int32_t>>> cases = {
+      {"hello\xE2\x96\x81", {281, 306, 414}},
+      {"hello \xE2\x96\x81", {281, 306, 414}},
+      {"\xE2\x96\x81", {}},
+      {"a\xE2\x96\x81\xE2\x96\x81 ", {261}},
+      {"\xE2\x96\x81hello", {410, 281, 306, 414}}};
+  for (const auto& [text, ids] : cases) {
+    auto enc = (*tok)->EncodeIds(text, false);
+    ASSERT_TRUE(enc.ok());
+    EXPECT_EQ(*enc, ids) << text;
+  }
+  EXPECT_EQ(*(*tok)->Decode(std::vector<int32_t>{410, 281, 306, 414}, false), "hello");
+}
+
+// Carried over: the end-of-stream flush returns what DecodeIncremental held
+// back (an incomplete character as U+FFFD), so the stream equals the full
+// decode with ill-formed bytes replaced.
+TEST(SentencePieceCharsmapTest, FlushIncrementalReturnsTheHeldBackTail) {
+  auto tok = LoadTokenizer(TestData("unigram_identity.model"));
+  ASSERT_TRUE(tok.ok()) << tok.status();
+  // "日本語" then the first two byte pieces of an unknown 3-byte character.
+  auto enc = (*tok)->EncodeIds("x \xE3\x81\xAE", false);
+  ASSERT_TRUE(enc.ok());
+  std::vector<int32_t> ids(enc->begin(), enc->end() - 1);  // drop the last byte piece
+  std::string streamed;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    auto piece = DecodeIncremental(**tok, absl::MakeConstSpan(ids.data(), i),
+                                   absl::MakeConstSpan(ids.data() + i, 1), false);
+    ASSERT_TRUE(piece.ok());
+    streamed += piece->text;
+  }
+  EXPECT_EQ(streamed, "x ");
+  auto tail = FlushIncremental(**tok, ids, false);
+  ASSERT_TRUE(tail.ok()) << tail.status();
+  EXPECT_EQ(*tail, "\xEF\xBF\xBD");
+  EXPECT_EQ(streamed + *tail, ReplaceInvalidUtf8(*(*tok)->Decode(ids, false)));
+  EXPECT_EQ(*FlushIncremental(**tok, *enc, false), "");  // nothing held back
+  EXPECT_FALSE(FlushIncremental(**tok, std::vector<int32_t>{-1}, false).ok());
+}
+
+}  // namespace
+}  // namespace vocabd
