@@ -180,6 +180,12 @@ std::vector<FamilyRules> BuildTable() {
     f.theta_default = 1000000.0;
     f.layer_rope = LayerRopeRule::kGemma3LocalGlobal;
     f.sliding_window_pattern_default = 6;
+    // Gemma3TextConfig defaults (gemma-3-4b's text_config omits these).
+    f.vocab_default = 262208;
+    f.heads_default = 8;
+    f.kv_heads_default = 4;
+    f.intermediate_default = 9216;
+    f.max_positions_default = 131072;
     f.local_theta_default = 10000.0;
     t.push_back(f);
   }

@@ -82,6 +82,14 @@ struct FamilyRules {
   // The head width RoPE rotates (DeepSeek: qk_rope_head_dim).
   const char* head_dim_key = "head_dim";
   int head_dim_default = 0;  // 0: hidden / heads
+  // Config-class defaults of keys a published config.json may omit (0:
+  // required). Gemma 3's composite configs list only the text_config keys
+  // that differ from Gemma3TextConfig's defaults.
+  int64_t vocab_default = 0;
+  int64_t heads_default = 0;
+  int64_t kv_heads_default = 0;
+  int64_t intermediate_default = 0;
+  int64_t max_positions_default = 0;
   bool tie_default = false;
 
   // Final norm.

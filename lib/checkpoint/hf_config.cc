@@ -291,7 +291,7 @@ absl::StatusOr<ModelConfig> ParseHfConfig(const std::string& json_text,
   c.architecture = *model_type;
   c.family = f.name;
 
-  ASSIGN_OR_RETURN(c.vocab_size, r.Int("vocab_size", std::nullopt));
+  ASSIGN_OR_RETURN(c.vocab_size, r.Int("vocab_size", f.vocab_default > 0 ? std::optional<int64_t>(f.vocab_default) : std::nullopt));
   int hidden = 0;
   ASSIGN_OR_RETURN(hidden, PositiveInt(r, f.hidden, std::nullopt));
   c.hidden_size = hidden;
@@ -301,9 +301,11 @@ absl::StatusOr<ModelConfig> ParseHfConfig(const std::string& json_text,
     return r.Error(f.layers, absl::StrCat("= ", v, " is out of range"));
   }
   c.num_hidden_layers = static_cast<int>(v);
-  ASSIGN_OR_RETURN(c.num_attention_heads, PositiveInt(r, f.heads, std::nullopt));
+  ASSIGN_OR_RETURN(c.num_attention_heads, PositiveInt(r, f.heads, f.heads_default > 0 ? std::optional<int64_t>(f.heads_default) : std::nullopt));
   if (f.kv_heads != nullptr) {
-    ASSIGN_OR_RETURN(c.num_key_value_heads, PositiveInt(r, f.kv_heads, c.num_attention_heads));
+    ASSIGN_OR_RETURN(c.num_key_value_heads,
+                     PositiveInt(r, f.kv_heads,
+                                 f.kv_heads_default > 0 ? f.kv_heads_default : c.num_attention_heads));
   } else {
     c.num_key_value_heads = c.num_attention_heads;
   }
@@ -311,11 +313,11 @@ absl::StatusOr<ModelConfig> ParseHfConfig(const std::string& json_text,
       f.head_dim_default > 0 ? f.head_dim_default : c.hidden_size / c.num_attention_heads;
   ASSIGN_OR_RETURN(c.head_dim, PositiveInt(r, f.head_dim_key, head_dim_default));
   if (f.intermediate != nullptr) {
-    ASSIGN_OR_RETURN(c.intermediate_size, r.Int(f.intermediate, std::nullopt));
+    ASSIGN_OR_RETURN(c.intermediate_size, r.Int(f.intermediate, f.intermediate_default > 0 ? std::optional<int64_t>(f.intermediate_default) : std::nullopt));
   } else {
     ASSIGN_OR_RETURN(c.intermediate_size, r.Int("n_inner", 4 * c.hidden_size));  // gpt2
   }
-  ASSIGN_OR_RETURN(c.max_position_embeddings, r.Int(f.max_positions, std::nullopt));
+  ASSIGN_OR_RETURN(c.max_position_embeddings, r.Int(f.max_positions, f.max_positions_default > 0 ? std::optional<int64_t>(f.max_positions_default) : std::nullopt));
   ASSIGN_OR_RETURN(c.norm_eps, r.Double(f.eps, f.eps_default));
   c.final_norm_kind = f.norm;
   c.norm_eps_key = f.norm == NormKind::kNone ? "" : f.eps;
