@@ -85,13 +85,22 @@ absl::StatusOr<std::vector<int64_t>> RequestPositions(const v1::ApplyRopeRequest
 
 // RoPE params for a request (lib/positions/rope_overrides.h decides which
 // model, if any, gives the defaults and how the request goes over them).
-absl::StatusOr<RopeParams> ResolveRopeParams(const ServiceContext& context,
-                                             const std::string& model_name,
-                                             const v1::RopeConfig& rope, int64_t head_dim) {
+// With `layer`, the model's params of that layer (ModelConfig::RopeOfLayer);
+// std::nullopt when that layer applies no RoPE.
+absl::StatusOr<std::optional<RopeParams>> ResolveRopeParams(const ServiceContext& context,
+                                                            const std::string& model_name,
+                                                            const v1::RopeConfig& rope,
+                                                            int64_t head_dim,
+                                                            std::optional<int32_t> layer) {
   const RopeParams* model_params = nullptr;
   std::shared_ptr<const Model> model;
   const bool standalone = RopeRequestStandsAlone(
       !model_name.empty(), rope.pair_layout() != v1::ROPE_PAIR_LAYOUT_UNSPECIFIED);
+  if (standalone && layer.has_value()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "layer = ", *layer, " needs a model (the request's rope config stands alone)"));
+  }
+  LayerRope layer_rope;
   if (!standalone) {
     ASSIGN_OR_RETURN(model, context.registry->Get(model_name));
     if (model->config().position_scheme != PositionScheme::kRope) {
@@ -99,9 +108,29 @@ absl::StatusOr<RopeParams> ResolveRopeParams(const ServiceContext& context,
           absl::StrCat("model '", model->name(), "' does not use RoPE"));
     }
     model_params = &model->config().rope;
+    if (layer.has_value()) {
+      ASSIGN_OR_RETURN(layer_rope, model->config().RopeOfLayer(*layer));
+      model_params = &layer_rope.rope;
+    }
   }
   ASSIGN_OR_RETURN(RopeOverrides overrides, RopeOverridesFromProto(rope));
-  return MergeRopeParams(model_params, overrides, head_dim, kRopeField);
+  if (layer.has_value() && !layer_rope.rotary) {
+    const bool any_override = overrides.theta || overrides.head_dim || overrides.rotary_dim ||
+                              overrides.partial_rotary_factor || overrides.pair_layout ||
+                              overrides.scaling || overrides.max_position_embeddings;
+    if (any_override) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "rope overrides are set but layer ", *layer, " of model '", model->name(),
+          "' applies no RoPE"));
+    }
+    return std::optional<RopeParams>();
+  }
+  ASSIGN_OR_RETURN(RopeParams params, MergeRopeParams(model_params, overrides, head_dim, kRopeField));
+  return std::optional<RopeParams>(std::move(params));
+}
+
+std::optional<int32_t> RequestLayer(bool has_layer, int32_t layer) {
+  return has_layer ? std::optional<int32_t>(layer) : std::nullopt;
 }
 
 // Work measures (see position_service.h): SaturatingMul (lib/core/shape.h)
@@ -193,9 +222,21 @@ absl::Status PositionServiceImpl::DoApplyRope(const v1::ApplyRopeRequest& reques
   ASSIGN_OR_RETURN(DecodedQk k, DecodeQk(request.k(), layout, "k"));
   // A model supplies the defaults unless the request's rope config stands on
   // its own (pair_layout set and no model named).
-  ASSIGN_OR_RETURN(RopeParams params, ResolveRopeParams(context_, request.model(), request.rope(),
-                                                        q.view.head_dim));
+  ASSIGN_OR_RETURN(std::optional<RopeParams> resolved,
+                   ResolveRopeParams(context_, request.model(), request.rope(), q.view.head_dim,
+                                     RequestLayer(request.has_layer(), request.layer())));
   ASSIGN_OR_RETURN(std::vector<int64_t> positions, RequestPositions(request, layout, q.view));
+  if (!resolved.has_value()) {
+    // A layer without RoPE (NoPE layers, Cohere 2 global layers): q and k
+    // unchanged, positions still validated as for any layer.
+    RETURN_IF_ERROR(ValidateQkShapes(q.view, k.view, layout));
+    *response->mutable_q() = request.q();
+    *response->mutable_k() = request.k();
+    response->set_attention_scaling(1.0);
+    response->set_layer_without_rope(true);
+    return absl::OkStatus();
+  }
+  const RopeParams& params = *resolved;
   ApplyRopeOptions options;
   options.layout = layout;
   options.allow_beyond_trained_length = request.allow_beyond_trained_length();
@@ -282,9 +323,10 @@ grpc::ServerUnaryReactor* PositionServiceImpl::GetRopeCache(
   if (RejectIfNotAdmitted(context_.tracker, context, *request, reactor)) return reactor;
   // Resolving the config is cheap (a registry lookup); it also gives the
   // table width for the cost.
-  absl::StatusOr<RopeParams> params = absl::UnknownError("not resolved");
+  absl::StatusOr<std::optional<RopeParams>> params = absl::UnknownError("not resolved");
   absl::Status resolved = CatchAll("GetRopeCache", nullptr, [&]() -> absl::Status {
-    params = ResolveRopeParams(context_, request->model(), request->rope(), 0);
+    params = ResolveRopeParams(context_, request->model(), request->rope(), 0,
+                               RequestLayer(request->has_layer(), request->layer()));
     return absl::OkStatus();
   });
   if (!resolved.ok()) params = resolved;
@@ -292,9 +334,17 @@ grpc::ServerUnaryReactor* PositionServiceImpl::GetRopeCache(
     reactor->Finish(ToGrpcStatus(params.status()));
     return reactor;
   }
-  const int64_t cost = SaturatingMul(request->num_positions(), params->rotary_dim);
+  if (!params->has_value()) {
+    // A layer without RoPE: no tables.
+    Run("GetRopeCache", context, reactor, 0, response, [response](bool) {
+      response->set_layer_without_rope(true);
+      return absl::OkStatus();
+    });
+    return reactor;
+  }
+  const int64_t cost = SaturatingMul(request->num_positions(), (*params)->rotary_dim);
   Run("GetRopeCache", context, reactor, cost, response,
-      [this, params = *std::move(params), request, response](bool) {
+      [this, params = **std::move(params), request, response](bool) {
         return DoGetRopeCache(params, *request, response);
       });
   return reactor;

@@ -1,6 +1,7 @@
 #include "server/proto_convert.h"
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "proto/tensor_codec.h"
 #include "server/model_serving_options.h"
 
@@ -144,6 +145,18 @@ absl::StatusOr<QkvLayout> QkvLayoutFromProto(v1::QkvLayout layout) {
   }
 }
 
+std::string HeadVariantName(const LogitTransform& t) {
+  std::vector<std::string> parts;
+  if (t.logit_scale != 1.0) parts.push_back(absl::StrCat("logit_scale(", t.logit_scale, ")"));
+  if (t.logits_scaling != 1.0) {
+    parts.push_back(absl::StrCat("logits_scaling(", t.logits_scaling, ")"));
+  }
+  if (t.final_logit_softcapping > 0.0) {
+    parts.push_back(absl::StrCat("softcap(", t.final_logit_softcapping, ")"));
+  }
+  return parts.empty() ? "plain" : absl::StrJoin(parts, " + ");
+}
+
 v1::ModelInfo ModelToProto(const Model& model, bool is_default) {
   const ModelConfig& cfg = model.config();
   v1::ModelInfo info;
@@ -165,7 +178,32 @@ v1::ModelInfo ModelToProto(const Model& model, bool is_default) {
   }
   info.mutable_final_norm()->set_kind(NormKindToProto(cfg.final_norm_kind));
   info.mutable_final_norm()->set_eps(cfg.norm_eps);
+  info.mutable_final_norm()->set_eps_key(cfg.norm_eps_key);
+  info.mutable_final_norm()->set_one_plus_weight(cfg.norm_one_plus_weight);
+  info.mutable_final_norm()->set_without_bias(cfg.norm_without_bias);
   info.set_embedding_scale(cfg.embedding_scale);
+  info.set_family(cfg.family);
+  info.set_embedding_scale_source(cfg.embedding_scale_source);
+  switch (cfg.embedding_scale_rounding) {
+    case EmbeddingScaleRounding::kScaleAndProduct:
+      info.set_embedding_scale_rounding("scale_and_product_in_dtype");
+      break;
+    case EmbeddingScaleRounding::kProduct: info.set_embedding_scale_rounding("product_in_dtype"); break;
+    case EmbeddingScaleRounding::kFloat32: info.set_embedding_scale_rounding("float32"); break;
+  }
+  v1::HeadVariant* head = info.mutable_head_variant();
+  head->set_name(HeadVariantName(cfg.logit_transform));
+  head->set_logit_scale(cfg.logit_transform.logit_scale);
+  head->set_logits_scaling(cfg.logit_transform.logits_scaling);
+  head->set_final_logit_softcapping(cfg.logit_transform.final_logit_softcapping);
+  for (size_t i = 0; i < cfg.layer_rope.size(); ++i) {
+    const LayerRope& l = cfg.layer_rope[i];
+    v1::LayerRope* out = info.add_layer_rope();
+    out->set_layer(static_cast<int32_t>(i));
+    out->set_rotary(l.rotary);
+    out->set_attention_type(l.attention_type);
+    if (l.rotary) *out->mutable_rope() = RopeParamsToProto(l.rope);
+  }
   info.set_learned_position_offset(cfg.learned_position_offset);
   info.set_learned_position_padding_idx(cfg.learned_position_padding_idx);
   info.set_lm_head_unsupported_reason(cfg.lm_head_unsupported_reason);

@@ -24,6 +24,9 @@ namespace vocabd {
 absl::StatusOr<RopeOverrides> RopeOverridesFromProto(const v1::RopeConfig& request);
 
 v1::RopeConfig RopeParamsToProto(const RopeParams& params);
+// HeadVariant.name: "plain", or "softcap(30)", "logit_scale(0.0625)",
+// "logits_scaling(8)" joined by " + ".
+std::string HeadVariantName(const LogitTransform& transform);
 
 absl::StatusOr<QkvLayout> QkvLayoutFromProto(v1::QkvLayout layout);
 

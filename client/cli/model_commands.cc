@@ -134,8 +134,8 @@ absl::StatusOr<int> RunModels(VocabdClient& client, const GlobalOptions& g,
     return kExitOk;
   }
   std::vector<std::vector<std::string>> rows = {{"NAME", "STATE", "ARCH", "VOCAB", "HIDDEN",
-                                                 "DTYPE", "TIED", "ROPE(theta/pairs)", "TOKENIZER",
-                                                 "RESIDENT"}};
+                                                 "DTYPE", "TIED", "ROPE(theta/pairs)", "HEAD",
+                                                 "TOKENIZER", "RESIDENT"}};
   // Models that are not loaded (FAILED, AVAILABLE repository folders,
   // LOADING) have no architecture or sizes: their rows show the reason.
   std::vector<std::string> reasons;
@@ -143,14 +143,16 @@ absl::StatusOr<int> RunModels(VocabdClient& client, const GlobalOptions& g,
     std::string state = v1::ModelState_Name(m.state());
     const std::string name = m.name() + (m.is_default() ? "*" : "");
     if (m.vocab_size() == 0 && m.state() != v1::READY) {
-      rows.push_back({name, state, "-", "-", "-", "-", "-", "-", "-", "-"});
+      rows.push_back({name, state, "-", "-", "-", "-", "-", "-", "-", "-", "-"});
       if (!m.state_reason().empty()) reasons.push_back(m.name() + ": " + m.state_reason());
       continue;
     }
     rows.push_back({name, state, m.architecture(),
                     absl::StrCat(m.vocab_size()), absl::StrCat(m.hidden_size()),
                     v1::DType_Name(m.dtype()), m.tie_word_embeddings() ? "yes" : "no",
-                    RopeSummary(m), m.has_tokenizer() ? m.tokenizer().kind() : "none",
+                    RopeSummary(m),
+                    m.head_variant().name().empty() ? "plain" : m.head_variant().name(),
+                    m.has_tokenizer() ? m.tokenizer().kind() : "none",
                     HumanBytes(m.resident_bytes())});
   }
   PrintTable(rows);

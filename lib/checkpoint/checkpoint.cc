@@ -62,10 +62,11 @@ PathKind Stat(const std::string& path) {
 
 bool IsCanonical(const std::string& name) { return IsCanonicalTensor(name); }
 
-// Gemma's RMSNorm multiplies by (1 + weight) in fp32 (GemmaRMSNorm); fold
+// Gemma's RMSNorm multiplies by (1 + weight) in fp32 (GemmaRMSNorm,
+// Gemma2RMSNorm, Gemma3RMSNorm: output * (1.0 + self.weight.float())); fold
 // it into the served final-norm weight once, so RmsNorm applies as usual.
 void FoldGemmaNorm(Checkpoint* ckpt) {
-  if (ckpt->config().architecture != "gemma") return;
+  if (!ckpt->config().norm_one_plus_weight) return;
   const WeightTensor* norm = ckpt->Find(kFinalNorm);
   if (norm == nullptr || norm->dtype != DType::kF32) return;
   std::vector<uint8_t> buffer(norm->nbytes);
@@ -487,6 +488,11 @@ absl::Status Checkpoint::Finalize() {
     if (config_.final_norm_kind != NormKind::kLayerNorm) {
       return absl::InvalidArgumentError(absl::StrCat(
           where, ": tensor \"", kFinalNormBias, "\" is present but the final norm is not LayerNorm"));
+    }
+    if (config_.norm_without_bias) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          where, ": tensor \"", kFinalNormBias, "\" is present but family \"", config_.family,
+          "\" has a LayerNorm without bias"));
     }
     RETURN_IF_ERROR(check(kFinalNormBias, {hidden}));
   }

@@ -8,6 +8,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "lib/checkpoint/families.h"
 #include "lib/core/dtype.h"
 #include "lib/quant/dequantize.h"
 #include "lib/quant/ggml_types.h"
@@ -66,31 +67,6 @@ class Meta {
   std::string path_;
   std::string arch_;
 };
-
-struct ArchInfo {
-  RopePairLayout layout = RopePairLayout::kInterleaved;
-  PositionScheme positions = PositionScheme::kRope;
-  bool sqrt_hidden_scale = false;
-};
-
-std::optional<ArchInfo> ArchFor(const std::string& arch) {
-  ArchInfo a;
-  if (arch == "llama") return a;
-  if (arch == "qwen2" || arch == "gptneox" || arch == "phi2" || arch == "phi3") {
-    a.layout = RopePairLayout::kHalfSplit;
-    return a;
-  }
-  if (arch == "gemma") {
-    a.layout = RopePairLayout::kHalfSplit;
-    a.sqrt_hidden_scale = true;
-    return a;
-  }
-  if (arch == "gpt2") {
-    a.positions = PositionScheme::kLearned;
-    return a;
-  }
-  return std::nullopt;
-}
 
 // GGUF llama per-layer names -> HF names (checkpoint.h).
 std::optional<std::string> LlamaLayerName(const std::string& name) {
@@ -193,6 +169,64 @@ absl::StatusOr<GgufRopeInput> RopeInputFromGguf(const GgufFile& gguf, const Mapp
   return in;
 }
 
+// Most layers a per-layer RoPE pattern is built for (as hf_config.cc).
+constexpr int kMaxPatternLayers = 1 << 16;
+
+// llama.cpp's per-layer RoPE rules for the family (llama-model.cpp
+// load_hparams and the arch's graph):
+//   gemma2, gpt-oss: set_swa_pattern(2), one RoPE (attention types listed)
+//   gemma3: set_swa_pattern(6); SWA layers rope_freq_base_train_swa = 10000
+//     (<arch>.rope.freq_base_swa when present) with freq scale 1, the
+//     others <arch>.rope.freq_base and the scaling keys
+//   cohere2: set_swa_pattern(4); RoPE on SWA layers only
+//   smollm3: n_no_rope_layer_step = 4: no RoPE where (il + 1) % 4 == 0
+//   llama4: as smollm3, unless <arch>.attention.sliding_window = 0 (then
+//     every layer rotates)
+// set_swa_pattern(n): layer il is SWA iff il % n < n - 1
+// (<arch>.attention.sliding_window_pattern overrides n when present).
+absl::Status GgufLayerRope(const Meta& m, const FamilyRules& f, ModelConfig* c) {
+  if (f.layer_rope == LayerRopeRule::kUniform) return absl::OkStatus();
+  std::optional<int64_t> ov;
+  if (f.layer_rope == LayerRopeRule::kNoRopeLayers && f.name == std::string("llama4")) {
+    ASSIGN_OR_RETURN(ov, m.Int(m.Key("attention.sliding_window")));
+    if (ov.has_value() && *ov == 0) return absl::OkStatus();
+  }
+  if (c->num_hidden_layers > kMaxPatternLayers) {
+    return m.Error(m.Key("block_count"), absl::StrCat("= ", c->num_hidden_layers,
+                                                      " is more than ", kMaxPatternLayers,
+                                                      " layers for a per-layer RoPE pattern"));
+  }
+  int64_t pattern = f.sliding_window_pattern_default;
+  ASSIGN_OR_RETURN(ov, m.Int(m.Key("attention.sliding_window_pattern")));
+  if (ov.has_value()) pattern = *ov;
+  if (f.layer_rope != LayerRopeRule::kNoRopeLayers && pattern <= 0) {
+    return m.Error(m.Key("attention.sliding_window_pattern"),
+                   absl::StrCat("= ", pattern, " must be > 0"));
+  }
+  RopeParams local = c->rope;
+  if (f.layer_rope == LayerRopeRule::kGemma3LocalGlobal) {
+    std::optional<double> base;
+    ASSIGN_OR_RETURN(base, m.Float(m.Key("rope.freq_base_swa")));
+    local.theta = base.value_or(f.local_theta_default);
+    local.scaling = RopeScaling();
+  }
+  const int n = c->num_hidden_layers;
+  c->layer_rope.resize(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) {
+    LayerRope& layer = c->layer_rope[static_cast<size_t>(i)];
+    layer.rope = c->rope;
+    if (f.layer_rope == LayerRopeRule::kNoRopeLayers) {
+      layer.rotary = (i + 1) % 4 != 0;  // n_no_rope_layer_step = 4
+      continue;
+    }
+    const bool swa = i % pattern < pattern - 1;
+    layer.attention_type = swa ? "sliding_attention" : "full_attention";
+    if (f.layer_rope == LayerRopeRule::kCohere2SlidingOnly) layer.rotary = swa;
+    if (f.layer_rope == LayerRopeRule::kGemma3LocalGlobal && swa) layer.rope = local;
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Checkpoint>> LoadGguf(const std::string& path) {
@@ -205,17 +239,18 @@ absl::StatusOr<std::unique_ptr<Checkpoint>> LoadGguf(const std::string& path) {
   std::optional<std::string> arch;
   ASSIGN_OR_RETURN(arch, top.String("general.architecture"));
   if (!arch.has_value()) return top.Error("general.architecture", "is required but missing");
-  const std::optional<ArchInfo> arch_info = ArchFor(*arch);
-  if (!arch_info.has_value()) {
+  const FamilyRules* family = FindGgufFamily(*arch);
+  if (family == nullptr) {
     return top.Error("general.architecture",
-                     absl::StrCat("= \"", *arch,
-                                  "\" is not supported (llama, qwen2, gemma, gptneox, phi2, phi3, gpt2)"));
+                     absl::StrCat("= \"", *arch, "\" is not supported (", KnownGgufArchs(), ")"));
   }
+  const FamilyRules& f = *family;
   const Meta m(gguf, path, *arch);
 
   auto ckpt = std::make_unique<Checkpoint>();
   ModelConfig& c = ckpt->mutable_config();
   c.architecture = *arch;
+  c.family = f.name;
   ASSIGN_OR_RETURN(c.hidden_size, m.PositiveInt(m.Key("embedding_length"), std::nullopt));
   ASSIGN_OR_RETURN(c.max_position_embeddings,
                    m.PositiveInt(m.Key("context_length"), std::nullopt, INT64_MAX));
@@ -235,38 +270,76 @@ absl::StatusOr<std::unique_ptr<Checkpoint>> LoadGguf(const std::string& path) {
   ASSIGN_OR_RETURN(ov, m.Int(m.Key("feed_forward_length")));
   c.intermediate_size = ov.value_or(0);
 
+  // The family's norm and its llama.cpp eps key.
   std::optional<double> eps;
-  ASSIGN_OR_RETURN(eps, m.Float(m.Key("attention.layer_norm_rms_epsilon")));
-  if (eps.has_value()) {
-    c.final_norm_kind = NormKind::kRmsNorm;
+  c.final_norm_kind = f.norm;
+  c.norm_without_bias = f.norm_without_bias;
+  if (f.norm != NormKind::kNone) {
+    c.norm_eps_key = m.Key(f.norm == NormKind::kRmsNorm ? "attention.layer_norm_rms_epsilon"
+                                                        : "attention.layer_norm_epsilon");
+    ASSIGN_OR_RETURN(eps, m.Float(c.norm_eps_key));
+    if (!eps.has_value()) {
+      return m.Error(c.norm_eps_key,
+                     absl::StrCat("is required but missing (", f.name, " final norm is ",
+                                  f.norm == NormKind::kRmsNorm ? "RMSNorm" : "LayerNorm", ")"));
+    }
     c.norm_eps = *eps;
-  } else {
-    ASSIGN_OR_RETURN(eps, m.Float(m.Key("attention.layer_norm_epsilon")));
-    if (eps.has_value()) {
-      c.final_norm_kind = NormKind::kLayerNorm;
-      c.norm_eps = *eps;
+  }
+  c.position_scheme = f.positions;
+  // Embedding multiplier, as llama.cpp's graph applies it to the f32 rows
+  // ggml_get_rows returns (no rounding to the table's type).
+  c.embedding_scale_rounding = EmbeddingScaleRounding::kFloat32;
+  if (f.embedding == EmbeddingScaleRule::kSqrtHidden) {
+    c.embedding_scale = std::sqrt(static_cast<double>(c.hidden_size));  // sqrtf(n_embd)
+    c.embedding_scale_source = "sqrt(hidden_size)";
+  } else if (f.embedding == EmbeddingScaleRule::kConfigKey) {
+    const std::string key = m.Key("embedding_scale");
+    ASSIGN_OR_RETURN(eps, m.Float(key));
+    if (!eps.has_value()) return m.Error(key, absl::StrCat("is required for ", f.name));
+    if (!std::isfinite(*eps) || *eps <= 0.0) {
+      return m.Error(key, absl::StrCat("= ", *eps, " must be finite and > 0"));
+    }
+    c.embedding_scale = *eps;
+    c.embedding_scale_source = key;
+  }
+  // Head transform.
+  if (f.gguf_logit_scale != GgufLogitScaleRule::kNone) {
+    const std::string key = m.Key("logit_scale");
+    ASSIGN_OR_RETURN(eps, m.Float(key));
+    if (!eps.has_value()) return m.Error(key, absl::StrCat("is required for ", f.name));
+    if (!std::isfinite(*eps) || *eps <= 0.0) {
+      return m.Error(key, absl::StrCat("= ", *eps, " must be finite and > 0"));
+    }
+    if (f.gguf_logit_scale == GgufLogitScaleRule::kMultiply) {
+      c.logit_transform.logit_scale = *eps;
     } else {
-      return m.Error(m.Key("attention.layer_norm_rms_epsilon"),
-                     absl::StrCat("(or ", m.Key("attention.layer_norm_epsilon"),
-                                  ") is required but missing"));
+      c.logit_transform.logits_scaling = *eps;
     }
   }
-  c.position_scheme = arch_info->positions;
-  c.embedding_scale = arch_info->sqrt_hidden_scale ? std::sqrt(static_cast<double>(c.hidden_size)) : 1.0;
+  if (f.gguf_softcap) {
+    const std::string key = m.Key("final_logit_softcapping");
+    ASSIGN_OR_RETURN(eps, m.Float(key));
+    const double cap = eps.value_or(f.gguf_softcap_default);
+    if (!std::isfinite(cap) || cap < 0.0) {
+      return m.Error(key, absl::StrCat("= ", cap, " must be finite and >= 0"));
+    }
+    c.logit_transform.final_logit_softcapping = cap;
+  }
 
   if (c.position_scheme == PositionScheme::kRope) {
     // Every <arch>.rope.* key and rope factor tensor is read by
     // RopeParamsFromGguf (lib/positions/rope_gguf.h), the one GGUF -> RoPE mapping.
     ASSIGN_OR_RETURN(GgufRopeInput rope_input,
-                     RopeInputFromGguf(gguf, *file, *arch, c.head_dim, arch_info->layout, path));
+                     RopeInputFromGguf(gguf, *file, *arch, c.head_dim, f.gguf_pair_layout, path));
     absl::StatusOr<RopeParams> rope = RopeParamsFromGguf(rope_input);
     if (!rope.ok()) return invalid(std::string(rope.status().message()));
     c.rope = *std::move(rope);
+    RETURN_IF_ERROR(GgufLayerRope(m, f, &c));
   } else {
     // No rotary (gpt2: learned positions); rope.* keys are not read.
     c.rope.head_dim = c.head_dim;
     c.rope.rotary_dim = c.head_dim;
-    c.rope.pair_layout = arch_info->layout;
+    c.rope.pair_layout = f.gguf_pair_layout;
     c.rope.max_position_embeddings = c.max_position_embeddings;
   }
   ASSIGN_OR_RETURN(ov, m.Int("tokenizer.ggml.bos_token_id"));
@@ -299,6 +372,10 @@ absl::StatusOr<std::unique_ptr<Checkpoint>> LoadGguf(const std::string& path) {
     std::optional<std::string> name = CanonicalName(t.name);
     const bool canonical = name.has_value();
     if (!canonical && *arch == "llama") name = LlamaLayerName(t.name);
+    if (canonical && *name == kFinalNormBias && f.norm_without_bias) {
+      return invalid(absl::StrCat("tensor \"", t.name, "\" is present but ", f.name,
+                                  " has a LayerNorm without bias"));
+    }
     if (!name.has_value()) name = t.name;
     const uint8_t* src = file->data() + t.offset;
     const size_t n = static_cast<size_t>(t.num_elements());

@@ -10,6 +10,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "lib/checkpoint/checkpoint.h"
+#include "lib/checkpoint/families.h"
 #include "lib/core/status_macros.h"
 
 namespace vocabd {
@@ -163,91 +164,6 @@ absl::StatusOr<RopeScaling> ParseRopeScaling(const json& top, const json& rs,
   return s;
 }
 
-// One config.json family: which keys hold the sizes and what the HF config
-// class defaults are.
-struct Family {
-  const char* hidden = "hidden_size";
-  const char* layers = "num_hidden_layers";
-  const char* heads = "num_attention_heads";
-  const char* kv_heads = "num_key_value_heads";   // nullptr: = heads
-  const char* intermediate = "intermediate_size";  // nullptr: 4 * hidden (gpt2 n_inner)
-  const char* max_positions = "max_position_embeddings";
-  const char* eps = "rms_norm_eps";
-  double eps_default = 1e-6;
-  NormKind norm = NormKind::kRmsNorm;
-  bool tie_default = false;
-  PositionScheme positions = PositionScheme::kRope;
-  const char* theta = "rope_theta";
-  const char* theta_fallback = nullptr;
-  const char* partial = "partial_rotary_factor";
-  double partial_default = 1.0;
-  int head_dim_default = 0;  // 0: hidden / heads
-  bool sqrt_hidden_scale = false;
-  // RoBERTa / XLM-R: learned positions numbered from padding_idx + 1
-  // (pad_token_id), pads on row padding_idx; Embed only (see hf_config.h).
-  bool roberta = false;
-};
-
-std::optional<Family> FamilyFor(const std::string& model_type) {
-  Family f;
-  if (model_type == "llama" || model_type == "mistral" || model_type == "qwen2") return f;
-  if (model_type == "gemma") {
-    // GemmaConfig: head_dim 256, tie True, embeddings * sqrt(hidden_size).
-    f.tie_default = true;
-    f.head_dim_default = 256;
-    f.sqrt_hidden_scale = true;
-    return f;
-  }
-  if (model_type == "gpt2") {
-    f.hidden = "n_embd";
-    f.layers = "n_layer";
-    f.heads = "n_head";
-    f.kv_heads = nullptr;
-    f.intermediate = nullptr;
-    f.max_positions = "n_positions";
-    f.eps = "layer_norm_epsilon";
-    f.eps_default = 1e-5;
-    f.norm = NormKind::kLayerNorm;
-    f.tie_default = true;
-    f.positions = PositionScheme::kLearned;
-    return f;
-  }
-  if (model_type == "gpt_neox") {
-    f.kv_heads = nullptr;
-    f.eps = "layer_norm_eps";
-    f.eps_default = 1e-5;
-    f.norm = NormKind::kLayerNorm;
-    f.theta = "rotary_emb_base";
-    f.theta_fallback = "rope_theta";
-    f.partial = "rotary_pct";
-    f.partial_default = 0.25;
-    return f;
-  }
-  if (model_type == "roberta" || model_type == "xlm-roberta") {
-    // RobertaConfig / XLMRobertaConfig: layer_norm_eps 1e-12 (of the
-    // embeddings LayerNorm, which vocabd does not apply: no final norm).
-    f.kv_heads = nullptr;
-    f.eps = "layer_norm_eps";
-    f.eps_default = 1e-12;
-    f.norm = NormKind::kNone;
-    f.tie_default = true;
-    f.positions = PositionScheme::kLearned;
-    f.roberta = true;
-    return f;
-  }
-  if (model_type == "phi") {
-    f.eps = "layer_norm_eps";
-    f.eps_default = 1e-5;
-    f.norm = NormKind::kLayerNorm;
-    f.partial_default = 0.5;
-    return f;
-  }
-  return std::nullopt;
-}
-
-constexpr char kSupportedTypes[] =
-    "llama, mistral, qwen2, gemma, gpt2, gpt_neox, phi, roberta, xlm-roberta";
-
 absl::StatusOr<int> PositiveInt(const Reader& r, const char* key, std::optional<int64_t> fallback) {
   int64_t v = 0;
   ASSIGN_OR_RETURN(v, r.Int(key, fallback));
@@ -256,6 +172,81 @@ absl::StatusOr<int> PositiveInt(const Reader& r, const char* key, std::optional<
   }
   return static_cast<int>(v);
 }
+
+
+// A head/embedding multiplier key: the class default when absent, `none`
+// for JSON null (HF: `if self.config.final_logit_softcapping is not None`).
+absl::StatusOr<double> MultiplierKey(const Reader& r, const json& obj, const char* key,
+                                     double class_default, double none) {
+  auto it = obj.find(key);
+  if (it == obj.end()) return class_default;
+  if (it->is_null()) return none;
+  return r.AsDouble(key, *it);
+}
+
+// Layers with sliding attention: `layer_types` when present (each
+// "sliding_attention" or "full_attention"), else HF's default
+// (i + 1) % sliding_window_pattern != 0.
+absl::StatusOr<std::vector<bool>> SlidingLayers(const Reader& r, int layers, int pattern_default) {
+  std::vector<bool> sliding(static_cast<size_t>(layers));
+  if (const json* types = r.Get("layer_types"); types != nullptr) {
+    if (!types->is_array() || types->size() != static_cast<size_t>(layers)) {
+      return r.WrongType("layer_types", *types,
+                         absl::StrCat("a list of num_hidden_layers = ", layers, " strings"));
+    }
+    for (int i = 0; i < layers; ++i) {
+      const json& v = (*types)[static_cast<size_t>(i)];
+      const std::string key = absl::StrCat("layer_types[", i, "]");
+      if (v == "sliding_attention") {
+        sliding[static_cast<size_t>(i)] = true;
+      } else if (v != "full_attention") {
+        return r.Error(key, absl::StrCat("= ", v.dump(),
+                                         " is not supported (sliding_attention, full_attention)"));
+      }
+    }
+    return sliding;
+  }
+  int64_t pattern = 0;
+  ASSIGN_OR_RETURN(pattern, r.Int("sliding_window_pattern", int64_t{pattern_default}));
+  if (pattern <= 0) {
+    return r.Error("sliding_window_pattern", absl::StrCat("= ", pattern, " must be > 0"));
+  }
+  for (int i = 0; i < layers; ++i) sliding[static_cast<size_t>(i)] = (i + 1) % pattern != 0;
+  return sliding;
+}
+
+// Llama 4 / SmolLM3 `no_rope_layers` (1 = RoPE, 0 = NoPE; at least one
+// entry per layer), else [(i + 1) % no_rope_layer_interval != 0].
+absl::StatusOr<std::vector<bool>> RopeLayers(const Reader& r, int layers) {
+  std::vector<bool> rotary(static_cast<size_t>(layers));
+  if (const json* list = r.Get("no_rope_layers"); list != nullptr && !list->empty()) {
+    if (!list->is_array() || list->size() < static_cast<size_t>(layers)) {
+      return r.WrongType("no_rope_layers", *list,
+                         absl::StrCat("a list of at least num_hidden_layers = ", layers,
+                                      " entries 0 / 1"));
+    }
+    for (int i = 0; i < layers; ++i) {
+      const json& v = (*list)[static_cast<size_t>(i)];
+      if (!v.is_number_integer() || (v.get<int64_t>() != 0 && v.get<int64_t>() != 1)) {
+        return r.Error(absl::StrCat("no_rope_layers[", i, "]"),
+                       absl::StrCat("= ", v.dump(), " must be 0 (NoPE) or 1 (RoPE)"));
+      }
+      rotary[static_cast<size_t>(i)] = v.get<int64_t>() == 1;
+    }
+    return rotary;
+  }
+  int64_t interval = 0;
+  ASSIGN_OR_RETURN(interval, r.Int("no_rope_layer_interval", int64_t{4}));
+  if (interval <= 0) {
+    return r.Error("no_rope_layer_interval", absl::StrCat("= ", interval, " must be > 0"));
+  }
+  for (int i = 0; i < layers; ++i) rotary[static_cast<size_t>(i)] = (i + 1) % interval != 0;
+  return rotary;
+}
+
+// Most layers a per-layer RoPE pattern is built for (published models have
+// <= 128); bounds what a config alone can make vocabd allocate.
+constexpr int kMaxPatternLayers = 1 << 16;
 
 }  // namespace
 
@@ -286,24 +277,21 @@ absl::StatusOr<ModelConfig> ParseHfConfig(const std::string& json_text,
     // Old configs may lack model_type; accept the architecture name.
     const json* archs = top.Get("architectures");
     if (archs != nullptr && archs->is_array() && !archs->empty() && (*archs)[0].is_string()) {
-      const std::string arch = (*archs)[0].get<std::string>();
-      if (arch == "LlamaForCausalLM") model_type = "llama";
-      if (arch == "GPT2LMHeadModel") model_type = "gpt2";
-      if (arch == "GPTNeoXForCausalLM") model_type = "gpt_neox";
-      if (arch == "RobertaForMaskedLM" || arch == "RobertaModel") model_type = "roberta";
-      if (arch == "XLMRobertaForMaskedLM" || arch == "XLMRobertaModel") model_type = "xlm-roberta";
+      const FamilyRules* by_arch = FindHfFamilyByArchitecture((*archs)[0].get<std::string>());
+      if (by_arch != nullptr) model_type = by_arch->hf_model_types.front();
     }
     if (!model_type.has_value()) return r.Error("model_type", "is required but missing");
   }
-  const std::optional<Family> family = FamilyFor(*model_type);
-  if (!family.has_value()) {
+  const FamilyRules* family = FindHfFamily(*model_type);
+  if (family == nullptr) {
     return r.Error("model_type", absl::StrCat("= \"", *model_type, "\" is not supported (",
-                                              kSupportedTypes, ")"));
+                                              KnownHfModelTypes(), ")"));
   }
-  const Family& f = *family;
+  const FamilyRules& f = *family;
   c.architecture = *model_type;
+  c.family = f.name;
 
-  ASSIGN_OR_RETURN(c.vocab_size, r.Int("vocab_size", std::nullopt));
+  ASSIGN_OR_RETURN(c.vocab_size, r.Int("vocab_size", f.vocab_default > 0 ? std::optional<int64_t>(f.vocab_default) : std::nullopt));
   int hidden = 0;
   ASSIGN_OR_RETURN(hidden, PositiveInt(r, f.hidden, std::nullopt));
   c.hidden_size = hidden;
@@ -313,23 +301,28 @@ absl::StatusOr<ModelConfig> ParseHfConfig(const std::string& json_text,
     return r.Error(f.layers, absl::StrCat("= ", v, " is out of range"));
   }
   c.num_hidden_layers = static_cast<int>(v);
-  ASSIGN_OR_RETURN(c.num_attention_heads, PositiveInt(r, f.heads, std::nullopt));
+  ASSIGN_OR_RETURN(c.num_attention_heads, PositiveInt(r, f.heads, f.heads_default > 0 ? std::optional<int64_t>(f.heads_default) : std::nullopt));
   if (f.kv_heads != nullptr) {
-    ASSIGN_OR_RETURN(c.num_key_value_heads, PositiveInt(r, f.kv_heads, c.num_attention_heads));
+    ASSIGN_OR_RETURN(c.num_key_value_heads,
+                     PositiveInt(r, f.kv_heads,
+                                 f.kv_heads_default > 0 ? f.kv_heads_default : c.num_attention_heads));
   } else {
     c.num_key_value_heads = c.num_attention_heads;
   }
   const int64_t head_dim_default =
       f.head_dim_default > 0 ? f.head_dim_default : c.hidden_size / c.num_attention_heads;
-  ASSIGN_OR_RETURN(c.head_dim, PositiveInt(r, "head_dim", head_dim_default));
+  ASSIGN_OR_RETURN(c.head_dim, PositiveInt(r, f.head_dim_key, head_dim_default));
   if (f.intermediate != nullptr) {
-    ASSIGN_OR_RETURN(c.intermediate_size, r.Int(f.intermediate, std::nullopt));
+    ASSIGN_OR_RETURN(c.intermediate_size, r.Int(f.intermediate, f.intermediate_default > 0 ? std::optional<int64_t>(f.intermediate_default) : std::nullopt));
   } else {
     ASSIGN_OR_RETURN(c.intermediate_size, r.Int("n_inner", 4 * c.hidden_size));  // gpt2
   }
-  ASSIGN_OR_RETURN(c.max_position_embeddings, r.Int(f.max_positions, std::nullopt));
+  ASSIGN_OR_RETURN(c.max_position_embeddings, r.Int(f.max_positions, f.max_positions_default > 0 ? std::optional<int64_t>(f.max_positions_default) : std::nullopt));
   ASSIGN_OR_RETURN(c.norm_eps, r.Double(f.eps, f.eps_default));
   c.final_norm_kind = f.norm;
+  c.norm_eps_key = f.norm == NormKind::kNone ? "" : f.eps;
+  c.norm_one_plus_weight = f.norm_one_plus_weight;
+  c.norm_without_bias = f.norm_without_bias;
   c.position_scheme = f.positions;
   // tie_word_embeddings: text_config's value wins (HF get_text_config()),
   // then the top level, then the config class default.
@@ -347,7 +340,54 @@ absl::StatusOr<ModelConfig> ParseHfConfig(const std::string& json_text,
   if (c.eos_token_id < 0) {
     ASSIGN_OR_RETURN(c.eos_token_id, top.TokenId("eos_token_id"));
   }
-  c.embedding_scale = f.sqrt_hidden_scale ? std::sqrt(static_cast<double>(c.hidden_size)) : 1.0;
+  switch (f.embedding) {
+    case EmbeddingScaleRule::kOne:
+      break;
+    case EmbeddingScaleRule::kSqrtHidden:
+      // GemmaModel / Gemma2Model: torch.tensor(hidden_size**0.5, dtype=hidden.dtype);
+      // Gemma3TextScaledWordEmbedding: embed_scale.to(weight.dtype).
+      c.embedding_scale = std::sqrt(static_cast<double>(c.hidden_size));
+      c.embedding_scale_source = "sqrt(hidden_size)";
+      c.embedding_scale_rounding = EmbeddingScaleRounding::kScaleAndProduct;
+      break;
+    case EmbeddingScaleRule::kConfigKey:
+      // GraniteModel.forward: inputs_embeds * self.embedding_multiplier (a
+      // Python float: product in float32, rounded once to the dtype).
+      ASSIGN_OR_RETURN(c.embedding_scale, r.Double(f.embedding_key, f.embedding_default));
+      if (!std::isfinite(c.embedding_scale) || c.embedding_scale <= 0.0) {
+        return r.Error(f.embedding_key,
+                       absl::StrCat("= ", c.embedding_scale, " must be finite and > 0"));
+      }
+      c.embedding_scale_source = f.embedding_key;
+      c.embedding_scale_rounding = EmbeddingScaleRounding::kProduct;
+      break;
+  }
+  // Head transform keys (class default when absent, none for null).
+  LogitTransform& head = c.logit_transform;
+  if (f.logit_scale_key != nullptr) {
+    ASSIGN_OR_RETURN(head.logit_scale,
+                     MultiplierKey(r, obj, f.logit_scale_key, f.logit_scale_default, 1.0));
+    if (!std::isfinite(head.logit_scale) || head.logit_scale == 0.0) {
+      return r.Error(f.logit_scale_key,
+                     absl::StrCat("= ", head.logit_scale, " must be finite and != 0"));
+    }
+  }
+  if (f.logits_scaling_key != nullptr) {
+    ASSIGN_OR_RETURN(head.logits_scaling,
+                     MultiplierKey(r, obj, f.logits_scaling_key, f.logits_scaling_default, 1.0));
+    if (!std::isfinite(head.logits_scaling) || head.logits_scaling <= 0.0) {
+      return r.Error(f.logits_scaling_key,
+                     absl::StrCat("= ", head.logits_scaling, " must be finite and > 0"));
+    }
+  }
+  if (f.softcap_key != nullptr) {
+    ASSIGN_OR_RETURN(head.final_logit_softcapping,
+                     MultiplierKey(r, obj, f.softcap_key, f.softcap_default, 0.0));
+    if (!std::isfinite(head.final_logit_softcapping) || head.final_logit_softcapping < 0.0) {
+      return r.Error(f.softcap_key, absl::StrCat("= ", head.final_logit_softcapping,
+                                                 " must be finite and > 0 (or null: none)"));
+    }
+  }
   if (f.roberta) {
     std::optional<std::string> type;
     ASSIGN_OR_RETURN(type, r.String("position_embedding_type"));
@@ -373,7 +413,7 @@ absl::StatusOr<ModelConfig> ParseHfConfig(const std::string& json_text,
   rope.head_dim = c.head_dim;
   rope.max_position_embeddings = c.max_position_embeddings;
   if (c.position_scheme == PositionScheme::kRope) {
-    double theta = 10000.0;
+    double theta = f.theta_default;
     if (f.theta_fallback != nullptr) {
       ASSIGN_OR_RETURN(theta, r.Double(f.theta_fallback, theta));
     }
@@ -385,9 +425,47 @@ absl::StatusOr<ModelConfig> ParseHfConfig(const std::string& json_text,
     }
     // HF: dim = int(head_dim * partial_rotary_factor) (GPT-NeoX: rotary_pct).
     rope.rotary_dim = RotaryDimFromPartialFactor(c.head_dim, partial);
-    rope.pair_layout = RopePairLayout::kHalfSplit;
+    rope.pair_layout = f.hf_pair_layout;
+    if (f.hf_interleave_key != nullptr) {
+      bool interleave = true;
+      ASSIGN_OR_RETURN(interleave, r.Bool(f.hf_interleave_key, true));
+      rope.pair_layout = interleave ? RopePairLayout::kInterleaved : RopePairLayout::kHalfSplit;
+    }
     if (const json* rs = r.Get("rope_scaling"); rs != nullptr) {
       ASSIGN_OR_RETURN(rope.scaling, ParseRopeScaling(obj, *rs, file_name));
+    }
+    if (f.layer_rope != LayerRopeRule::kUniform) {
+      if (c.num_hidden_layers > kMaxPatternLayers) {
+        return r.Error(f.layers, absl::StrCat("= ", c.num_hidden_layers, " is more than ",
+                                              kMaxPatternLayers,
+                                              " layers for a per-layer RoPE pattern"));
+      }
+      const int n = c.num_hidden_layers;
+      std::vector<bool> sliding(static_cast<size_t>(n), false);
+      std::vector<bool> rotary(static_cast<size_t>(n), true);
+      if (f.layer_rope == LayerRopeRule::kNoRopeLayers) {
+        ASSIGN_OR_RETURN(rotary, RopeLayers(r, n));
+      } else {
+        ASSIGN_OR_RETURN(sliding, SlidingLayers(r, n, f.sliding_window_pattern_default));
+      }
+      RopeParams local = rope;
+      if (f.layer_rope == LayerRopeRule::kGemma3LocalGlobal) {
+        // Gemma3TextModel.__init__: rotary_emb_local copies the config with
+        // rope_theta = rope_local_base_freq and rope_scaling default.
+        ASSIGN_OR_RETURN(local.theta, r.Double("rope_local_base_freq", f.local_theta_default));
+        local.scaling = RopeScaling();
+      }
+      c.layer_rope.resize(static_cast<size_t>(n));
+      for (int i = 0; i < n; ++i) {
+        LayerRope& layer = c.layer_rope[static_cast<size_t>(i)];
+        const bool is_sliding = sliding[static_cast<size_t>(i)];
+        if (f.layer_rope != LayerRopeRule::kNoRopeLayers) {
+          layer.attention_type = is_sliding ? "sliding_attention" : "full_attention";
+        }
+        layer.rotary = rotary[static_cast<size_t>(i)] &&
+                       !(f.layer_rope == LayerRopeRule::kCohere2SlidingOnly && !is_sliding);
+        layer.rope = f.layer_rope == LayerRopeRule::kGemma3LocalGlobal && is_sliding ? local : rope;
+      }
     }
   } else {
     rope.rotary_dim = c.head_dim;  // unused: no rotary
@@ -401,37 +479,9 @@ absl::StatusOr<ModelConfig> ParseHfConfig(const std::string& json_text,
 
 std::vector<std::pair<std::string, std::string>> HfCanonicalTensorNames(
     const std::string& architecture) {
-  std::vector<std::pair<std::string, std::string>> base;
-  if (architecture == "gpt2") {
-    base = {{"transformer.wte.weight", kEmbedTokens}, {"wte.weight", kEmbedTokens},
-            {"transformer.wpe.weight", kPositionEmbeddings}, {"wpe.weight", kPositionEmbeddings},
-            {"transformer.ln_f.weight", kFinalNorm},  {"ln_f.weight", kFinalNorm},
-            {"transformer.ln_f.bias", kFinalNormBias}, {"ln_f.bias", kFinalNormBias},
-            {"lm_head.weight", kLmHead}};
-  } else if (architecture == "gpt_neox") {
-    base = {{"gpt_neox.embed_in.weight", kEmbedTokens},
-            {"embed_out.weight", kLmHead},
-            {"gpt_neox.final_layer_norm.weight", kFinalNorm},
-            {"gpt_neox.final_layer_norm.bias", kFinalNormBias}};
-  } else if (architecture == "roberta" || architecture == "xlm-roberta") {
-    // RobertaForMaskedLM / XLMRobertaForMaskedLM ("roberta." prefix) or
-    // RobertaModel / XLMRobertaModel (no prefix).
-    base = {{"roberta.embeddings.word_embeddings.weight", kEmbedTokens},
-            {"embeddings.word_embeddings.weight", kEmbedTokens},
-            {"roberta.embeddings.position_embeddings.weight", kPositionEmbeddings},
-            {"embeddings.position_embeddings.weight", kPositionEmbeddings},
-            {"lm_head.decoder.weight", kLmHead}};
-  } else if (architecture == "phi") {
-    base = {{"model.embed_tokens.weight", kEmbedTokens},
-            {"lm_head.weight", kLmHead},
-            {"lm_head.bias", kLmHeadBias},
-            {"model.final_layernorm.weight", kFinalNorm},
-            {"model.final_layernorm.bias", kFinalNormBias}};
-  } else {
-    base = {{"model.embed_tokens.weight", kEmbedTokens},
-            {"lm_head.weight", kLmHead},
-            {"model.norm.weight", kFinalNorm}};
-  }
+  const FamilyRules* family = FindHfFamily(architecture);
+  if (family == nullptr) family = FindFamily("llama");
+  const std::vector<std::pair<std::string, std::string>>& base = family->hf_tensors;
   // Composite checkpoints prefix the language model: "language_model.X"
   // (older Llava) or "model.language_model.Y" for "model.Y" (newer).
   std::vector<std::pair<std::string, std::string>> out = base;

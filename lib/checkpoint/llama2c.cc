@@ -92,6 +92,8 @@ absl::StatusOr<std::unique_ptr<Checkpoint>> LoadLlama2c(const std::string& path)
   auto ckpt = std::make_unique<Checkpoint>();
   ModelConfig& c = ckpt->mutable_config();
   c.architecture = "llama";
+  c.family = "llama";
+  c.norm_eps_key = "llama2.c (1e-5)";
   c.vocab_size = vocab;
   c.hidden_size = dim;
   c.num_hidden_layers = layers;

@@ -84,6 +84,30 @@ absl::Status ModelConfig::Validate() const {
   if (!FinitePositive(embedding_scale)) {
     return Invalid("embedding_scale", absl::StrCat(embedding_scale), "must be finite and > 0");
   }
+  const LogitTransform& t = logit_transform;
+  if (!std::isfinite(t.logit_scale) || t.logit_scale == 0.0) {
+    return Invalid("logit_scale", absl::StrCat(t.logit_scale), "must be finite and != 0");
+  }
+  if (!FinitePositive(t.logits_scaling)) {
+    return Invalid("logits_scaling", absl::StrCat(t.logits_scaling), "must be finite and > 0");
+  }
+  if (!std::isfinite(t.final_logit_softcapping) || t.final_logit_softcapping < 0.0) {
+    return Invalid("final_logit_softcapping", absl::StrCat(t.final_logit_softcapping),
+                   "must be finite and >= 0 (0 = none)");
+  }
+  if (!layer_rope.empty()) {
+    if (static_cast<int64_t>(layer_rope.size()) != num_hidden_layers) {
+      return Invalid("layer_rope", absl::StrCat(layer_rope.size(), " entries"),
+                     absl::StrCat("differs from num_hidden_layers = ", num_hidden_layers));
+    }
+    for (size_t i = 0; i < layer_rope.size(); ++i) {
+      if (!layer_rope[i].rotary) continue;
+      if (absl::Status s = layer_rope[i].rope.Validate(absl::StrCat("layer_rope[", i, "].rope"));
+          !s.ok()) {
+        return s;
+      }
+    }
+  }
   if (bos_token_id < -1 || bos_token_id >= vocab_size) {
     return Invalid("bos_token_id", absl::StrCat(bos_token_id),
                    absl::StrCat("must be -1 (none) or in [0, vocab_size = ", vocab_size, ")"));
@@ -93,6 +117,23 @@ absl::Status ModelConfig::Validate() const {
                    absl::StrCat("must be -1 (none) or in [0, vocab_size = ", vocab_size, ")"));
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<LayerRope> ModelConfig::RopeOfLayer(int64_t layer) const {
+  if (position_scheme != PositionScheme::kRope) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("model_type \"", architecture, "\" has no rotary positions"));
+  }
+  if (layer < 0 || layer >= num_hidden_layers) {
+    return Invalid("layer", absl::StrCat(layer),
+                   absl::StrCat("is outside [0, num_hidden_layers = ", num_hidden_layers, ")"));
+  }
+  if (layer_rope.empty()) {
+    LayerRope out;
+    out.rope = rope;
+    return out;
+  }
+  return layer_rope[static_cast<size_t>(layer)];
 }
 
 }  // namespace vocabd

@@ -27,4 +27,10 @@ void ScaleRowsInDType(float* rows, int64_t count, double scale, DType dtype) {
   }
 }
 
+void ScaleRowsProductInDType(float* rows, int64_t count, double scale, DType dtype) {
+  const float s = static_cast<float>(scale);
+  if (s == 1.0f || rows == nullptr) return;
+  for (int64_t i = 0; i < count; ++i) rows[i] = RoundTo(rows[i] * s, dtype);
+}
+
 }  // namespace vocabd

@@ -21,6 +21,12 @@ float ScaleInDType(double scale, DType dtype);
 // float32 multiply. No-op when the dtype-rounded scale is 1.
 void ScaleRowsInDType(float* rows, int64_t count, double scale, DType dtype);
 
+// rows[i] = round_to_dtype(rows[i] * float(scale)): a Python float times a
+// BF16/F16 tensor (torch computes the product in float32 and rounds once;
+// Granite `embedding_multiplier`). F32: a plain float32 multiply. No-op
+// when float(scale) is 1.
+void ScaleRowsProductInDType(float* rows, int64_t count, double scale, DType dtype);
+
 }  // namespace vocabd
 
 #endif  // VOCABD_LIB_EMBEDDING_EMBEDDING_SCALE_H_

@@ -214,7 +214,31 @@ std::vector<Candidate> TopKOf(const float* logits, int64_t begin, int64_t end, i
 
 void PrepareLogits(float* logits, int64_t vocab, float temperature, int64_t vocab_limit,
                    const float* bias) {
+  PrepareLogits(logits, vocab, temperature, vocab_limit, bias, nullptr);
+}
+
+void PrepareLogits(float* logits, int64_t vocab, float temperature, int64_t vocab_limit,
+                   const float* bias, const LogitTransformValues* transform) {
   if (vocab <= 0) return;
+  if (transform != nullptr && !transform->identity()) {
+    const int64_t limit = vocab_limit > 0 && vocab_limit < vocab ? vocab_limit : vocab;
+    if (bias != nullptr) {
+      for (int64_t j = 0; j < limit; ++j) logits[j] += bias[j];
+      bias = nullptr;
+    }
+    if (transform->logit_scale != 1.0) {
+      const float s = static_cast<float>(transform->logit_scale);
+      for (int64_t j = 0; j < limit; ++j) logits[j] *= s;
+    }
+    if (transform->logits_scaling != 1.0) {
+      const float d = static_cast<float>(transform->logits_scaling);
+      for (int64_t j = 0; j < limit; ++j) logits[j] /= d;
+    }
+    if (transform->final_logit_softcapping > 0.0) {
+      const float cap = static_cast<float>(transform->final_logit_softcapping);
+      for (int64_t j = 0; j < limit; ++j) logits[j] = std::tanh(logits[j] / cap) * cap;
+    }
+  }
   const bool temper = temperature > 0.0f && temperature != 1.0f;
   const int64_t limit = vocab_limit > 0 && vocab_limit < vocab ? vocab_limit : vocab;
   if (!temper && bias == nullptr && limit == vocab) return;

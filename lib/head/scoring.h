@@ -51,6 +51,26 @@ struct RowScoreResult {
 void PrepareLogits(float* logits, int64_t vocab, float temperature, int64_t vocab_limit,
                    const float* bias = nullptr);
 
+// The family's logit transform (ModelConfig::logit_transform), applied in
+// float32 in transformers' order, after the bias and before temperature:
+//   l = l * float(logit_scale)                     CohereForCausalLM.forward
+//   l = l / float(logits_scaling)                  GraniteForCausalLM.forward
+//   l = float(cap) * tanh(l / float(cap))          Gemma2ForCausalLM.forward
+//                                                  (cap = final_logit_softcapping > 0)
+struct LogitTransformValues {
+  double logit_scale = 1.0;
+  double logits_scaling = 1.0;
+  double final_logit_softcapping = 0.0;
+  bool identity() const {
+    return logit_scale == 1.0 && logits_scaling == 1.0 && final_logit_softcapping == 0.0;
+  }
+};
+
+// PrepareLogits with the family's transform between the bias and the
+// temperature (`transform` may be null: none).
+void PrepareLogits(float* logits, int64_t vocab, float temperature, int64_t vocab_limit,
+                   const float* bias, const LogitTransformValues* transform);
+
 // logsumexp of logits[0, vocab), accumulated in float64. -inf when every
 // logit is -inf (or vocab <= 0), +inf if any logit is +inf, NaN if any is NaN.
 double LogSumExp(const float* logits, int64_t vocab);

@@ -388,8 +388,20 @@ absl::Status Model::EmbedInto(const EmbedInput& input,
       scale = std::sqrt(static_cast<double>(hidden));
       break;
   }
-  // In the model's dtype (Gemma): see lib/embedding/embedding_scale.h.
-  ScaleRowsInDType(out, num_floats, scale, checkpoint_->embedding().stored_dtype);
+  // In the model's dtype as the family rounds it (ModelConfig::
+  // embedding_scale_rounding; lib/embedding/embedding_scale.h).
+  const DType stored = checkpoint_->embedding().stored_dtype;
+  switch (cfg.embedding_scale_rounding) {
+    case EmbeddingScaleRounding::kScaleAndProduct:
+      ScaleRowsInDType(out, num_floats, scale, stored);
+      break;
+    case EmbeddingScaleRounding::kProduct:
+      ScaleRowsProductInDType(out, num_floats, scale, stored);
+      break;
+    case EmbeddingScaleRounding::kFloat32:
+      ScaleRowsInDType(out, num_floats, scale, DType::kF32);
+      break;
+  }
   if (positions_mode == AbsolutePositionsMode::kSinusoidal) {
     AddSinusoidalPositions(out, static_cast<int64_t>(ids.size()), hidden, positions);
   } else if (positions_mode == AbsolutePositionsMode::kLearned) {
@@ -481,9 +493,16 @@ void Model::FinishLogits(const HeadInput& input, bool log_softmax, float* logits
   // Several rows: in parallel over rows (one parallel region; each row is then
   // serial). One row: PrepareLogits/LogSoftmaxInPlace parallelise over its
   // vocab chunks. Same results either way (lib/head/scoring.h).
+  // The family's transform (Gemma 2 softcap, Cohere logit_scale, Granite
+  // logits_scaling) before temperature, as transformers orders them.
+  const LogitTransform& t = config().logit_transform;
+  LogitTransformValues transform;
+  transform.logit_scale = t.logit_scale;
+  transform.logits_scaling = t.logits_scaling;
+  transform.final_logit_softcapping = t.final_logit_softcapping;
   ParallelFor(input.rows, [&](int64_t r) {
     float* row = logits + r * vocab;
-    PrepareLogits(row, vocab, input.temperature, input.vocab_limit, bias);
+    PrepareLogits(row, vocab, input.temperature, input.vocab_limit, bias, &transform);
     if (log_softmax) LogSoftmaxInPlace(row, vocab);
   });
 }

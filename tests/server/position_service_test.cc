@@ -221,6 +221,32 @@ TEST_F(PositionServiceTest, GetRopeCacheRequestOverridesTheModel) {
   EXPECT_EQ(resp.rope().rotary_dim(), 6);
 }
 
+// A layer index on a model whose layers share one RoPE gives the model's
+// tables; bad layers name the field (per-layer patterns: families_test).
+TEST_F(PositionServiceTest, GetRopeCacheLayerIndex) {
+  v1::GetRopeCacheRequest req;
+  req.set_model(kHfModel);
+  req.set_num_positions(3);
+  v1::GetRopeCacheResponse plain, layered;
+  ASSERT_TRUE(Cache(req, &plain).ok());
+  req.set_layer(0);
+  ASSERT_TRUE(Cache(req, &layered).ok());
+  EXPECT_FALSE(layered.layer_without_rope());
+  EXPECT_EQ(layered.cos().data(), plain.cos().data());
+  EXPECT_EQ(layered.sin().data(), plain.sin().data());
+  req.set_layer(1000);
+  v1::GetRopeCacheResponse resp;
+  ExpectInvalid(Cache(req, &resp), "layer = 1000 is outside [0, num_hidden_layers = ");
+  req.set_layer(-1);
+  ExpectInvalid(Cache(req, &resp), "layer = -1 is outside");
+  v1::GetRopeCacheRequest standalone;
+  standalone.set_num_positions(2);
+  standalone.mutable_rope()->set_pair_layout(v1::HALF_SPLIT);
+  standalone.mutable_rope()->set_head_dim(8);
+  standalone.set_layer(0);
+  ExpectInvalid(Cache(standalone, &resp), "layer = 0 needs a model");
+}
+
 TEST_F(PositionServiceTest, SinusoidalTableAndOddDim) {
   const nlohmann::json golden = ReadGolden("alibi_golden.json");
   for (const auto& c : golden.at("sinusoidal")) {

@@ -210,8 +210,11 @@ TEST(HfFamiliesTest, UnsupportedModelTypeListsFamilies) {
   EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(c.status().message(), HasSubstr("x/config.json"));
   EXPECT_THAT(c.status().message(),
-              HasSubstr("\"t5\" is not supported (llama, mistral, qwen2, gemma, gpt2, gpt_neox, "
-                        "phi, roberta, xlm-roberta)"));
+              HasSubstr("\"t5\" is not supported (llama, mistral, mixtral, qwen2, qwen2_moe, "
+                        "qwen3, qwen3_moe, olmo2, smollm3, llama4_text, llama4, gpt_oss, phi3, "
+                        "deepseek_v3, deepseek_v2, granite, granitemoe, gemma, gemma2, "
+                        "gemma3_text, gemma3, cohere, cohere2, starcoder2, stablelm, phi, "
+                        "gpt_neox, gpt2, gpt_bigcode, roberta, xlm-roberta)"));
 }
 
 TEST(HfFamiliesTest, Gpt2MissingNEmbdNamesKey) {
