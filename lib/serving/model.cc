@@ -118,6 +118,25 @@ absl::Status Model::LoadTokenizer(const Options& options) {
   const int64_t vocab_size = config().vocab_size;
   absl::StatusOr<std::unique_ptr<Tokenizer>> tokenizer =
       LoadTokenizerForCheckpoint(options.path, options.tokenizer_path, vocab_size);
+  // A folder that holds one llama2.c or GGUF checkpoint (a repository's
+  // NAME/NAME.bin, NAME/NAME.gguf, or its only .bin/.gguf file: the file
+  // LoadCheckpoint chose, source_files()[0]) and no tokenizer.json /
+  // tokenizer.model: the tokenizer is found as for that file given itself
+  // (tok*.bin beside it, the GGUF's tokenizer.ggml.* metadata), so
+  // --model-repository and --model FILE serve the same files alike.
+  const std::vector<SourceFileInfo>& files = checkpoint_->source_files();
+  if (absl::IsNotFound(tokenizer.status()) && options.tokenizer_path.empty() &&
+      !files.empty() && (files[0].format == "llama2c" || files[0].format == "gguf") &&
+      files[0].path != options.path) {
+    absl::StatusOr<std::unique_ptr<Tokenizer>> from_file =
+        LoadTokenizerForCheckpoint(files[0].path, "", vocab_size);
+    if (!absl::IsNotFound(from_file.status())) {
+      tokenizer = std::move(from_file);
+    } else {
+      tokenizer = absl::NotFoundError(
+          absl::StrCat(tokenizer.status().message(), "; ", from_file.status().message()));
+    }
+  }
   if (tokenizer.ok() && (*tokenizer)->vocab_size() > vocab_size) {
     tokenizer = absl::InvalidArgumentError(absl::StrCat(
         (*tokenizer)->source(), " has ", (*tokenizer)->vocab_size(),
