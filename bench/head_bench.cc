@@ -5,7 +5,7 @@
 //
 //   head_bench --f32 /tmp/vocabd-bench/llama3-f32 --bf16 /tmp/vocabd-bench/llama3-bf16
 //              [--rows 1,8,64,256] [--reps 5] [--csv out.csv] [--quant Q8_0,Q4_K,Q6_K]
-//              [--quant-paths] [--quant-only]
+//              [--quant-paths] [--quant-only [--vocab V --hidden D]] [--allow-busy]
 //              [--paths 1,2,4,8,12,16,24,32,64] [--paths-csv paths.csv] [--interleaved 9]
 //
 // Quantized heads (--quant): the Llama-3 shape (from the F32 checkpoint's
@@ -31,6 +31,17 @@
 // as its weights with AVX-512 loads on all OpenMP threads (summed, so the
 // loads cannot be dropped), measured in the same run for each size: the
 // least time any kernel that reads every weight once can take.
+//
+// Compute ceilings, measured in the same run: the F32 FMA peak and the int8
+// dot-product peak of every quantized-kernel path the CPU has (vpdpbusd zmm
+// / ymm, vpmaddubsw on AVX2); each quantized N >= 64 row prints its int8
+// multiply-adds per second (N V d / time) as a share of its path's peak.
+//
+// Load: the load average is printed before and after; head_bench refuses to
+// start when the 1-minute load average is above 1.5 (the machine is busy:
+// no figure would be a result) unless --allow-busy, and then every figure
+// of a row measured at load > 1.5 (checked before and after the row) is
+// printed BUSY(x) and the exit status is 3.
 #include <immintrin.h>
 #include <omp.h>
 
@@ -65,6 +76,38 @@ std::string LoadAverage() {
   std::string a, b, c;
   in >> a >> b >> c;
   return a + " " + b + " " + c;
+}
+
+// The 1-minute load average (first field of /proc/loadavg).
+double Load1() {
+  std::ifstream in("/proc/loadavg");
+  double a = 0;
+  in >> a;
+  return a;
+}
+
+// A figure taken while the machine was busy is no result: above this
+// 1-minute load average (other processes on a 2-core machine take a core),
+// every figure of a table row measured then is printed as "BUSY(x)", and the
+// run says so at the end. --allow-busy only lets such a run go on; without
+// it head_bench refuses to start at that load.
+constexpr double kBusyLoad = 1.5;
+bool g_busy_row = false;   // the row being printed was measured at load > kBusyLoad
+bool g_any_busy = false;   // some row was
+
+// Formats a figure, marked when the row is busy.
+std::string Fig(const char* fmt, double value) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, fmt, value);
+  return g_busy_row ? std::string("BUSY(") + buf + ")" : std::string(buf);
+}
+
+// Call before and after measuring a row: the row is busy when either load
+// reading is above kBusyLoad.
+void RowLoadStart() { g_busy_row = Load1() > kBusyLoad; }
+void RowLoadEnd() {
+  g_busy_row = g_busy_row || Load1() > kBusyLoad;
+  g_any_busy = g_any_busy || g_busy_row;
 }
 
 template <typename F>
@@ -117,6 +160,103 @@ __attribute__((target("avx512f"))) double FmaPeak() {
     best = std::max(best, 2.0 * 16 * kChains * static_cast<double>(kIters) * threads / s);
   }
   return best;
+}
+
+// The machine's int8 dot-product ceiling (int8 multiply-adds per second) on
+// all OpenMP threads, for the instruction the quantized kernels use on each
+// path: 16 independent accumulator chains per thread, registers only, best
+// of 3. One "MAC" is one u8 x s8 product added into an int32 lane:
+//   avx512vnni  vpdpbusd zmm        64 MACs per instruction
+//   avxvnni     vpdpbusd ymm (VEX)  32 MACs per instruction
+//   avx2        vpmaddubsw + vpmaddwd + vpaddd on ymm: 32 MACs per 3
+//               instructions (the AVX2 form of the same u8 x s8 dot product)
+// 0 where the CPU lacks the path.
+template <typename Body>
+double Int8PeakRun(Body body, double macs_per_iter_per_thread) {
+  double best = 0;
+  for (int rep = 0; rep < 3; ++rep) {
+    int threads = 1;
+    int64_t sink = 0;
+    const auto start = Clock::now();
+#pragma omp parallel reduction(+ : sink)
+    {
+#pragma omp single
+      threads = omp_get_num_threads();
+      sink += body();
+    }
+    const double s = std::chrono::duration<double>(Clock::now() - start).count();
+    if (sink == -1) std::printf(" ");  // keeps the chains alive
+    best = std::max(best, macs_per_iter_per_thread * threads / s);
+  }
+  return best;
+}
+
+constexpr long kInt8Iters = 10'000'000;
+constexpr int kInt8Chains = 16;
+
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) int64_t Int8ChainsAvx512() {
+  __m512i acc[kInt8Chains];
+#pragma GCC unroll 16
+  for (int i = 0; i < kInt8Chains; ++i) acc[i] = _mm512_set1_epi32(i);
+  const __m512i a = _mm512_set1_epi8(3), b = _mm512_set1_epi8(-2);
+  for (long it = 0; it < kInt8Iters; ++it) {
+#pragma GCC unroll 16
+    for (int i = 0; i < kInt8Chains; ++i) acc[i] = _mm512_dpbusd_epi32(acc[i], a, b);
+    __asm__ volatile("" : "+v"(acc[0]), "+v"(acc[5]), "+v"(acc[10]), "+v"(acc[15]));
+  }
+  __m512i t = acc[0];
+  for (int i = 1; i < kInt8Chains; ++i) t = _mm512_add_epi32(t, acc[i]);
+  alignas(64) int32_t l[16];
+  _mm512_store_si512(l, t);
+  return l[0] + l[15];
+}
+
+__attribute__((target("avx2,avxvnni"))) int64_t Int8ChainsAvxVnni() {
+  __m256i acc[kInt8Chains];
+#pragma GCC unroll 16
+  for (int i = 0; i < kInt8Chains; ++i) acc[i] = _mm256_set1_epi32(i);
+  const __m256i a = _mm256_set1_epi8(3), b = _mm256_set1_epi8(-2);
+  for (long it = 0; it < kInt8Iters; ++it) {
+#pragma GCC unroll 16
+    for (int i = 0; i < kInt8Chains; ++i) acc[i] = _mm256_dpbusd_avx_epi32(acc[i], a, b);
+    __asm__ volatile("" : "+x"(acc[0]), "+x"(acc[5]), "+x"(acc[10]), "+x"(acc[15]));
+  }
+  __m256i t = acc[0];
+  for (int i = 1; i < kInt8Chains; ++i) t = _mm256_add_epi32(t, acc[i]);
+  alignas(32) int32_t l[8];
+  _mm256_store_si256(reinterpret_cast<__m256i*>(l), t);
+  return l[0] + l[7];
+}
+
+__attribute__((target("avx2"))) int64_t Int8ChainsAvx2() {
+  __m256i acc[kInt8Chains];
+#pragma GCC unroll 16
+  for (int i = 0; i < kInt8Chains; ++i) acc[i] = _mm256_set1_epi32(i);
+  const __m256i a = _mm256_set1_epi8(3), b = _mm256_set1_epi8(-2), ones = _mm256_set1_epi16(1);
+  for (long it = 0; it < kInt8Iters; ++it) {
+#pragma GCC unroll 16
+    for (int i = 0; i < kInt8Chains; ++i) {
+      acc[i] = _mm256_add_epi32(acc[i], _mm256_madd_epi16(_mm256_maddubs_epi16(a, b), ones));
+    }
+    __asm__ volatile("" : "+x"(acc[0]), "+x"(acc[5]), "+x"(acc[10]), "+x"(acc[15]));
+  }
+  __m256i t = acc[0];
+  for (int i = 1; i < kInt8Chains; ++i) t = _mm256_add_epi32(t, acc[i]);
+  alignas(32) int32_t l[8];
+  _mm256_store_si256(reinterpret_cast<__m256i*>(l), t);
+  return l[0] + l[7];
+}
+
+double Int8Peak(vocabd::QuantKernelIsa isa) {
+  if (!vocabd::QuantKernelIsaSupported(isa)) return 0;
+  const double iters = static_cast<double>(kInt8Iters) * kInt8Chains;
+  switch (isa) {
+    case vocabd::QuantKernelIsa::kAvx512Vnni: return Int8PeakRun(Int8ChainsAvx512, iters * 64);
+    case vocabd::QuantKernelIsa::kAvxVnni: return Int8PeakRun(Int8ChainsAvxVnni, iters * 32);
+    case vocabd::QuantKernelIsa::kAvx2: return Int8PeakRun(Int8ChainsAvx2, iters * 32);
+    case vocabd::QuantKernelIsa::kScalar: return 0;
+  }
+  return 0;
 }
 
 // Streams [buf, buf + bytes) once with 64-byte AVX-512 loads on all OpenMP
@@ -243,7 +383,7 @@ int main(int argc, char** argv) {
   std::vector<int64_t> paths_rows;
   std::string paths_csv;
   std::vector<std::string> quant_names = {"Q8_0", "Q4_K", "Q6_K"};
-  bool quant_paths = false, quant_only = false;
+  bool quant_paths = false, quant_only = false, allow_busy = false;
   app.add_option("--paths", paths_rows,
                  "also time the small-M kernel vs oneDNN at these N (crossover table)")
       ->delimiter(',');
@@ -264,12 +404,33 @@ int main(int argc, char** argv) {
                "also time every quantized-kernel ISA path this CPU has");
   app.add_flag("--quant-only", quant_only,
                "no F32/BF16 checkpoints (128256 x 4096): quantized heads only");
+  int64_t shape_vocab = 128256, shape_hidden = 4096;
+  app.add_option("--vocab", shape_vocab, "with --quant-only: vocab_size of the quantized heads")
+      ->capture_default_str();
+  app.add_option("--hidden", shape_hidden,
+                 "with --quant-only: hidden_size (a multiple of 256) of the quantized heads")
+      ->capture_default_str();
+  app.add_flag("--allow-busy", allow_busy,
+               "run even when the 1-minute load average is above 1.5 (every figure measured "
+               "then is printed BUSY(x): not a result)");
   CLI11_PARSE(app, argc, argv);
+  std::printf("load average before: %s\n", LoadAverage().c_str());
+  if (Load1() > kBusyLoad && !allow_busy) {
+    std::fprintf(stderr,
+                 "head_bench: 1-minute load average %.2f > %.1f: the machine is busy and no "
+                 "figure would be a result. Run when it is idle, or pass --allow-busy to get "
+                 "figures marked BUSY.\n",
+                 Load1(), kBusyLoad);
+    return 2;
+  }
 
   std::unique_ptr<vocabd::Model> f32, bf16;
   std::unique_ptr<vocabd::LmHead> head32, head16;
   int64_t v = 128256, d = 4096;
-  if (!quant_only) {
+  if (quant_only) {
+    v = shape_vocab;
+    d = shape_hidden;
+  } else {
     auto f = vocabd::Model::Create({"f32", f32_path});
     if (!f.ok()) {
       std::fprintf(stderr, "%s\n", f.status().ToString().c_str());
@@ -342,15 +503,22 @@ int main(int argc, char** argv) {
   std::printf("load average at start: %s\n", LoadAverage().c_str());
   double floor32 = 0, floor16 = 0;
   if (!quant_only) {
+    RowLoadStart();
     floor32 = ReadFloor(rbuf, static_cast<size_t>(head32->weight_bytes()), reps);
     floor16 = ReadFloor(rbuf, static_cast<size_t>(head16->weight_bytes()), reps);
-    std::printf("read-only floor (AVX-512 loads, %d threads): F32 %.1f ms (%.1f GB/s), BF16 %.1f ms\n",
-                threads, floor32 * 1e3, head32->weight_bytes() / floor32 / 1e9, floor16 * 1e3);
+    RowLoadEnd();
+    std::printf("read-only floor (AVX-512 loads, %d threads): F32 %s ms (%s GB/s), BF16 %s ms\n",
+                threads, Fig("%.1f", floor32 * 1e3).c_str(),
+                Fig("%.1f", head32->weight_bytes() / floor32 / 1e9).c_str(),
+                Fig("%.1f", floor16 * 1e3).c_str());
   }
   for (QuantCase& q : quants) {
+    RowLoadStart();
     q.floor = ReadFloor(rbuf, static_cast<size_t>(q.head->weight_bytes()), reps);
-    std::printf("read-only floor %s %.1f ms (%.1f GB/s)\n", q.name.c_str(), q.floor * 1e3,
-                q.head->weight_bytes() / q.floor / 1e9);
+    RowLoadEnd();
+    std::printf("read-only floor %s %s ms (%s GB/s)\n", q.name.c_str(),
+                Fig("%.1f", q.floor * 1e3).c_str(),
+                Fig("%.1f", q.head->weight_bytes() / q.floor / 1e9).c_str());
   }
   std::printf("\n");
 
@@ -377,6 +545,7 @@ int main(int argc, char** argv) {
     for (size_t i = 0; i < rows_list.size(); ++i) {
       const int64_t n = rows_list[i];
       const int r = n >= 64 ? std::max(1, reps / 2) : reps;
+      RowLoadStart();
       const double t32 = MedianSeconds(r, [&] { (void)head32->Compute(x.data(), n, out.data()); });
       const double t16 = MedianSeconds(r, [&] { (void)head16->Compute(x.data(), n, out.data()); });
       bf16_ms[i] = t16 * 1e3;
@@ -386,9 +555,14 @@ int main(int argc, char** argv) {
                     w32, static_cast<int>(d), 0.0f, out.data(), static_cast<int>(v));
       });
       const double flop = 2.0 * n * v * d;
-      std::printf("| %ld | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.2fx | %.2fx | %.2fx | %.2fx |\n",
-                  static_cast<long>(n), t32 * 1e3, flop / t32 / 1e9, t16 * 1e3, flop / t16 / 1e9,
-                  tb * 1e3, flop / tb / 1e9, tb / t32, t32 / t16, t32 / floor32, t16 / floor16);
+      RowLoadEnd();
+      std::printf("| %ld | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+                  static_cast<long>(n), Fig("%.1f", t32 * 1e3).c_str(),
+                  Fig("%.1f", flop / t32 / 1e9).c_str(), Fig("%.1f", t16 * 1e3).c_str(),
+                  Fig("%.1f", flop / t16 / 1e9).c_str(), Fig("%.1f", tb * 1e3).c_str(),
+                  Fig("%.1f", flop / tb / 1e9).c_str(), Fig("%.2fx", tb / t32).c_str(),
+                  Fig("%.2fx", t32 / t16).c_str(), Fig("%.2fx", t32 / floor32).c_str(),
+                  Fig("%.2fx", t16 / floor16).c_str());
       std::fflush(stdout);
       if (csv_out) {
         csv_out << n << "," << t32 * 1e3 << "," << t16 * 1e3 << "," << tb * 1e3 << ","
@@ -396,31 +570,71 @@ int main(int argc, char** argv) {
       }
     }
     std::printf("load average after the F32/BF16 table: %s\n", LoadAverage().c_str());
-    if (const double peak = FmaPeak(); peak > 0) {
-      std::printf("F32 FMA peak %.1f GFLOP/s (AVX-512, all threads, registers only): the rows' "
-                  "GFLOP/s as a share of it are the compute-bound ceiling for large N\n",
-                  peak / 1e9);
-    }
     std::printf("\nF32 vs OpenBLAS = OpenBLAS time / vocabd F32 time (> 1: vocabd faster); "
                 "BF16 speedup = F32 time / BF16 time; X / floor = time / read-only floor.\n\n");
   }
 
+  // The compute ceilings, measured in this run: F32 FMA and the int8 dot
+  // product of every quantized-kernel path this CPU has.
+  RowLoadStart();
+  const double fma_peak = FmaPeak();
+  double int8_peak[4] = {0, 0, 0, 0};  // by QuantKernelIsa
+  for (auto isa : {vocabd::QuantKernelIsa::kAvx512Vnni, vocabd::QuantKernelIsa::kAvxVnni,
+                   vocabd::QuantKernelIsa::kAvx2}) {
+    int8_peak[static_cast<int>(isa)] = Int8Peak(isa);
+  }
+  RowLoadEnd();
+  if (fma_peak > 0) {
+    std::printf("F32 FMA peak %s GFLOP/s (AVX-512 vfmadd zmm, all threads, registers only): the "
+                "F32 rows' GFLOP/s as a share of it are the compute-bound ceiling for large N\n",
+                Fig("%.1f", fma_peak / 1e9).c_str());
+  }
+  std::printf("int8 dot-product peak (u8 x s8 multiply-adds into int32, all threads, registers "
+              "only):");
+  for (auto isa : {vocabd::QuantKernelIsa::kAvx512Vnni, vocabd::QuantKernelIsa::kAvxVnni,
+                   vocabd::QuantKernelIsa::kAvx2}) {
+    const double p = int8_peak[static_cast<int>(isa)];
+    if (p > 0) {
+      std::printf(" %s %s GMAC/s;", vocabd::QuantKernelIsaName(isa), Fig("%.1f", p / 1e9).c_str());
+    } else {
+      std::printf(" %s not on this CPU;", vocabd::QuantKernelIsaName(isa));
+    }
+  }
+  std::printf("\n  (avx512vnni: vpdpbusd zmm, avxvnni: vpdpbusd ymm, avx2: vpmaddubsw + vpmaddwd "
+              "+ vpaddd ymm)\n\n");
+
   if (!quants.empty()) {
     std::printf("| type | N | path | ms | GFLOP/s | floor ms | time / floor | time / N=1 time | "
-                "BF16 time / time |\n|---|---|---|---|---|---|---|---|---|\n");
+                "BF16 time / time | share of the path's int8 peak |\n"
+                "|---|---|---|---|---|---|---|---|---|---|\n");
     for (QuantCase& q : quants) {
       std::string path = q.head->implementation();
       path = path.substr(0, path.find(' '));
+      double peak = 0;
+      for (auto isa : {vocabd::QuantKernelIsa::kAvx512Vnni, vocabd::QuantKernelIsa::kAvxVnni,
+                       vocabd::QuantKernelIsa::kAvx2}) {
+        if (path.find(std::string("-") + vocabd::QuantKernelIsaName(isa)) != std::string::npos) {
+          peak = int8_peak[static_cast<int>(isa)];
+        }
+      }
       for (size_t i = 0; i < rows_list.size(); ++i) {
         const int64_t n = rows_list[i];
         const int r = n >= 64 ? std::max(1, reps / 2) : reps;
+        RowLoadStart();
         const double t = MedianSeconds(r, [&] { (void)q.head->Compute(x.data(), n, out.data()); });
+        RowLoadEnd();
         q.ms.push_back(t * 1e3);
         const double flop = 2.0 * n * v * d;
-        std::printf("| %s | %ld | %s | %.1f | %.1f | %.1f | %.2fx | %.2fx | %s |\n",
-                    q.name.c_str(), static_cast<long>(n), path.c_str(), t * 1e3, flop / t / 1e9,
-                    q.floor * 1e3, t / q.floor, t * 1e3 / q.ms[0],
-                    quant_only ? "-" : (std::to_string(bf16_ms[i] / (t * 1e3)).substr(0, 4) + "x").c_str());
+        // N V d int8 multiply-adds per call (the int8 dot products alone).
+        const double macs = static_cast<double>(n) * v * d;
+        const std::string share =
+            n >= 64 && peak > 0 ? Fig("%.0f%%", 100.0 * macs / t / peak) : std::string("-");
+        std::printf("| %s | %ld | %s | %s | %s | %s | %s | %s | %s | %s |\n", q.name.c_str(),
+                    static_cast<long>(n), path.c_str(), Fig("%.1f", t * 1e3).c_str(),
+                    Fig("%.1f", flop / t / 1e9).c_str(), Fig("%.1f", q.floor * 1e3).c_str(),
+                    Fig("%.2fx", t / q.floor).c_str(), Fig("%.2fx", t * 1e3 / q.ms[0]).c_str(),
+                    quant_only ? "-" : Fig("%.2fx", bf16_ms[i] / (t * 1e3)).c_str(),
+                    share.c_str());
         std::fflush(stdout);
       }
     }
@@ -444,10 +658,12 @@ int main(int argc, char** argv) {
         for (int64_t n : rows_list) {
           if (isa == vocabd::QuantKernelIsa::kScalar && n > 8) continue;  // minutes per call
           const int r = n >= 64 ? 1 : std::max(1, reps / 2);
+          RowLoadStart();
           const double t = MedianSeconds(r, [&] { (void)head->Compute(x.data(), n, out.data()); });
-          std::printf("| %s | %s | %ld | %.1f | %.2fx |\n", q.name.c_str(),
-                      vocabd::QuantKernelIsaName(isa), static_cast<long>(n), t * 1e3,
-                      t / q.floor);
+          RowLoadEnd();
+          std::printf("| %s | %s | %ld | %s | %s |\n", q.name.c_str(),
+                      vocabd::QuantKernelIsaName(isa), static_cast<long>(n),
+                      Fig("%.1f", t * 1e3).c_str(), Fig("%.2fx", t / q.floor).c_str());
           std::fflush(stdout);
         }
       }
@@ -477,6 +693,7 @@ int main(int argc, char** argv) {
       }
       ratios.push_back({name, {value}});
     };
+    RowLoadStart();
     for (int r = 0; r < rounds; ++r) {
       if (!quant_only) {
         const double f32f = stream(head32->weight_bytes());
@@ -506,10 +723,11 @@ int main(int argc, char** argv) {
     std::printf("\nInterleaved rounds (%d; medians; each round per type: read-only stream of its "
                 "size, N=1, N=8):\n", rounds);
     std::printf("| ratio | median | min | max |\n|---|---|---|---|\n");
+    RowLoadEnd();  // busy when the load was high at the start of the rounds or now
     for (auto& [name, vals] : ratios) {
-      std::printf("| %s | %.2fx | %.2fx | %.2fx |\n", name.c_str(), median(vals),
-                  *std::min_element(vals.begin(), vals.end()),
-                  *std::max_element(vals.begin(), vals.end()));
+      std::printf("| %s | %s | %s | %s |\n", name.c_str(), Fig("%.2fx", median(vals)).c_str(),
+                  Fig("%.2fx", *std::min_element(vals.begin(), vals.end())).c_str(),
+                  Fig("%.2fx", *std::max_element(vals.begin(), vals.end())).c_str());
     }
     std::printf("load average after the interleaved rounds: %s\n", LoadAverage().c_str());
   }
@@ -530,21 +748,30 @@ int main(int argc, char** argv) {
       auto k32 = HeadOf(*f32, n);
       auto k16 = HeadOf(*bf16, n);
       const int r = n >= 64 ? std::max(1, reps / 2) : reps;
+      RowLoadStart();
       const double tk32 = MedianSeconds(r, [&] { (void)k32->Compute(x.data(), n, out.data()); });
       const double to32 =
           MedianSeconds(r, [&] { (void)onednn32->Compute(x.data(), n, out.data()); });
       const double tk16 = MedianSeconds(r, [&] { (void)k16->Compute(x.data(), n, out.data()); });
       const double to16 =
           MedianSeconds(r, [&] { (void)onednn16->Compute(x.data(), n, out.data()); });
-      std::printf("| %ld | %.1f | %.1f | %.1f | %.1f | %.2fx | %.2fx |\n", static_cast<long>(n),
-                  tk32 * 1e3, to32 * 1e3, tk16 * 1e3, to16 * 1e3, to32 / tk32, to16 / tk16);
+      RowLoadEnd();
+      std::printf("| %ld | %s | %s | %s | %s | %s | %s |\n", static_cast<long>(n),
+                  Fig("%.1f", tk32 * 1e3).c_str(), Fig("%.1f", to32 * 1e3).c_str(),
+                  Fig("%.1f", tk16 * 1e3).c_str(), Fig("%.1f", to16 * 1e3).c_str(),
+                  Fig("%.2fx", to32 / tk32).c_str(), Fig("%.2fx", to16 / tk16).c_str());
       std::fflush(stdout);
       if (pcsv) {
         pcsv << n << "," << tk32 * 1e3 << "," << to32 * 1e3 << "," << tk16 * 1e3 << ","
              << to16 * 1e3 << "\n";
       }
     }
-    std::printf("load average at the end: %s\n", LoadAverage().c_str());
+  }
+  std::printf("load average after: %s\n", LoadAverage().c_str());
+  if (g_any_busy) {
+    std::printf("BUSY: the 1-minute load average was above %.1f while figures marked BUSY(x) "
+                "were measured: they are not results.\n", kBusyLoad);
+    return 3;
   }
   return 0;
 }

@@ -8,7 +8,15 @@
 #   env: PORT (50777), MAX_BATCH_ROWS (256), WEIGHTS_DTYPE (unset: the
 #   checkpoint's own; e.g. bf16 or q8_0 -> --weights-dtype llama3=VALUE, so a
 #   quantized head is timed from the same F32/BF16 checkpoint; a GGUF file of
-#   a quantized type is served as such without it)
+#   a quantized type is served as such without it), ALLOW_BUSY (1: run even
+#   when the machine is busy)
+#
+# Load: the load average is printed before and after. A figure measured while
+# the 1-minute load average was above 1.5 (read before and after each run) is
+# no result: the script refuses to start at that load unless ALLOW_BUSY=1,
+# and then prints such rows' figures as BUSY(x) and exits 3. The head kernels
+# that ran (the server's "model serving" log line, lm_head_kernel) are
+# printed before the table.
 set -euo pipefail
 BUILD=${1:-build}
 CKPT=${2:-/tmp/vocabd-bench/llama3-f32}
@@ -19,11 +27,18 @@ WEIGHTS_FLAG=()
 if [[ -n "${WEIGHTS_DTYPE:-}" ]]; then WEIGHTS_FLAG=(--weights-dtype "llama3=$WEIGHTS_DTYPE"); fi
 VOCABD="$BUILD/server/vocabd"
 LOAD="$BUILD/bench/score_load"
+BUSY_LOAD=1.5
+SERVER_LOG=$(mktemp /tmp/score_e2e.XXXXXX.log)
+trap 'rm -f "$SERVER_LOG"' EXIT
+load1() { cut -d' ' -f1 /proc/loadavg; }
+is_busy() { awk -v l="$(load1)" -v b="$BUSY_LOAD" 'BEGIN { exit !(l > b) }'; }
+mark() { if [[ "$ROW_BUSY" == 1 ]]; then echo "BUSY($1)"; else echo "$1"; fi; }
+ANY_BUSY=0
 
 run_server() {  # $1 = true|false (dynamic batching)
   "$VOCABD" --listen "127.0.0.1:$PORT" --model "llama3=$CKPT" --dynamic-batching="$1" \
     --max-batch-rows "$MAX_BATCH_ROWS" --max-queue-delay-us 0 --max-queue-rows 4096 \
-    --max-queue-size 4096 --log-level warn "${WEIGHTS_FLAG[@]}" &
+    --max-queue-size 4096 --log-level info "${WEIGHTS_FLAG[@]}" >"$SERVER_LOG" 2>&1 &
   SERVER_PID=$!
   for _ in $(seq 1 600); do
     # Ready when one Score call succeeds (score_load's warm-up call).
@@ -32,24 +47,49 @@ run_server() {  # $1 = true|false (dynamic batching)
     sleep 0.5
   done
   echo "vocabd did not become healthy" >&2
+  cat "$SERVER_LOG" >&2
   exit 1
 }
 
 stop_server() { kill -TERM "$SERVER_PID"; wait "$SERVER_PID" || true; }
 
-echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "| dynamic batching | callers | requests/s | p50 ms | p99 ms |"
-echo "|---|---|---|---|---|"
+echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+if is_busy && [[ "${ALLOW_BUSY:-0}" != 1 ]]; then
+  echo "score_e2e: 1-minute load average $(load1) > $BUSY_LOAD: the machine is busy and no" \
+    "figure would be a result. Run when it is idle, or set ALLOW_BUSY=1 for figures marked BUSY." >&2
+  exit 2
+fi
+TABLE=()
 for batching in false true; do
   run_server "$batching"
+  # The head kernels that ran: the server logs them once per model.
+  echo "server (dynamic batching $batching): $(grep -m1 'model serving' "$SERVER_LOG" || echo 'no model serving line')"
+  declare -A RPS=()
   for c in 1 64; do
+    ROW_BUSY=0
+    if is_busy; then ROW_BUSY=1; fi
     line=$("$LOAD" --target "127.0.0.1:$PORT" --model llama3 --hidden-size 4096 \
       --concurrency "$c" --seconds "$SECONDS_PER_RUN")
+    if is_busy; then ROW_BUSY=1; fi
+    if [[ "$ROW_BUSY" == 1 ]]; then ANY_BUSY=1; fi
     rps=$(sed -n 's/.*rps=\([0-9.]*\).*/\1/p' <<<"$line")
     p50=$(sed -n 's/.*p50_ms=\([0-9.]*\).*/\1/p' <<<"$line")
     p99=$(sed -n 's/.*p99_ms=\([0-9.]*\).*/\1/p' <<<"$line")
-    echo "| $batching | $c | $rps | $p50 | $p99 |"
+    RPS[$c]=$rps
+    ratio="-"
+    if [[ "$c" == 64 ]]; then
+      ratio=$(awk -v a="${RPS[64]}" -v b="${RPS[1]}" 'BEGIN { if (b > 0) printf "%.1fx", a / b; else print "-" }')
+    fi
+    TABLE+=("| $batching | $c | $(mark "$rps") | $(mark "$p50") | $(mark "$p99") | $(mark "$ratio") |")
   done
   stop_server
 done
-echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "| dynamic batching | callers | requests/s | p50 ms | p99 ms | requests/s vs 1 caller |"
+echo "|---|---|---|---|---|---|"
+printf '%s\n' "${TABLE[@]}"
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
+if [[ "$ANY_BUSY" == 1 ]]; then
+  echo "BUSY: the 1-minute load average was above $BUSY_LOAD while figures marked BUSY(x) were" \
+    "measured: they are not results."
+  exit 3
+fi

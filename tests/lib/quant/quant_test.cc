@@ -131,6 +131,144 @@ INSTANTIATE_TEST_SUITE_P(
       return name;
     });
 
+// The sign of zero is part of the bit-for-bit promise: ggml's
+// dequantizers compute (float)code * d (or d * (float)code), so a zero
+// code under a negative scale gives -0.0f. The golden rows hold such -0
+// values (Q4_0: 294 of its 4,096 values, beside 201 +0); every one must come
+// out with the same sign, and a parse that read "-0" as +0 would fail here.
+TEST(DequantizeSignOfZeroTest, GoldenZerosKeepTheirSign) {
+  struct Want { const char* stem; int64_t neg_zeros; int64_t pos_zeros; };
+  // Counted in the golden text ("-0" / "0" entries of embedding_rows).
+  const Want want[] = {
+      {"Q4_0", 294, 201}, {"Q5_0", 151, 95}, {"Q3_K", 460, 407}, {"Q6_K", 60, 61},
+      {"Q8_0", 0, 35},    {"Q8_0-tied", 0, 32}, {"Q4_1", 0, 0},  {"Q5_1", 0, 0},
+      {"Q2_K", 0, 0},     {"Q4_K", 0, 0},   {"Q4_K_M", 0, 0},   {"Q5_K", 0, 0},
+      {"IQ4_NL", 0, 0},
+  };
+  for (const Want& w : want) {
+    SCOPED_TRACE(w.stem);
+    const std::string base = testing::SharedModelsDir() + "/quant/synth-v1024-h512-" + w.stem;
+    std::ifstream in(base + ".golden.json");
+    ASSERT_TRUE(in);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    for (size_t p = 0; (p = text.find("-0", p)) != std::string::npos; p += 2) {
+      if (p + 2 < text.size() && (text[p + 2] == ',' || text[p + 2] == ']')) text.insert(p + 2, ".0");
+    }
+    const nlohmann::json golden = nlohmann::json::parse(text);
+    auto file = MappedFile::Open(base + ".gguf");
+    ASSERT_TRUE(file.ok()) << file.status();
+    auto gguf = ParseGguf((*file)->data(), (*file)->size(), base + ".gguf");
+    ASSERT_TRUE(gguf.ok()) << gguf.status();
+    const GgufTensorInfo* embd = gguf->FindTensor("token_embd.weight");
+    ASSERT_NE(embd, nullptr);
+    const auto type = static_cast<GgmlType>(embd->type);
+    const int64_t hidden = 512, row_bytes = RowBytes(type, hidden);
+    const auto ids = golden["embedding_ids"].get<std::vector<int64_t>>();
+    std::vector<float> row(hidden);
+    int64_t golden_neg = 0, golden_pos = 0, ours_neg = 0, ours_pos = 0, sign_mismatches = 0;
+    for (size_t i = 0; i < ids.size(); ++i) {
+      ASSERT_TRUE(DequantizeRow(type, (*file)->data() + embd->offset + ids[i] * row_bytes, hidden,
+                                row.data()));
+      const auto g = golden["embedding_rows"][i].get<std::vector<double>>();
+      for (int64_t j = 0; j < hidden; ++j) {
+        const uint32_t gb = Bits(static_cast<float>(g[j])), ob = Bits(row[j]);
+        golden_neg += gb == 0x80000000u;
+        golden_pos += gb == 0u;
+        ours_neg += ob == 0x80000000u;
+        ours_pos += ob == 0u;
+        // == cannot tell the two zeros apart; the bit patterns can.
+        sign_mismatches += (row[j] == static_cast<float>(g[j])) && gb != ob;
+      }
+    }
+    EXPECT_EQ(golden_neg, w.neg_zeros);
+    EXPECT_EQ(golden_pos, w.pos_zeros);
+    EXPECT_EQ(ours_neg, w.neg_zeros);
+    EXPECT_EQ(ours_pos, w.pos_zeros);
+    EXPECT_EQ(sign_mismatches, 0);
+  }
+}
+
+// Zero codes under negative and positive scales, by hand from ggml's
+// dequantize_row_* formulas (IEEE: the product's sign is the XOR of the
+// factors' signs, x - y with x = y gives +0, -0 - +0 gives -0):
+//   q4_0 (q - 8) * d, q5_0 (q - 16) * d, q8_0 q * d, q6_K (d * sc) * (q - 32),
+//   q3_K (d * (sc - 32)) * q3, q4_1 / q5_1 q * d + m, q2_K (d * sc) * q - (dmin * m).
+TEST(DequantizeSignOfZeroTest, ZeroCodesFollowGgmlsFormulas) {
+  constexpr uint32_t kNeg = 0x80000000u, kPos = 0u;
+  const uint16_t minus_half = FloatToHalf(-0.5f), plus_half = FloatToHalf(0.5f);
+  float y[256];
+  for (const uint16_t d : {minus_half, plus_half}) {
+    const uint32_t want = d == minus_half ? kNeg : kPos;
+    BlockQ4_0 q4{};
+    q4.d = d;
+    std::memset(q4.qs, 0x88, sizeof q4.qs);  // every code 8 -> (8 - 8) * d
+    ASSERT_TRUE(DequantizeRow(GgmlType::kQ4_0, &q4, 32, y));
+    for (int j = 0; j < 32; ++j) EXPECT_EQ(Bits(y[j]), want) << "q4_0 " << j;
+
+    BlockQ5_0 q5{};
+    q5.d = d;
+    std::memset(q5.qs, 0x00, sizeof q5.qs);
+    std::memset(q5.qh, 0xFF, sizeof q5.qh);  // every code 16
+    ASSERT_TRUE(DequantizeRow(GgmlType::kQ5_0, &q5, 32, y));
+    for (int j = 0; j < 32; ++j) EXPECT_EQ(Bits(y[j]), want) << "q5_0 " << j;
+
+    BlockQ8_0 q8{};
+    q8.d = d;
+    ASSERT_TRUE(DequantizeRow(GgmlType::kQ8_0, &q8, 32, y));
+    for (int j = 0; j < 32; ++j) EXPECT_EQ(Bits(y[j]), want) << "q8_0 " << j;
+
+    // q6_K: scales +1 and -1 alternate; code 32 (ql nibble 0, qh bits 2).
+    BlockQ6_K q6{};
+    q6.d = d;
+    std::memset(q6.qh, 0xAA, sizeof q6.qh);
+    for (int s = 0; s < 16; ++s) q6.scales[s] = static_cast<int8_t>(s % 2 == 0 ? 1 : -1);
+    ASSERT_TRUE(DequantizeRow(GgmlType::kQ6_K, &q6, 256, y));
+    for (int j = 0; j < 256; ++j) {
+      // Element l + 32 k of half h: scale index 8 h + l / 16 + 2 k.
+      const int h = j / 128, l = j % 32, k = (j % 128) / 32;
+      const int8_t sc = q6.scales[8 * h + l / 16 + 2 * k];
+      EXPECT_EQ(Bits(y[j]), (sc < 0) != (d == minus_half) ? kNeg : kPos) << "q6_K " << j;
+    }
+
+    // q3_K: 6-bit scales all 33 (sc - 32 = +1) or all 31 (-1); code 4
+    // (2 low bits 0, hmask bit set) -> q3 = 0.
+    for (const int s6 : {33, 31}) {
+      BlockQ3_K q3{};
+      q3.d = d;
+      std::memset(q3.hmask, 0xFF, sizeof q3.hmask);
+      // Low 4 bits of every scale in bytes 0..7, high 2 bits in bytes 8..11.
+      const uint8_t lo = static_cast<uint8_t>(s6 & 0x0F), hi = static_cast<uint8_t>(s6 >> 4);
+      for (int i = 0; i < 8; ++i) q3.scales[i] = static_cast<uint8_t>(lo | (lo << 4));
+      for (int i = 8; i < 12; ++i) {
+        q3.scales[i] = static_cast<uint8_t>(hi | (hi << 2) | (hi << 4) | (hi << 6));
+      }
+      ASSERT_TRUE(DequantizeRow(GgmlType::kQ3_K, &q3, 256, y));
+      const bool neg = (s6 < 32) != (d == minus_half);
+      for (int j = 0; j < 256; ++j) EXPECT_EQ(Bits(y[j]), neg ? kNeg : kPos) << "q3_K " << j;
+    }
+
+    // q4_1: code 0 and m = -0 -> 0 * d + (-0): +0 for d > 0 (+0 + -0),
+    // -0 for d < 0 (-0 + -0).
+    BlockQ4_1 q41{};
+    q41.d = d;
+    q41.m = 0x8000;
+    ASSERT_TRUE(DequantizeRow(GgmlType::kQ4_1, &q41, 32, y));
+    for (int j = 0; j < 32; ++j) EXPECT_EQ(Bits(y[j]), want) << "q4_1 " << j;
+  }
+  // q2_K: code 0, min 0: (d * sc) * 0 - (dmin * 0); with d < 0 that is
+  // -0 - (+0) = -0, with d > 0 +0 - +0 = +0.
+  for (const uint16_t d : {minus_half, plus_half}) {
+    BlockQ2_K q2{};
+    q2.d = d;
+    q2.dmin = plus_half;
+    std::memset(q2.scales, 0x01, sizeof q2.scales);  // scale 1, min 0
+    ASSERT_TRUE(DequantizeRow(GgmlType::kQ2_K, &q2, 256, y));
+    for (int j = 0; j < 256; ++j) {
+      EXPECT_EQ(Bits(y[j]), d == minus_half ? kNeg : kPos) << "q2_K " << j;
+    }
+  }
+}
+
 // q8_0: ggml's quantize_row_q8_0_ref, by hand. amax 127 -> d = 1 exactly,
 // so x * id = x and roundf rounds halves away from zero.
 TEST(QuantizeTest, Q8_0RoundsAsGgmlReference) {
