@@ -5,8 +5,9 @@
 #
 # Environment: DURATION (per level, default 5s), WARMUP (default 1s),
 # SOAK (the soak run's length, default 60s; the documented soak is 10m),
-# OUT (results folder, default bench/results), WORK (scratch, default
-# /tmp/vocabd_e2e: the synthetic 16 MiB model lives there, never in git).
+# OUT (results folder, default WORK/results; OUT=bench/results replaces
+# the committed results), WORK (scratch, default /tmp/vocabd_e2e: the
+# synthetic 16 MiB model lives there, never in git).
 #
 # Starts on loopback: vocabd on a synthetic Llama (vocab 1024 x hidden 4096,
 # F32), bench/null_server (same API and response bytes, no compute) and
@@ -20,8 +21,8 @@ BUILD=${1:-$ROOT/build}
 DURATION=${DURATION:-5s}
 WARMUP=${WARMUP:-1s}
 SOAK=${SOAK:-60s}
-OUT=${OUT:-$ROOT/bench/results}
 WORK=${WORK:-/tmp/vocabd_e2e}
+OUT=${OUT:-$WORK/results}
 PY=/usr/bin/python3
 mkdir -p "$OUT" "$WORK"
 
@@ -55,8 +56,12 @@ wait_ready() {  # target
 }
 
 # Dynamic batching (Scoring issue): compare on/off when vocabd has the flag.
+# --help is captured whole first: `vocabd --help | grep -q` under pipefail
+# fails whenever grep exits before vocabd has written everything (SIGPIPE).
 BATCH_FLAG=""
-if "$VOCABD" --help 2>&1 | grep -q -- '--dynamic-batching'; then BATCH_FLAG=--dynamic-batching; fi
+VOCABD_HELP=$("$VOCABD" --help 2>&1) || { echo "$VOCABD --help failed" >&2; exit 1; }
+if [[ $VOCABD_HELP == *--dynamic-batching* ]]; then BATCH_FLAG=--dynamic-batching; fi
+echo "e2e: results go to $OUT" >&2
 
 start_vocabd() {  # listen extra-args...
   local listen=$1

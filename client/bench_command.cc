@@ -63,6 +63,8 @@ struct BenchOptions {
   std::string save_payload;
   bool no_progress = false;
   bool allow_errors = false;
+  bool allow_private_targets = false;
+  bool no_retry = false;
 };
 
 double Ms(int64_t ns) { return static_cast<double>(ns) * 1e-6; }
@@ -204,7 +206,7 @@ absl::StatusOr<int> RunBench(VocabdClient& client, const GlobalOptions& global,
   const std::string& target = global.target;
   const bool json_output = global.json;
   BenchOptions o = options;
-  RETURN_IF_ERROR(CheckLoopbackTarget(target));
+  RETURN_IF_ERROR(CheckLoopbackTarget(target, o.allow_private_targets));
   if (!o.server_pid_file.empty()) {
     std::ifstream in(o.server_pid_file);
     std::string text;
@@ -261,6 +263,9 @@ absl::StatusOr<int> RunBench(VocabdClient& client, const GlobalOptions& global,
   g.verify_every = o.verify ? o.verify_every : 0;
   g.verify_max = o.verify_max;
   g.seed = o.payload.seed;
+  g.allow_private = o.allow_private_targets;
+  g.lb_policy = global.lb_policy;
+  g.service_config = o.no_retry ? "" : kDefaultServiceConfig;
   ASSIGN_OR_RETURN(std::unique_ptr<LoadGenerator> gen, LoadGenerator::Create(g, std::move(workload)));
 
   int64_t rss_start = 0, rss_end = 0;
@@ -423,6 +428,12 @@ void RegisterBenchCommand(CLI::App& app, CommandContext& context) {
   load->add_option("--arrival", o->arrival, "arrival process at --rate")
       ->check(CLI::IsMember({"constant", "poisson"}))
       ->capture_default_str();
+  load->add_flag("--allow-private-targets", o->allow_private_targets,
+                 "also target private-use addresses (10/8, 172.16/12, 192.168/16, fc00::/7): "
+                 "your own fleet");
+  load->add_flag("--no-retry", o->no_retry,
+                 "send every call once (default: the client retry policy, vocabd_client.h "
+                 "kDefaultServiceConfig, retries UNAVAILABLE)");
   load->add_option("--warmup", o->warmup, "unmeasured run before each level (duration)")->capture_default_str();
   load->add_option("--window", o->window, "latency window for p99 drift (soak)")->capture_default_str();
   CLI::App* check = cmd->add_option_group("checks", "verification and reporting");

@@ -34,13 +34,24 @@ std::chrono::steady_clock::time_point FromNs(int64_t ns) {
   return std::chrono::steady_clock::time_point(std::chrono::nanoseconds(ns));
 }
 
-// True when every address `host` resolves to is loopback.
-absl::Status HostIsLoopback(const std::string& host, const std::string& target) {
-  auto refuse = [&target](const std::string& why) {
+// RFC 1918 (10/8, 172.16/12, 192.168/16); host byte order.
+bool IsPrivateV4(uint32_t a) {
+  return (a >> 24) == 10 || (a >> 20) == ((172u << 4) | 1) || (a >> 16) == ((192u << 8) | 168);
+}
+
+// True when every address `host` resolves to is loopback (or private-use,
+// with allow_private).
+absl::Status HostIsLoopback(const std::string& host, const std::string& target,
+                            bool allow_private) {
+  auto refuse = [&target, allow_private](const std::string& why) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--target '", target, "': ", why,
-        "; vocabctl bench only targets loopback addresses (127.0.0.0/8, ::1, localhost, "
-        "unix: sockets)"));
+        allow_private
+            ? "; vocabctl bench --allow-private-targets only targets loopback and private-use "
+              "addresses (127.0.0.0/8, ::1, 10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16, "
+              "fc00::/7, unix: sockets)"
+            : "; vocabctl bench only targets loopback addresses (127.0.0.0/8, ::1, localhost, "
+              "unix: sockets; --allow-private-targets adds private-use ranges)"));
   };
   if (host.empty()) return refuse("no host");
   addrinfo hints{};
@@ -55,7 +66,8 @@ absl::Status HostIsLoopback(const std::string& host, const std::string& target) 
   for (addrinfo* a = res; a != nullptr && status.ok(); a = a->ai_next) {
     if (a->ai_family == AF_INET) {
       const auto* sin = reinterpret_cast<const sockaddr_in*>(a->ai_addr);
-      if ((ntohl(sin->sin_addr.s_addr) >> 24) != 127) {
+      const uint32_t addr = ntohl(sin->sin_addr.s_addr);
+      if ((addr >> 24) != 127 && !(allow_private && IsPrivateV4(addr))) {
         char buf[INET_ADDRSTRLEN] = {};
         inet_ntop(AF_INET, &sin->sin_addr, buf, sizeof(buf));
         status = refuse(absl::StrCat("host '", host, "' is ", buf));
@@ -64,7 +76,13 @@ absl::Status HostIsLoopback(const std::string& host, const std::string& target) 
       const auto* sin6 = reinterpret_cast<const sockaddr_in6*>(a->ai_addr);
       const bool v4_loopback = IN6_IS_ADDR_V4MAPPED(&sin6->sin6_addr) &&
                                sin6->sin6_addr.s6_addr[12] == 127;
-      if (!IN6_IS_ADDR_LOOPBACK(&sin6->sin6_addr) && !v4_loopback) {
+      const uint8_t* b = sin6->sin6_addr.s6_addr;
+      const bool v4_private =
+          IN6_IS_ADDR_V4MAPPED(&sin6->sin6_addr) &&
+          IsPrivateV4((uint32_t{b[12]} << 24) | (uint32_t{b[13]} << 16) | (uint32_t{b[14]} << 8) | b[15]);
+      const bool ula = (b[0] & 0xfe) == 0xfc;
+      if (!IN6_IS_ADDR_LOOPBACK(&sin6->sin6_addr) && !v4_loopback &&
+          !(allow_private && (v4_private || ula))) {
         char buf[INET6_ADDRSTRLEN] = {};
         inet_ntop(AF_INET6, &sin6->sin6_addr, buf, sizeof(buf));
         status = refuse(absl::StrCat("host '", host, "' is ", buf));
@@ -94,7 +112,7 @@ std::string HostOf(absl::string_view hostport) {
 
 }  // namespace
 
-absl::Status CheckLoopbackTarget(const std::string& target) {
+absl::Status CheckLoopbackTarget(const std::string& target, bool allow_private) {
   absl::string_view t = target;
   if (absl::StartsWith(t, "unix:") || absl::StartsWith(t, "unix-abstract:")) {
     return absl::OkStatus();
@@ -103,7 +121,7 @@ absl::Status CheckLoopbackTarget(const std::string& target) {
     for (absl::string_view addr : absl::StrSplit(t, ',')) {
       absl::string_view a = addr;
       absl::ConsumePrefix(&a, "//");  // ipv4://host:port is accepted by gRPC too
-      absl::Status s = HostIsLoopback(HostOf(a), target);
+      absl::Status s = HostIsLoopback(HostOf(a), target, allow_private);
       if (!s.ok()) return s;
     }
     return absl::OkStatus();
@@ -118,12 +136,12 @@ absl::Status CheckLoopbackTarget(const std::string& target) {
       }
       absl::string_view authority = t.substr(0, slash);
       if (!authority.empty()) {
-        absl::Status s = HostIsLoopback(HostOf(authority), target);
+        absl::Status s = HostIsLoopback(HostOf(authority), target, allow_private);
         if (!s.ok()) return s;
       }
       t = t.substr(slash + 1);
     }
-    return HostIsLoopback(HostOf(t), target);
+    return HostIsLoopback(HostOf(t), target, allow_private);
   }
   if (t.find("://") != absl::string_view::npos || absl::StartsWith(t, "xds:")) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -131,7 +149,7 @@ absl::Status CheckLoopbackTarget(const std::string& target) {
         "': unsupported scheme; vocabctl bench only targets loopback addresses (host:port, "
         "ipv4:, ipv6:, dns:, unix:)"));
   }
-  return HostIsLoopback(HostOf(t), target);
+  return HostIsLoopback(HostOf(t), target, allow_private);
 }
 
 absl::StatusOr<int64_t> ReadProcessRssBytes(int pid) {
@@ -184,7 +202,7 @@ absl::Status LoadGenerator::Options::Validate() const {
   if (window.count() <= 0) return bad("--window", absl::StrCat(window.count(), "ns"), "must be > 0");
   if (verify_every < 0) return bad("--verify-every", verify_every, "must be >= 0");
   if (verify_max < 0) return bad("--verify-max", verify_max, "must be >= 0");
-  if (require_loopback) return CheckLoopbackTarget(target);
+  if (require_loopback) return CheckLoopbackTarget(target, allow_private);
   return absl::OkStatus();
 }
 
@@ -241,6 +259,8 @@ absl::StatusOr<std::unique_ptr<LoadGenerator>> LoadGenerator::Create(
       args.SetInt(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, options.stream_window_bytes);
     }
     args.SetMaxSendMessageSize(options.max_message_bytes);
+    if (!options.lb_policy.empty()) args.SetLoadBalancingPolicyName(options.lb_policy);
+    if (!options.service_config.empty()) args.SetServiceConfigJSON(options.service_config);
     auto channel = grpc::CreateCustomChannel(options.target, grpc::InsecureChannelCredentials(), args);
     if (!channel->WaitForConnected(std::chrono::system_clock::now() + std::chrono::seconds(10))) {
       return absl::UnavailableError(absl::StrCat("--target ", options.target, ": connection ", i,

@@ -32,8 +32,11 @@ namespace vocabd {
 // OK when `target` can only reach this machine: "host:port" / "[v6]:port"
 // / "ipv4:" / "ipv6:" / "dns:///" forms whose host is localhost or resolves
 // only to 127.0.0.0/8 or ::1, and "unix:" / "unix-abstract:" sockets.
-// INVALID_ARGUMENT naming the target otherwise.
-absl::Status CheckLoopbackTarget(const std::string& target);
+// With allow_private, addresses of the private-use ranges are accepted too
+// (10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16 (RFC 1918), fc00::/7 (RFC
+// 4193)): one's own fleet on a pod network or a test bridge, never a
+// public address. INVALID_ARGUMENT naming the target and address otherwise.
+absl::Status CheckLoopbackTarget(const std::string& target, bool allow_private = false);
 
 // VmRSS of process `pid` in bytes, from /proc/<pid>/status.
 absl::StatusOr<int64_t> ReadProcessRssBytes(int pid);
@@ -107,6 +110,15 @@ class LoadGenerator {
     // Loopback targets only (CheckLoopbackTarget). Tests may pass an
     // in-process target and turn this off.
     bool require_loopback = true;
+    // Also private-use addresses (CheckLoopbackTarget allow_private;
+    // vocabctl bench --allow-private-targets).
+    bool allow_private = false;
+    // Client-side load balancing ("round_robin", "pick_first"; empty =
+    // gRPC's default, pick_first) of every channel.
+    std::string lb_policy;
+    // gRPC service config of every channel (client/vocabd_client.h
+    // kDefaultServiceConfig: retries UNAVAILABLE); empty = none.
+    std::string service_config;
 
     // INVALID_ARGUMENT naming the option and value.
     absl::Status Validate() const;

@@ -120,6 +120,7 @@ absl::StatusOr<std::unique_ptr<VocabdClient>> VocabdClient::Create(const Options
     }
     args.SetLoadBalancingPolicyName(options.lb_policy);
   }
+  if (!options.service_config.empty()) args.SetServiceConfigJSON(options.service_config);
   absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
       MakeChannelCredentials(options, &args);
   if (!credentials.ok()) return credentials.status();

@@ -20,6 +20,45 @@
 
 namespace vocabd {
 
+// The gRPC service config every vocabctl channel (VocabdClient, `vocabctl
+// bench`) uses unless told otherwise; clients/python/vocabd/client.py
+// DEFAULT_SERVICE_CONFIG is the same policy. gRPC's retry support
+// (gRFC A6) re-sends a call that failed with UNAVAILABLE -- the server was
+// unreachable, refused the connection, was draining (GOAWAY) or died with
+// the call in flight -- up to maxAttempts times in all, after a
+// randomized exponential backoff (50 ms x 2^n, at most 1 s), on another
+// address when the channel has several (round_robin). It applies to every
+// RPC that has no effect beyond its answer: all of EmbeddingService,
+// ScoringService, PositionService, TokenizerService, grpc.health.v1.Health
+// and ModelService/ListModels, GetModel. Streams (EmbedStream,
+// ScoreStream) are retried only until their first response arrives (gRPC
+// commits a call then). ModelService/LoadModel and UnloadModel change a
+// replica's state and are never retried (the caller decides, knowing which
+// replica it meant). A request larger than gRPC's retry buffer (256 KiB per
+// call, grpc.per_rpc_retry_buffer_size) is sent once, not retried.
+inline constexpr char kDefaultServiceConfig[] = R"json({
+  "methodConfig": [
+    {
+      "name": [
+        {"service": "vocabd.v1.EmbeddingService"},
+        {"service": "vocabd.v1.ScoringService"},
+        {"service": "vocabd.v1.PositionService"},
+        {"service": "vocabd.v1.TokenizerService"},
+        {"service": "grpc.health.v1.Health"},
+        {"service": "vocabd.v1.ModelService", "method": "ListModels"},
+        {"service": "vocabd.v1.ModelService", "method": "GetModel"}
+      ],
+      "retryPolicy": {
+        "maxAttempts": 5,
+        "initialBackoff": "0.05s",
+        "maxBackoff": "1s",
+        "backoffMultiplier": 2,
+        "retryableStatusCodes": ["UNAVAILABLE"]
+      }
+    }
+  ]
+})json";
+
 class VocabdClient {
  public:
   struct Options {
@@ -33,6 +72,9 @@ class VocabdClient {
     // "dns:///host:port" target that resolves to every server, such as a
     // Kubernetes headless Service); empty = gRPC's default (pick_first).
     std::string lb_policy;
+    // gRPC service config JSON (retry policy; see kDefaultServiceConfig);
+    // empty = none (every call sent once).
+    std::string service_config = kDefaultServiceConfig;
     // TLS: on when `tls` is true or any PEM file below is set.
     bool tls = false;
     std::string ca_file;    // PEM roots to verify the server (empty = system roots)

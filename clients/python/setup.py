@@ -1,6 +1,6 @@
 """vocabd Python client: installs from the checkout with no downloads.
 
-    pip install --no-build-isolation --no-deps clients/python
+    /usr/bin/python3 -m pip install --no-build-isolation --no-deps --no-index clients/python
 
 The vocabd.v1 stubs are generated at build time from ../../proto (or
 $VOCABD_PROTO_DIR) with Debian's protoc and grpc_python_plugin (gen_stubs.py).
@@ -13,6 +13,26 @@ import sys
 from setuptools import setup
 from setuptools.command.build_py import build_py
 
+
+def _require_debian_python():
+    """The runtime dependencies are Debian packages, importable only by
+    Debian's interpreter (/usr/bin/python3). Another python3 (pyenv, conda,
+    a venv without --system-site-packages) would install a client that
+    cannot import grpc, after pip's own 'invalid command bdist_wheel' when it
+    lacks `wheel`: say so here, before anything is built."""
+    missing = []
+    for module in ("grpc", "google.protobuf", "numpy"):
+        try:
+            __import__(module)
+        except ImportError:
+            missing.append(module)
+    if missing:
+        sys.exit(f"vocabd client: {sys.executable} cannot import {', '.join(missing)} "
+                 "(Debian's python3-grpcio, python3-protobuf, python3-numpy); install with "
+                 "/usr/bin/python3 -m pip install --no-build-isolation --no-deps --no-index ...")
+
+
+_require_debian_python()
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gen_stubs  # noqa: E402
 

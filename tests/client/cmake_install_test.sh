@@ -49,6 +49,12 @@ assert c.embed([1, 403]).shape == (2, 64)
 assert c.tokenize('Once upon a time') == [1, 403, 407, 261, 378]
 print('installed client OK:', [m.name for m in c.models()])
 "
+# The installed example finds the installed model (share/vocabd/models) by
+# itself, run from an unrelated directory, and generates through the server.
+PYTHONPATH="$site" "$PY" "$p/share/vocabd/examples/stories260k_generate.py" \
+  --target "127.0.0.1:$port" --steps 24 >"$tmp/story.txt" 2>"$tmp/story.err" ||
+  { echo "installed example failed:"; cat "$tmp/story.err"; exit 1; }
+grep -q "^Once upon a time" "$tmp/story.txt" || { echo "installed example wrote:"; cat "$tmp/story.txt"; exit 1; }
 # A missing relative model names every path tried.
 if "$p/bin/vocabd" --listen 127.0.0.1:0 --model x=models/nope.bin >"$tmp/bad.log" 2>&1; then
   echo "vocabd started with a missing model"; exit 1

@@ -34,3 +34,18 @@ c = vocabd.VocabdClient("127.0.0.1:1")
 c.close()
 print("pip install OK:", sorted(os.listdir(os.path.join(site, "vocabd", "v1")))[:4], "...")
 PY
+# Another python3 without Debian's modules (pyenv, conda: the first on PATH
+# of some machines) gets a message naming the interpreter, /usr/bin/python3
+# and the missing modules, not pip's "invalid command 'bdist_wheel'".
+for other in $(which -a python3 2>/dev/null); do
+  [ "$(readlink -f "$other")" = "$(readlink -f "$PY")" ] && continue
+  "$other" -c 'import grpc' 2>/dev/null && continue
+  "$other" -m pip --version >/dev/null 2>&1 || continue
+  if PIP_NO_CACHE_DIR=1 "$other" -m pip install --no-build-isolation --no-deps --no-index \
+       --target "$tmp/other-site" "$tmp/src/clients/python" >"$tmp/other.log" 2>&1; then
+    echo "pip install under $other (no grpc) succeeded"; exit 1
+  fi
+  grep -q "cannot import grpc" "$tmp/other.log" && grep -q "/usr/bin/python3 -m pip install" "$tmp/other.log" ||
+    { echo "pip install under $other: unclear failure:"; cat "$tmp/other.log"; exit 1; }
+  echo "pip install under $other refused with the interpreter hint"
+done

@@ -159,13 +159,26 @@ def generate(client, ckpt, prompt="", steps=256, model="", out=None):
     return bytes(text)
 
 
-def main():
+def default_checkpoint():
+    """stories260K.bin beside this script: <prefix>/share/vocabd/models/ when
+    installed (this file in <prefix>/share/vocabd/examples/), models/ at the
+    root of a source checkout (this file in clients/python/examples/). The
+    first that exists; else the installed path (named in the error)."""
     here = os.path.dirname(os.path.abspath(__file__))
-    models = os.path.normpath(os.path.join(here, "..", "..", "..", "models", "stories260K"))
+    candidates = [os.path.join(here, "..", "models", "stories260K", "stories260K.bin"),
+                  os.path.join(here, "..", "..", "..", "models", "stories260K", "stories260K.bin")]
+    for c in candidates:
+        if os.path.isfile(c):
+            return os.path.normpath(c)
+    return os.path.normpath(candidates[0])
+
+
+def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--target", default=os.environ.get("VOCABD_TARGET", "127.0.0.1:50051"))
     ap.add_argument("--model", default="", help="served model name (default: the server's)")
-    ap.add_argument("--checkpoint", default=os.path.join(models, "stories260K.bin"))
+    ap.add_argument("--checkpoint", default=default_checkpoint(),
+                    help="llama2.c checkpoint (default: the stories260K.bin installed or in the checkout)")
     ap.add_argument("--prompt", default="",
                     help="text to continue (tokenized by vocabd; default: start from BOS)")
     ap.add_argument("--steps", type=int, default=256,
@@ -173,6 +186,10 @@ def main():
     args = ap.parse_args()
 
     from vocabd import VocabdClient, VocabdError
+    if not os.path.isfile(args.checkpoint):
+        print(f"stories260k_generate.py: --checkpoint {args.checkpoint}: no such file",
+              file=sys.stderr)
+        return 2
     ckpt = Checkpoint(args.checkpoint)
     try:
         with VocabdClient(args.target, timeout=60) as client:

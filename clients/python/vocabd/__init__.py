@@ -10,12 +10,12 @@ model's tokenizer over gRPC.
 
 The generated stubs live in vocabd.v1 (built from proto/ by gen_stubs.py).
 """
-from vocabd.client import (IncrementalDecoder, IncrementalText, Model, RowScore, ScoreResult,
+from vocabd.client import (DEFAULT_SERVICE_CONFIG, IncrementalDecoder, IncrementalText, Model, RowScore, ScoreResult,
                            Tls, Tokenized, TokenizerInfo, TopToken, VocabdClient, VocabEntry,
                            VocabularyPage)
 from vocabd.errors import VocabdError
 
-__all__ = ["VocabdClient", "VocabdError", "Tls", "Model", "RowScore", "ScoreResult", "TopToken",
+__all__ = ["VocabdClient", "VocabdError", "DEFAULT_SERVICE_CONFIG", "Tls", "Model", "RowScore", "ScoreResult", "TopToken",
            "TokenizerInfo", "Tokenized", "IncrementalText", "IncrementalDecoder", "VocabEntry",
            "VocabularyPage"]
 __version__ = "0.1.0"

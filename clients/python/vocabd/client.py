@@ -3,6 +3,7 @@
 Every method raises VocabdError (vocabd/errors.py) on a failed call, with the
 gRPC status code and the server's message.
 """
+import json
 import numbers
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator, List, Optional, Sequence, Tuple, Union
@@ -15,6 +16,41 @@ from vocabd.errors import VocabdError, from_rpc_error
 from vocabd.v1 import (embedding_pb2, embedding_pb2_grpc, model_pb2, model_pb2_grpc,
                        position_pb2, position_pb2_grpc, rope_pb2, scoring_pb2,
                        scoring_pb2_grpc, tokenizer_pb2, tokenizer_pb2_grpc)
+
+
+# The gRPC service config every VocabdClient channel uses by default: the
+# same policy as vocabctl (client/vocabd_client.h kDefaultServiceConfig).
+# gRPC re-sends a call that failed with UNAVAILABLE (server unreachable,
+# connection refused, draining, or gone with the call in flight) up to
+# maxAttempts times in all, after a randomized exponential backoff (50 ms x
+# 2^n, at most 1 s), on another address when the channel has several
+# (lb_policy="round_robin"). Retried: every RPC without effects beyond its
+# answer (EmbeddingService, ScoringService, PositionService,
+# TokenizerService, grpc.health.v1.Health, ModelService ListModels and
+# GetModel); streams only until their first response. Never retried:
+# ModelService LoadModel and UnloadModel (they change one replica's state).
+# A request over gRPC's 256 KiB retry buffer is sent once.
+_RETRIED_METHODS = [
+    {"service": "vocabd.v1.EmbeddingService"},
+    {"service": "vocabd.v1.ScoringService"},
+    {"service": "vocabd.v1.PositionService"},
+    {"service": "vocabd.v1.TokenizerService"},
+    {"service": "grpc.health.v1.Health"},
+    {"service": "vocabd.v1.ModelService", "method": "ListModels"},
+    {"service": "vocabd.v1.ModelService", "method": "GetModel"},
+]
+DEFAULT_SERVICE_CONFIG = json.dumps({
+    "methodConfig": [{
+        "name": _RETRIED_METHODS,
+        "retryPolicy": {
+            "maxAttempts": 5,
+            "initialBackoff": "0.05s",
+            "maxBackoff": "1s",
+            "backoffMultiplier": 2,
+            "retryableStatusCodes": ["UNAVAILABLE"],
+        },
+    }],
+})
 
 
 @dataclass
@@ -296,16 +332,30 @@ class VocabdClient:
     as the server refuses tokens in plaintext). timeout: seconds per call
     (None = no deadline). model: default model name for every call ("" = the
     server's default).
+    lb_policy: "round_robin" spreads calls over every address of the target
+    (a "dns:///name:port" that resolves to each replica, such as a
+    Kubernetes headless Service, or "ipv4:10.0.0.2:50051,10.0.0.3:50051");
+    None = gRPC's default, pick_first. service_config: gRPC service config
+    JSON (default DEFAULT_SERVICE_CONFIG: retries UNAVAILABLE on the RPCs
+    that are safe to retry); None = every call sent once. options: extra
+    gRPC channel arguments.
     """
 
     def __init__(self, target, tls=False, token=None, *, timeout=None, model="",
-                 options=None):
+                 options=None, lb_policy=None, service_config=DEFAULT_SERVICE_CONFIG):
         if token is not None and not tls:
             raise ValueError("token needs tls: bearer tokens must not travel in plaintext")
+        if lb_policy not in (None, "round_robin", "pick_first"):
+            raise ValueError(f"lb_policy = {lb_policy!r} must be 'round_robin', 'pick_first' "
+                             "or None")
         self._tls = bool(tls)
         self._timeout = timeout
         self._model = model
         opts = list(options or [])
+        if service_config is not None:
+            opts.append(("grpc.service_config", service_config))
+        if lb_policy is not None:
+            opts.append(("grpc.lb_policy_name", lb_policy))
         if tls:
             cfg = tls if isinstance(tls, Tls) else Tls()
             creds = grpc.ssl_channel_credentials(root_certificates=_pem(cfg.ca),
