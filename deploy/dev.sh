@@ -40,7 +40,7 @@ RUN_PACKAGES=(
 # The Release test suite (GoogleTest, pytest, the benchmarks' build).
 TEST_PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev libopenblas-dev
-  python3-pytest python3-pip python3-yaml python3-sentencepiece curl
+  python3-pytest python3-pip python3-yaml python3-sentencepiece python3-regex curl
 )
 # The ASan+UBSan / fuzz build (clang) and TSan.
 SANITIZER_PACKAGES=(clang libclang-rt-14-dev)
