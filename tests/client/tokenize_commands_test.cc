@@ -121,13 +121,13 @@ TEST_F(VocabctlTokenizeTest, ModelsListsEachModelsTokenizer) {
   auto [code, out] = Vocabctl("models");
   ASSERT_EQ(code, 0) << out;
   EXPECT_THAT(out, HasSubstr("TOKENIZER"));
-  // Columns: NAME STATE ARCH VOCAB HIDDEN DTYPE TIED ROPE TOKENIZER RESIDENT.
+  // Columns: NAME STATE ARCH VOCAB HIDDEN DTYPE TIED ROPE HEAD TOKENIZER RESIDENT.
   std::map<std::string, std::string> tokenizer;
   std::istringstream lines(out);
   for (std::string line; std::getline(lines, line);) {
     std::istringstream cells(line);
     std::vector<std::string> row{std::istream_iterator<std::string>(cells), {}};
-    if (row.size() >= 9) tokenizer[row[0]] = row[8];
+    if (row.size() >= 10) tokenizer[row[0]] = row[9];
   }
   EXPECT_EQ(tokenizer["stories260K*"], "sentencepiece") << out;
   EXPECT_EQ(tokenizer["notok"], "none") << out;
