@@ -288,9 +288,10 @@ TEST_F(ModelBatchingTest, MixedRequestsInOneBatchMatchUnbatchedExactly) {
         // ids' log-probs agree within the tolerance.
         if (got->rows[r].top_k[k].first != want.rows[r].top_k[k].first) {
           const auto& w = want.rows[r].top_k;
-          const auto it = std::find_if(w.begin(), w.end(), [&](const auto& e) {
-            return e.first == got->rows[r].top_k[k].first;
-          });
+          // A copy: clang 14 cannot capture a structured binding in a lambda.
+          const auto got_id = got->rows[r].top_k[k].first;
+          const auto it = std::find_if(w.begin(), w.end(),
+                                       [got_id](const auto& e) { return e.first == got_id; });
           if (k + 1 < w.size()) {
             ASSERT_NE(it, w.end()) << "top_k id " << got->rows[r].top_k[k].first;
             EXPECT_NEAR(it->second, w[k].second, 1e-5);
