@@ -106,7 +106,8 @@ void QuantizeActivations(const float* x, int64_t rows, int64_t d, uint8_t* acts)
       const float inv = finite && amax > 0.0f ? 127.0f / amax : 0.0f;
       int32_t isum[2] = {0, 0};
       for (int i = 0; i < 32; ++i) {
-        const int q = static_cast<int>(std::nearbyint(xb[i] * inv));
+        // Codes are 0 in a non-finite block (NaN * 0 is NaN: no conversion of it).
+        const int q = finite ? static_cast<int>(std::nearbyint(xb[i] * inv)) : 0;
         aq[32 * b + i] = static_cast<int8_t>(q);
         isum[i / 16] += q;
       }

@@ -13,6 +13,7 @@
 // then logit = sum of acc's lanes + sum_j mw[r][j] * S[m][j].
 #include <immintrin.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 
@@ -251,7 +252,11 @@ struct FusedQ8_0 {
     const auto* x = reinterpret_cast<const quant::BlockQ8_0*>(sb);
     // Bytes 0-31: block 2C's codes, 32-63: block 2C+1's (masked loads).
     const __m512i lo = _mm512_maskz_loadu_epi8(0xFFFFFFFFull, x[2 * C].qs);
-    const __m512i q = _mm512_mask_loadu_epi8(lo, 0xFFFFFFFF00000000ull, x[2 * C + 1].qs - 32);
+    // Lanes 32-63 of a load at (block 2C+1's codes - 32): the address is formed
+    // from the row's bytes (sb), not from the codes array, which it precedes.
+    const uint8_t* hi = sb + (2 * C + 1) * sizeof(quant::BlockQ8_0) +
+                        offsetof(quant::BlockQ8_0, qs) - 32;
+    const __m512i q = _mm512_mask_loadu_epi8(lo, 0xFFFFFFFF00000000ull, hi);
     return _mm512_xor_si512(q, _mm512_set1_epi8(static_cast<char>(0x80)));
   }
 };
