@@ -169,8 +169,6 @@ absl::StatusOr<GgufRopeInput> RopeInputFromGguf(const GgufFile& gguf, const Mapp
   return in;
 }
 
-// Most layers a per-layer RoPE pattern is built for (as hf_config.cc).
-constexpr int kMaxPatternLayers = 1 << 16;
 
 // llama.cpp's per-layer RoPE rules for the family (llama-model.cpp
 // load_hparams and the arch's graph):
@@ -191,9 +189,9 @@ absl::Status GgufLayerRope(const Meta& m, const FamilyRules& f, ModelConfig* c) 
     ASSIGN_OR_RETURN(ov, m.Int(m.Key("attention.sliding_window")));
     if (ov.has_value() && *ov == 0) return absl::OkStatus();
   }
-  if (c->num_hidden_layers > kMaxPatternLayers) {
+  if (c->num_hidden_layers > ModelConfig::kMaxPatternLayers) {
     return m.Error(m.Key("block_count"), absl::StrCat("= ", c->num_hidden_layers,
-                                                      " is more than ", kMaxPatternLayers,
+                                                      " is more than ", ModelConfig::kMaxPatternLayers,
                                                       " layers for a per-layer RoPE pattern"));
   }
   int64_t pattern = f.sliding_window_pattern_default;

@@ -20,9 +20,9 @@ using nlohmann::json;
 
 // Reads typed values out of a JSON object and produces errors that name
 // the file and the (dotted) key.
-class Reader {
+class ConfigReader {
  public:
-  Reader(const json& obj, std::string file, std::string prefix)
+  ConfigReader(const json& obj, std::string file, std::string prefix)
       : obj_(obj), file_(std::move(file)), prefix_(std::move(prefix)) {}
 
   absl::Status Error(absl::string_view key, absl::string_view rule) const {
@@ -114,9 +114,9 @@ class Reader {
 
 absl::StatusOr<RopeScaling> ParseRopeScaling(const json& top, const json& rs,
                                              const std::string& file_name) {
-  Reader top_reader(top, file_name, "");
+  ConfigReader top_reader(top, file_name, "");
   if (!rs.is_object()) return top_reader.WrongType("rope_scaling", rs, "an object or null");
-  Reader r(rs, file_name, "rope_scaling.");
+  ConfigReader r(rs, file_name, "rope_scaling.");
   RopeScaling s;
   std::optional<std::string> type;
   ASSIGN_OR_RETURN(type, r.String("rope_type"));
@@ -164,7 +164,7 @@ absl::StatusOr<RopeScaling> ParseRopeScaling(const json& top, const json& rs,
   return s;
 }
 
-absl::StatusOr<int> PositiveInt(const Reader& r, const char* key, std::optional<int64_t> fallback) {
+absl::StatusOr<int> PositiveInt(const ConfigReader& r, const char* key, std::optional<int64_t> fallback) {
   int64_t v = 0;
   ASSIGN_OR_RETURN(v, r.Int(key, fallback));
   if (v <= 0 || v > std::numeric_limits<int>::max()) {
@@ -176,7 +176,7 @@ absl::StatusOr<int> PositiveInt(const Reader& r, const char* key, std::optional<
 
 // A head/embedding multiplier key: the class default when absent, `none`
 // for JSON null (HF: `if self.config.final_logit_softcapping is not None`).
-absl::StatusOr<double> MultiplierKey(const Reader& r, const json& obj, const char* key,
+absl::StatusOr<double> MultiplierKey(const ConfigReader& r, const json& obj, const char* key,
                                      double class_default, double none) {
   auto it = obj.find(key);
   if (it == obj.end()) return class_default;
@@ -187,7 +187,7 @@ absl::StatusOr<double> MultiplierKey(const Reader& r, const json& obj, const cha
 // Layers with sliding attention: `layer_types` when present (each
 // "sliding_attention" or "full_attention"), else HF's default
 // (i + 1) % sliding_window_pattern != 0.
-absl::StatusOr<std::vector<bool>> SlidingLayers(const Reader& r, int layers, int pattern_default) {
+absl::StatusOr<std::vector<bool>> SlidingLayers(const ConfigReader& r, int layers, int pattern_default) {
   std::vector<bool> sliding(static_cast<size_t>(layers));
   if (const json* types = r.Get("layer_types"); types != nullptr) {
     if (!types->is_array() || types->size() != static_cast<size_t>(layers)) {
@@ -217,7 +217,7 @@ absl::StatusOr<std::vector<bool>> SlidingLayers(const Reader& r, int layers, int
 
 // Llama 4 / SmolLM3 `no_rope_layers` (1 = RoPE, 0 = NoPE; at least one
 // entry per layer), else [(i + 1) % no_rope_layer_interval != 0].
-absl::StatusOr<std::vector<bool>> RopeLayers(const Reader& r, int layers) {
+absl::StatusOr<std::vector<bool>> RopeLayers(const ConfigReader& r, int layers) {
   std::vector<bool> rotary(static_cast<size_t>(layers));
   if (const json* list = r.Get("no_rope_layers"); list != nullptr && !list->empty()) {
     if (!list->is_array() || list->size() < static_cast<size_t>(layers)) {
@@ -244,9 +244,7 @@ absl::StatusOr<std::vector<bool>> RopeLayers(const Reader& r, int layers) {
   return rotary;
 }
 
-// Most layers a per-layer RoPE pattern is built for (published models have
-// <= 128); bounds what a config alone can make vocabd allocate.
-constexpr int kMaxPatternLayers = 1 << 16;
+constexpr int kMaxPatternLayers = ModelConfig::kMaxPatternLayers;
 
 }  // namespace
 
@@ -260,7 +258,7 @@ absl::StatusOr<ModelConfig> ParseHfConfig(const std::string& json_text,
     return absl::InvalidArgumentError(
         absl::StrCat(file_name, ": top level is a JSON ", root.type_name(), ", not an object"));
   }
-  Reader top(root, file_name, "");
+  ConfigReader top(root, file_name, "");
   // Composite models (Llava, ...): the language model's keys sit in a
   // nested `text_config`.
   const json* text = top.Get("text_config");
@@ -268,7 +266,7 @@ absl::StatusOr<ModelConfig> ParseHfConfig(const std::string& json_text,
     return top.WrongType("text_config", *text, "an object");
   }
   const json& obj = text != nullptr ? *text : root;
-  Reader r(obj, file_name, text != nullptr ? "text_config." : "");
+  ConfigReader r(obj, file_name, text != nullptr ? "text_config." : "");
   ModelConfig c;
 
   std::optional<std::string> model_type;

@@ -92,6 +92,9 @@ struct ModelConfig {
   // Per-layer RoPE, [num_hidden_layers] entries, or empty when every layer
   // uses `rope` (RopeOfLayer).
   std::vector<LayerRope> layer_rope;
+  // Most layers a per-layer RoPE pattern is built for (published models have
+  // <= 128); bounds what a config alone can make vocabd allocate.
+  static constexpr int kMaxPatternLayers = 1 << 16;
   // Learned absolute positions: token position p reads row p + this
   // (RoBERTa-style tables: padding_idx + 1; GPT-2: 0).
   int64_t learned_position_offset = 0;

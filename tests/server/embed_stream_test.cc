@@ -26,7 +26,7 @@ namespace {
 using ::google::protobuf::util::MessageDifferencer;
 using ::testing::HasSubstr;
 
-constexpr int64_t kVocab = 512;
+constexpr int64_t kStreamVocab = 512;
 
 v1::EmbedRequest MakeEmbed(int i, int tokens = 0) {
   v1::EmbedRequest r;
@@ -34,8 +34,8 @@ v1::EmbedRequest MakeEmbed(int i, int tokens = 0) {
   r.set_model(i % 2 == 0 ? kBinModel : kHfModel);
   const int n = tokens > 0 ? tokens : 1 + i % 7;
   auto* seq = r.add_sequences();
-  for (int t = 0; t < n; ++t) seq->add_token_ids((37 * i + 11 * t + 3) % kVocab);
-  if (i % 3 == 1) r.add_sequences()->add_token_ids(i % kVocab);
+  for (int t = 0; t < n; ++t) seq->add_token_ids((37 * i + 11 * t + 3) % kStreamVocab);
+  if (i % 3 == 1) r.add_sequences()->add_token_ids(i % kStreamVocab);
   if (i % 4 == 3) r.set_output_dtype(v1::BF16);
   return r;
 }

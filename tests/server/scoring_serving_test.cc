@@ -27,10 +27,10 @@ namespace {
 
 using ::testing::HasSubstr;
 
-constexpr int64_t kHidden = 64;
+constexpr int64_t kScoringHidden = 64;
 
 std::vector<float> SomeHidden(int rows, double phase) {
-  std::vector<float> h(rows * kHidden);
+  std::vector<float> h(rows * kScoringHidden);
   for (size_t i = 0; i < h.size(); ++i) h[i] = static_cast<float>(std::sin(phase * (i + 1)));
   return h;
 }
@@ -38,7 +38,7 @@ std::vector<float> SomeHidden(int rows, double phase) {
 v1::ScoreRequest MakeScore(const std::string& model, int rows, double phase, int top_k) {
   v1::ScoreRequest r;
   r.set_model(model);
-  *r.mutable_hidden() = EncodeFloatTensor(SomeHidden(rows, phase), {rows, kHidden});
+  *r.mutable_hidden() = EncodeFloatTensor(SomeHidden(rows, phase), {rows, kScoringHidden});
   for (int i = 0; i < rows; ++i) r.add_target_ids((37 * i + 5) % 512);
   r.set_top_k(top_k);
   r.set_request_id("req-" + std::to_string(rows) + "-" + std::to_string(top_k));
@@ -245,7 +245,7 @@ TEST_F(ScoringServingTest, ConcurrentCallersAreBatchedAndCorrect) {
   // ComputeLogits with per-request options through the batcher too.
   v1::ComputeLogitsRequest lr;
   lr.set_model("hf");
-  *lr.mutable_hidden() = EncodeFloatTensor(SomeHidden(2, 0.7), {2, kHidden});
+  *lr.mutable_hidden() = EncodeFloatTensor(SomeHidden(2, 0.7), {2, kScoringHidden});
   lr.set_log_softmax(true);
   lr.set_vocab_limit(100);
   lr.set_output_dtype(v1::BF16);
@@ -287,7 +287,7 @@ TEST_F(ScoringServingTest, RequestOverQueueRowsIsSplitAndSucceeds) {
   }
   v1::ComputeLogitsRequest lr;
   lr.set_model("bin");
-  *lr.mutable_hidden() = EncodeFloatTensor(SomeHidden(129, 0.7), {129, kHidden});
+  *lr.mutable_hidden() = EncodeFloatTensor(SomeHidden(129, 0.7), {129, kScoringHidden});
   auto l = client().ComputeLogits(lr);
   ASSERT_TRUE(l.ok()) << l.status();
   EXPECT_EQ(l->logits().shape(0), 129);
