@@ -200,7 +200,8 @@ def test_models_lists_repository_folders_and_failure_reasons(repository):
 def certs():
     import tempfile
     d = tempfile.mkdtemp(prefix="vocabd-certs-")
-    # The README recipe; the server certificate names DNS:vocabd only (no IP SAN).
+    # The recipe of docs/operating.md ("TLS, mTLS and tokens"); the server
+    # certificate names DNS:vocabd only (no IP SAN).
     subprocess.run(["sh", os.path.join(SOURCE_DIR, "deploy", "make-certs.sh"), d, "DNS:vocabd"],
                    check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     yield d

@@ -470,7 +470,8 @@ TEST(DrainTest, FifoShardLoadIsRefusedAtOnceAndSigtermStillDrains) {
     EXPECT_EQ(info.state(), v1::FAILED);
   }
   // Close the client first: an idle synchronous client would answer the
-  // drain's GOAWAY ping only after gRPC's 5 s backup poll (see README).
+  // drain's GOAWAY ping only after gRPC's 5 s backup poll (see docs/operating.md,
+  // "Graceful drain and health").
   models.reset();
   channel.reset();
   std::chrono::milliseconds took{0};
