@@ -93,7 +93,7 @@ class LmHead {
     // BF16 weights: run vocabd's kernel on AMX tiles where the CPU and OS
     // allow it and hidden_size % 32 == 0 (false: the AVX512_BF16 kernel).
     bool allow_amx = true;
-    // Set: `weights` are ggml-quantized rows read in place (issue 16):
+    // Set: `weights` are ggml-quantized rows read in place (quant_kernel.h):
     // vocab_size rows of hidden_size / block_size blocks of this type
     // (lib/quant/ggml_blocks.h), weights_dtype is ignored.
     std::optional<quant::GgmlType> weights_quant;
