@@ -1,4 +1,5 @@
-"""vocabd and vocabctl as a first-time user meets them: the built binaries, run from outside the checkout.
+"""vocabd and vocabctl as a first-time user meets them: the built binaries, run
+from outside the checkout.
 
 Run by ctest (vocabctl_new_user_test) with VOCABD_BINARY, VOCABCTL_BINARY,
 VOCABD_SOURCE_DIR and PYTHONPATH set (tests/CMakeLists.txt); the process

@@ -1,10 +1,11 @@
-// Every request bounded: each test sends one small request that would make
-// an unbounded server allocate or compute far more than its size (a zero-sized
-// axis with a huge batch x seq, thousands of rows of a wide vocabulary, ...)
-// to a live server (started in this process on 127.0.0.1:0) and asserts the status, the message, the time and the
-// server's memory growth: the peak VmRSS of this process (which runs the
-// server) during the call, measured by resetting the peak
-// (/proc/self/clear_refs "5") and reading VmHWM after the call.
+// Every request bounded: each test sends one small request that would make an
+// unbounded server allocate or compute far more than its size (a zero-sized
+// axis with a huge batch x seq, thousands of rows of a wide vocabulary, ...) to
+// a live server (started in this process on 127.0.0.1:0) and asserts the
+// status, the message, the time and the server's memory growth: the peak VmRSS
+// of this process (which runs the server) during the call, measured by
+// resetting the peak (/proc/self/clear_refs "5") and reading VmHWM after the
+// call.
 //
 // Also: --max-request-memory-bytes per RPC (RESOURCE_EXHAUSTED naming the
 // flag and the numbers), NaN/Inf refused unless allow_non_finite, and
@@ -471,8 +472,9 @@ TEST_F(SmallBudgetTest, EveryRpcChecksItsBudgetBeforeAllocating) {
   }
 }
 
-// The tokenizer RPCs and Score's candidates/pieces under the same bound. stories260K's tokenizer (tok512.bin) has pieces of at
-// most P bytes; the formulas are checked exactly in RequestMemoryTest.
+// The tokenizer RPCs and Score's candidates/pieces under the same bound.
+// stories260K's tokenizer (tok512.bin) has pieces of at most P bytes; the
+// formulas are checked exactly in RequestMemoryTest.
 TEST_F(SmallBudgetTest, TokenizerRpcsAndScoreCandidatesCheckTheBudget) {
   ASSERT_NE(live_, nullptr);
   {
