@@ -1,7 +1,7 @@
 // LM-head benchmark (docs/performance.md, "Head kernels (head_bench)"):
-// vocabd's head (F32, BF16 and ggml-quantized weights) vs OpenBLAS sgemm on the
-// same shapes vs the read-only bandwidth floor, all measured in one run, for N
-// = 1, 8, 64, 256 rows.
+// vocabd's head (F32, BF16 and ggml-quantized weights) vs OpenBLAS sgemm on
+// the same shapes vs the read-only bandwidth floor, all measured in one run,
+// for N = 1, 8, 64, 256 rows.
 //
 //   head_bench --f32 /tmp/vocabd-bench/llama3-f32 --bf16 /tmp/vocabd-bench/llama3-bf16
 //              [--rows 1,8,64,256] [--reps 5] [--csv out.csv] [--quant Q8_0,Q4_K,Q6_K]
