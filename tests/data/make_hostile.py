@@ -194,7 +194,7 @@ gguf_case("gguf_tensors_overlap", "INVALID_ARGUMENT", ["overlaps tensor \"token_
                        tinfo("output_norm.weight", [H], 0, 480)]))
 gguf_case("gguf_truncated", "INVALID_ARGUMENT", ["metadata_kv_count 6 is larger than the 16 bytes left"],
           gguf()[:40])
-# Quantized tables (issue 16): the row/block rules, truncated block data,
+# Quantized tables: the row/block rules, truncated block data,
 # unknown and unserved ggml types. Each message names the tensor, the type
 # and the rule.
 NORM_T = tinfo("output_norm.weight", [H], 0, 0)

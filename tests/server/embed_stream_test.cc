@@ -124,10 +124,11 @@ TEST_F(EmbedStreamTest, FirstFailingRequestEndsTheStreamNamingItsIndex) {
 // synchronous client or a generator-fed one does), where a request fails
 // while an earlier, large answer is still unsent: the server keeps reading
 // (and dropping) the requests after the failure, so neither side waits on
-// the other and the error arrives, not the deadline. Found by request_fuzzer
-// (in-process transport); over TCP it needs answers and requests larger than
-// the flow-control windows, as here (an 8 MiB answer, 16 MB of requests after
-// it): before the fix this call ended in DEADLINE_EXCEEDED.
+// the other and the error arrives, not the deadline (a server that stopped
+// reading would leave this call to end in DEADLINE_EXCEEDED). In-process
+// (request_fuzzer's seed embed_stream_error_before_unsent_answer) any sizes
+// show it; over TCP it needs answers and requests larger than the
+// flow-control windows, as here (an 8 MiB answer, 16 MB of requests after it).
 TEST_F(EmbedStreamTest, ClientWritingEverythingFirstGetsTheErrorNotADeadline) {
   auto stub = Stub();
   grpc::ClientContext ctx;

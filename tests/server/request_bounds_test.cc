@@ -1,9 +1,11 @@
-// Issue 13: every request bounded. Each regression sends exactly the
-// request of the issue to a live server (started in this process on
-// 127.0.0.1:0) and asserts the status, the message, the time and the
-// server's memory growth: the peak VmRSS of this process (which runs the
-// server) during the call, measured by resetting the peak
-// (/proc/self/clear_refs "5") and reading VmHWM after the call.
+// Every request bounded: each test sends one small request that would make an
+// unbounded server allocate or compute far more than its size (a zero-sized
+// axis with a huge batch x seq, thousands of rows of a wide vocabulary, ...) to
+// a live server (started in this process on 127.0.0.1:0) and asserts the
+// status, the message, the time and the server's memory growth: the peak VmRSS
+// of this process (which runs the server) during the call, measured by
+// resetting the peak (/proc/self/clear_refs "5") and reading VmHWM after the
+// call.
 //
 // Also: --max-request-memory-bytes per RPC (RESOURCE_EXHAUSTED naming the
 // flag and the numbers), NaN/Inf refused unless allow_non_finite, and
@@ -73,7 +75,7 @@ Cost Measure(F call) {
 }
 
 // A Llama-layout safetensors checkpoint with vocab_size x 64 (tied head),
-// the shape of the issue's "vocab 131,072 x hidden 64 model".
+// e.g. vocab 131,072 x hidden 64: a small file whose logits rows are large.
 std::string WriteWideVocabModel(int64_t vocab) {
   const std::string dir = testing::MakeTempDir();
   const int64_t hidden = 64;
@@ -245,7 +247,7 @@ Live* WideVocabTest::live_ = nullptr;
 
 TEST_F(WideVocabTest, Score4096RowsHoldsOneBatchOfLogitsNotAll) {
   ASSERT_NE(live_, nullptr);
-  // Exactly the issue's request (fewer rows only under TSan's slowdown).
+  // 4,096 rows of 131,072 logits (fewer rows only under TSan's slowdown).
   const int rows = static_cast<int>(testing::TsanScaled(4096, 512));
   v1::ScoreRequest request;
   *request.mutable_hidden() = Hidden(rows, 64);
@@ -470,9 +472,9 @@ TEST_F(SmallBudgetTest, EveryRpcChecksItsBudgetBeforeAllocating) {
   }
 }
 
-// The tokenizer RPCs and Score's candidates/pieces (issue 14's additions)
-// under the same bound. stories260K's tokenizer (tok512.bin) has pieces of at
-// most P bytes; the formulas are checked exactly in RequestMemoryTest.
+// The tokenizer RPCs and Score's candidates/pieces under the same bound.
+// stories260K's tokenizer (tok512.bin) has pieces of at most P bytes; the
+// formulas are checked exactly in RequestMemoryTest.
 TEST_F(SmallBudgetTest, TokenizerRpcsAndScoreCandidatesCheckTheBudget) {
   ASSERT_NE(live_, nullptr);
   {
@@ -488,7 +490,7 @@ TEST_F(SmallBudgetTest, TokenizerRpcsAndScoreCandidatesCheckTheBudget) {
   }
   {
     // 2,000,000 empty sequences (4 MB on the wire): no ids, but each
-    // sequence costs its own objects (found by the attack pass: 561 MB peak).
+    // sequence costs its own objects (561 MB peak if not bounded).
     v1::DetokenizeRequest request;
     for (int i = 0; i < 2000000; ++i) request.add_sequences();
     grpc::Status st;

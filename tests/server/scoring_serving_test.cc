@@ -186,8 +186,8 @@ TEST_F(ScoringServingTest, ScoreStreamErrorEndsStreamNamingTheRequest) {
 // A client that writes every request before reading any answer, where a
 // request fails while an earlier, large answer is still unsent: the server
 // keeps reading (and dropping) the later requests, so the error arrives, not
-// the deadline (before the fix: DEADLINE_EXCEEDED; embed_stream_test has the
-// same case for EmbedStream).
+// the deadline (a server that stopped reading would leave the call to end in
+// DEADLINE_EXCEEDED; embed_stream_test has the same case for EmbedStream).
 TEST_F(ScoringServingTest, ScoreStreamClientWritingEverythingFirstGetsTheErrorNotADeadline) {
   auto stub = v1::ScoringService::NewStub(client().channel());
   grpc::ClientContext ctx;
@@ -272,8 +272,8 @@ TEST_F(ScoringServingTest, GetModelShowsBatchingAndDtype) {
   EXPECT_EQ(hf->batching().max_queue_rows(), 100);  // per-model override
 }
 
-// Issue 13 item 6: one request with more rows than max_queue_rows used to get
-// "LM-head queue is full: 0 rows queued" forever; it now enters the empty
+// One request with more rows than max_queue_rows is not refused as "LM-head
+// queue is full: 0 rows queued" (it could never succeed): it enters the empty
 // queue and runs in slices of max_batch_rows (lib/serving/dynamic_batcher.h;
 // the bound against a non-empty queue: dynamic_batcher_test).
 TEST_F(ScoringServingTest, RequestOverQueueRowsIsSplitAndSucceeds) {

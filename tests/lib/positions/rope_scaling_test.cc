@@ -1,8 +1,9 @@
 // Every RoPE scaling type against tests/golden/rope_scaling_golden.json
 // (tests/golden/make_rope_scaling_golden.py: NumPy float32 transcription of
 // HF modeling_rope_utils, cross-checked bit for bit against a PyTorch
-// transcription), the high-precision mode, the cos/sin cache, the kernel
-// ISAs, and the six position mistakes the issue lists.
+// transcription), the high-precision mode, the cos/sin cache and the kernel
+// ISAs (the position mistakes callers make: PositionMistakesTest in
+// positions_test.cc).
 //
 // Tolerances: inv_freq and attention_scaling are exact (same float32 steps).
 // cos/sin: glibc cosf/sinf vs NumPy differ by <= 2 ULP, times attention

@@ -1,11 +1,10 @@
-// Issue 16, the model side: quantized GGUF tables served natively (Embed
+// Quantized GGUF, the model side: tables served natively (Embed
 // bit for bit as ggml through the Model), --weights-dtype q8_0 (one copy,
 // tied head shared, error bound), BF16 served from the mapping and F16
 // converted once with peak RSS within 1.1x of the served bytes.
 //
-// Tests named *NeedsQuantHead* create a Model whose LM head is quantized:
-// they need issue 16's quantized LM-head kernels (LmHead::Create refuses
-// weights_quant until those are merged) and fail without them.
+// Tests named *NeedsQuantHead* create a Model whose LM head is quantized
+// too, so they also run lib/head's quantized kernels (lib/head/quant_kernel.h).
 #include <unistd.h>
 
 #include <cmath>
