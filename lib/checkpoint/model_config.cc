@@ -81,6 +81,9 @@ absl::Status ModelConfig::Validate() const {
   if (final_norm_kind != NormKind::kNone && !FinitePositive(norm_eps)) {
     return Invalid("norm_eps", absl::StrCat(norm_eps), "must be finite and > 0");
   }
+  if (embedding_layer_norm && !FinitePositive(embedding_norm_eps)) {
+    return Invalid("embedding_norm_eps", absl::StrCat(embedding_norm_eps), "must be finite and > 0");
+  }
   if (!FinitePositive(embedding_scale)) {
     return Invalid("embedding_scale", absl::StrCat(embedding_scale), "must be finite and > 0");
   }
