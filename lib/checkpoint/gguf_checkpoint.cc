@@ -321,6 +321,12 @@ absl::StatusOr<std::unique_ptr<Checkpoint>> LoadGguf(const std::string& path) {
       return m.Error(key, absl::StrCat("= ", *eps, " is not supported (only 8: the slopes "
                                                "GetAlibiSlopes serves)"));
     }
+    if (gguf.FindTensor("position_embd.weight") != nullptr) {
+      // llama.cpp adds a learned table when an mpt file has one (MPT
+      // without ALiBi); transformers' MptModel has none.
+      return invalid("tensor \"position_embd.weight\" is present but mpt is served with ALiBi "
+                     "positions only (no learned position table)");
+    }
     const int h = c.num_attention_heads;
     if ((h & (h - 1)) != 0) {
       return m.Error(m.Key("attention.head_count"),

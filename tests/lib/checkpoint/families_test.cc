@@ -506,6 +506,13 @@ TEST(FamilyTableTest, GgufEncoderAndAlibiRefusals) {
   };
   refused(FamilyCase("mpt"), "mpt.attention.max_alibi_bias",
           "GGUF key \"mpt.attention.max_alibi_bias\" = 16 is not supported (only 8");
+  // mpt with a learned position table (llama.cpp's non-ALiBi MPT).
+  json mpt = FamilyCase("mpt");
+  mpt["gguf"]["tensors"]["position_embd.weight"] = mpt["gguf"]["tensors"]["token_embd.weight"];
+  auto with_positions = Model::Create(Model::Options("m", WriteGgufForm(mpt)));
+  ASSERT_FALSE(with_positions.ok());
+  EXPECT_THAT(std::string(with_positions.status().message()),
+              HasSubstr("tensor \"position_embd.weight\" is present but mpt is served with ALiBi"));
   // bert without its embedding LayerNorm eps.
   json c = FamilyCase("bert");
   json kept = json::array();
