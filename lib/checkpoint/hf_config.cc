@@ -316,7 +316,11 @@ absl::StatusOr<ModelConfig> ParseHfConfig(const std::string& json_text,
     ASSIGN_OR_RETURN(new_arch, r.Bool("new_decoder_architecture", false));
     ASSIGN_OR_RETURN(multi_query, r.Bool("multi_query", true));
     if (new_arch) {
-      ASSIGN_OR_RETURN(c.num_key_value_heads, PositiveInt(r, "num_kv_heads", c.num_attention_heads));
+      // RefinedWeb configs (falcon-40b's first upload) name it n_head_kv.
+      const char* kv_key = r.Get("num_kv_heads") == nullptr && r.Get("n_head_kv") != nullptr
+                               ? "n_head_kv"
+                               : "num_kv_heads";
+      ASSIGN_OR_RETURN(c.num_key_value_heads, PositiveInt(r, kv_key, c.num_attention_heads));
     } else {
       c.num_key_value_heads = multi_query ? 1 : c.num_attention_heads;
     }

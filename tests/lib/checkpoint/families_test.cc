@@ -493,6 +493,13 @@ TEST(FamilyTableTest, EncoderAlibiAndAliasRefusals) {
   parsed = ParseHfConfig(cfg.dump(), "f/config.json");
   ASSERT_TRUE(parsed.ok()) << parsed.status();
   EXPECT_EQ(parsed->num_key_value_heads, 2);
+  cfg.erase("num_kv_heads");
+  cfg["n_head_kv"] = 1;
+  parsed = ParseHfConfig(cfg.dump(), "f/config.json");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->num_key_value_heads, 1);
+  cfg["n_head_kv"] = 0;
+  refused(cfg, "key \"n_head_kv\" = 0 must be in [1, 2^31)");
 }
 
 TEST(FamilyTableTest, GgufEncoderAndAlibiRefusals) {
