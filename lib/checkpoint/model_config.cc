@@ -81,6 +81,9 @@ absl::Status ModelConfig::Validate() const {
   if (final_norm_kind != NormKind::kNone && !IsFinitePositive(norm_eps)) {
     return InvalidConfig("norm_eps", absl::StrCat(norm_eps), "must be finite and > 0");
   }
+  if (embedding_layer_norm && !IsFinitePositive(embedding_norm_eps)) {
+    return InvalidConfig("embedding_norm_eps", absl::StrCat(embedding_norm_eps), "must be finite and > 0");
+  }
   if (!IsFinitePositive(embedding_scale)) {
     return InvalidConfig("embedding_scale", absl::StrCat(embedding_scale), "must be finite and > 0");
   }
