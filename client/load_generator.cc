@@ -478,7 +478,8 @@ void LoadGenerator::MarkPhase(const std::string& name) {
   }
   Phase& phase = *measuring_;
   std::lock_guard<std::mutex> lock(phase.mu);
-  NamedPhase next{name};
+  NamedPhase next;
+  next.name = name;
   next.start_s = phase.start_ns == 0 ? 0.0 : std::max<int64_t>(0, NowNs() - phase.start_ns) * 1e-9;
   if (!phase.result->phases.empty()) phase.result->phases.back().end_s = next.start_s;
   phase.result->phases.push_back(std::move(next));
@@ -518,7 +519,10 @@ LoadGenerator::Result LoadGenerator::Run(int concurrency, const ProgressFn& prog
   {
     std::lock_guard<std::mutex> control(control_mu_);
     measuring_ = &phase;
-    if (has_pending_phase_) result.phases.push_back(NamedPhase{pending_phase_});
+    if (has_pending_phase_) {
+      result.phases.emplace_back();
+      result.phases.back().name = pending_phase_;
+    }
     has_pending_phase_ = false;
     if (stop_requested_) phase.stop.store(true);
     stop_requested_ = false;
