@@ -119,7 +119,8 @@ class Hosts:
 
     @staticmethod
     def sweep_stale():
-        """Removes namespaces left by a run that was killed (its pid is gone)."""
+        """Removes what a run that was killed left (its pid is gone): the
+        processes in its namespaces, then the namespaces (and their veths)."""
         try:
             names = run("ip", "netns", "list", check=False).stdout.split()
         except OSError:
@@ -127,6 +128,11 @@ class Hosts:
         for name in names:
             m = re.fullmatch(r"vocabd-fleet-(\d+)-\d+", name)
             if m and not os.path.exists(f"/proc/{m.group(1)}"):
+                for pid in run("ip", "netns", "pids", name, check=False).stdout.split():
+                    try:
+                        os.kill(int(pid), signal.SIGKILL)
+                    except (OSError, ValueError):
+                        pass
                 run("ip", "netns", "del", name, check=False)
 
     def _free_subnet(self):
@@ -161,6 +167,7 @@ class Hosts:
             run("ip", "-n", ns, "link", "set", there, "up")
             run("ip", "-n", ns, "link", "set", "lo", "up")
             run("ip", "-n", ns, "route", "add", "default", "via", host_ip)
+            run("ip", "netns", "exec", ns, "true")  # what starting a replica needs
             self.addresses.append(ns_ip)
             self.ports.append(50051)
         self.proxy_source = f"10.{a}.{b}.250"
@@ -556,6 +563,8 @@ def main():
     ap.add_argument("--report", help="write the measured numbers as JSON to this file")
     args = ap.parse_args()
     t_begin = time.monotonic()
+    # SIGTERM (a CI runner giving up) still runs the clean-up below.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit("fleet_test: SIGTERM"))
 
     nginx = shutil.which("nginx") or ("/usr/sbin/nginx" if os.path.exists("/usr/sbin/nginx") else None)
     if nginx is None:
