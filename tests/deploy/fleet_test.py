@@ -561,6 +561,8 @@ def main():
         "VOCABD_SOURCE_DIR", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")))
     ap.add_argument("--mode", choices=["auto", "netns", "loopback"], default="auto")
     ap.add_argument("--report", help="write the measured numbers as JSON to this file")
+    ap.add_argument("--keep-logs", action="store_true",
+                    help="keep the replicas' and nginx's logs (their folder is printed)")
     args = ap.parse_args()
     t_begin = time.monotonic()
     # SIGTERM (a CI runner giving up) still runs the clean-up below.
@@ -738,7 +740,10 @@ def main():
     if args.report:
         with open(args.report, "w") as f:
             json.dump(report, f, indent=1)
-    shutil.rmtree(workdir, ignore_errors=True)
+    if args.keep_logs or failures:
+        log(f"logs (replica<k>-<start>.log, nginx/): {workdir}")
+    if not args.keep_logs and not failures:
+        shutil.rmtree(workdir, ignore_errors=True)
     log(f"wall {report['wall_s']} s, mode {report['mode']}")
     if failures:
         log("FAILED:\n  " + "\n  ".join(failures))
