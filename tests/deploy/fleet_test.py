@@ -560,6 +560,9 @@ def main():
     ap.add_argument("--source", default=os.environ.get(
         "VOCABD_SOURCE_DIR", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")))
     ap.add_argument("--mode", choices=["auto", "netns", "loopback"], default="auto")
+    ap.add_argument("--nginx", default=shutil.which("nginx", path=os.environ.get("PATH", "")
+                                                    + ":/usr/sbin:/sbin"),
+                    help="the nginx binary (default: nginx on PATH or in /usr/sbin)")
     ap.add_argument("--report", help="write the measured numbers as JSON to this file")
     ap.add_argument("--keep-logs", action="store_true",
                     help="keep the replicas' and nginx's logs (their folder is printed)")
@@ -568,10 +571,10 @@ def main():
     # SIGTERM (a CI runner giving up) still runs the clean-up below.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit("fleet_test: SIGTERM"))
 
-    nginx = shutil.which("nginx") or ("/usr/sbin/nginx" if os.path.exists("/usr/sbin/nginx") else None)
-    if nginx is None:
-        log("SKIP: nginx not installed (the proxy path needs it; deploy/dev.sh deps test "
-            "installs Debian's nginx)")
+    nginx = args.nginx
+    if not nginx or not os.access(nginx, os.X_OK):
+        log(f"SKIP: nginx not installed ({nginx or 'not on PATH or in /usr/sbin'}; the proxy "
+            "path needs it; deploy/dev.sh deps test installs Debian's nginx)")
         return SKIP
     for what, path in (("--vocabd", args.vocabd), ("--vocabctl", args.vocabctl)):
         if not path or not os.access(path, os.X_OK):
