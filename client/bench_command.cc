@@ -511,7 +511,7 @@ void RegisterBenchCommand(CLI::App& app, CommandContext& context) {
                  "your own fleet");
   load->add_flag("--no-retry", o->no_retry,
                  "send every call once (default: the client retry policy, vocabd_client.h "
-                 "kDefaultServiceConfig, retries UNAVAILABLE)");
+                 "kDefaultServiceConfig, retries UNAVAILABLE and CANCELLED)");
   load->add_flag("--phases-from-stdin", o->phases_from_stdin,
                  "each line on stdin starts a named phase of the run (calls, errors and latency "
                  "reported per phase, by completion time); end of stdin ends the run early");

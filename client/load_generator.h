@@ -117,7 +117,7 @@ class LoadGenerator {
     // gRPC's default, pick_first) of every channel.
     std::string lb_policy;
     // gRPC service config of every channel (client/vocabd_client.h
-    // kDefaultServiceConfig: retries UNAVAILABLE); empty = none.
+    // kDefaultServiceConfig: retries UNAVAILABLE, CANCELLED); empty = none.
     std::string service_config;
 
     // INVALID_ARGUMENT naming the option and value.
