@@ -381,8 +381,9 @@ class Nginx:
                 for line in f:
                     m = re.match(r'(\S+) (.*) (\d+) "(\S*)" (\S+) (\S+)$', line.strip())
                     if m:
+                        # nginx logs an unset variable as "-".
                         rows.append((float(m.group(1)), m.group(2), int(m.group(3)),
-                                     m.group(4), m.group(6)))
+                                     m.group(4).replace("-", ""), m.group(6)))
         except OSError:
             pass
         return rows
