@@ -41,7 +41,7 @@ JSON with --report FILE), and so are nginx's own answers other than
 a retry policy would have seen through the proxy.
 
 Exit status: 0 passed, 1 a target missed, 77 skipped (nginx not installed;
-deploy/dev.sh deps test installs it). Wall time ~25 s; bounded at 60 s.
+deploy/dev.sh deps test installs it). Wall time ~15 s; bounded at 60 s.
 
 Usage (ctest fleet_test passes these, tests/CMakeLists.txt):
   /usr/bin/python3 tests/deploy/fleet_test.py --vocabd BUILD/server/vocabd \
