@@ -1,12 +1,11 @@
 #!/usr/bin/env bash
-# vocabd end-to-end load test (README.md, "Load testing"): one command.
+# vocabd end-to-end load test (docs/performance.md, "End to end"): one command.
 #
 #   bench/e2e.sh [BUILD_DIR]        (default: build/)
 #
-# Environment: DURATION (per level, default 5s), WARMUP (default 1s),
-# SOAK (the soak run's length, default 60s; the documented soak is 10m),
-# OUT (results folder, default WORK/results; OUT=bench/results replaces
-# the committed results), WORK (scratch, default /tmp/vocabd_e2e: the
+# Environment: DURATION (per level, default 5s), WARMUP (default 1s), SOAK (the
+# soak run's length, default 60s; the documented soak is 10m), OUT (results
+# folder, default WORK/results), WORK (scratch, default /tmp/vocabd_e2e: the
 # synthetic 16 MiB model lives there, never in git).
 #
 # Starts on loopback: vocabd on a synthetic Llama (vocab 1024 x hidden 4096,
@@ -55,7 +54,7 @@ wait_ready() {  # target
   return 1
 }
 
-# Dynamic batching (Scoring issue): compare on/off when vocabd has the flag.
+# Dynamic batching: compare on/off when vocabd has the flag.
 # --help is captured whole first: `vocabd --help | grep -q` under pipefail
 # fails whenever grep exits before vocabd has written everything (SIGPIPE).
 BATCH_FLAG=""

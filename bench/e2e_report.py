@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Turns bench/e2e.sh's CSV (vocabctl bench --csv) and soak JSON into the
-Markdown tables of README.md's "Load testing" section and a PNG plot (gnuplot).
+Markdown tables and a PNG plot (gnuplot); docs/performance.md, "End to end".
 
     /usr/bin/python3 bench/e2e_report.py e2e.csv soak.json --md e2e.md --png e2e.png
 """

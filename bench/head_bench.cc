@@ -1,7 +1,7 @@
-// LM-head benchmark (README "Scoring performance"): vocabd's head (F32,
-// BF16 and ggml-quantized weights) vs OpenBLAS sgemm on the same shapes vs
-// the read-only bandwidth floor, all measured in one run, for N = 1, 8, 64,
-// 256 rows.
+// LM-head benchmark (docs/performance.md, "Head kernels (head_bench)"):
+// vocabd's head (F32, BF16 and ggml-quantized weights) vs OpenBLAS sgemm on
+// the same shapes vs the read-only bandwidth floor, all measured in one run,
+// for N = 1, 8, 64, 256 rows.
 //
 //   head_bench --f32 /tmp/vocabd-bench/llama3-f32 --bf16 /tmp/vocabd-bench/llama3-bf16
 //              [--rows 1,8,64,256] [--reps 5] [--csv out.csv] [--quant Q8_0,Q4_K,Q6_K]
@@ -10,10 +10,11 @@
 //
 // Quantized heads (--quant): the Llama-3 shape (from the F32 checkpoint's
 // config, or 128256 x 4096 with --quant-only) of random VALID ggml blocks
-// generated in memory (f16 scales in [0.001, 0.02), random codes): no GGUF
-// writer exists in this tree yet, and the kernels' speed does not depend
-// on the values. --quant-paths also times every ISA path this CPU has
-// (VOCABD_LM_HEAD_KERNEL) at each N.
+// generated in memory (f16 scales in [0.001, 0.02), random codes): the kernels'
+// speed does not depend on the values, and no multi-GB file is written
+// (tools/vocabd_make_gguf --random writes one when a file is wanted).
+// --quant-paths also times every ISA path this CPU has (VOCABD_LM_HEAD_KERNEL)
+// at each N.
 //
 // vocabd's head is what the server runs: the small-M kernel for
 // N <= LmHead::kDefaultSmallRowsMax (where the CPU has it), oneDNN above.
@@ -374,7 +375,7 @@ std::unique_ptr<vocabd::LmHead> HeadOf(const vocabd::Model& m, int64_t small_row
 
 int main(int argc, char** argv) {
   CLI::App app{"vocabd LM-head benchmark. Quantized heads (--quant) are random valid ggml blocks "
-               "generated in memory (no GGUF writer in this tree yet)."};
+               "generated in memory (no file is written)."};
   std::string f32_path = "/tmp/vocabd-bench/llama3-f32";
   std::string bf16_path = "/tmp/vocabd-bench/llama3-bf16";
   std::vector<int64_t> rows_list = {1, 8, 64, 256};

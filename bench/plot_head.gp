@@ -1,7 +1,8 @@
-# gnuplot script: LM-head time vs rows from head_bench --csv (README
-# "Scoring performance"); with paths= (head_bench --paths-csv) also oneDNN's
-# own time at every N, i.e. the head before vocabd's kernels.
-#   gnuplot -e "csv='/tmp/head.csv'; paths='/tmp/paths.csv'; out='docs/scoring_head.png'" \
+# gnuplot script: LM-head time vs rows from head_bench --csv
+# (docs/performance.md, "Head kernels (head_bench)"); with paths= (head_bench
+# --paths-csv) also oneDNN's own time at every N, i.e. the head before vocabd's
+# kernels.
+#   gnuplot -e "csv='/tmp/head.csv'; paths='/tmp/paths.csv'; out='/tmp/head.png'" \
 #       bench/plot_head.gp
 set datafile separator ","
 set terminal pngcairo size 900,540 noenhanced

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""The PyTorch HF recipe on the rope_bench shapes, for the README comparison.
+"""The PyTorch HF recipe on the rope_bench shapes (docs/performance.md, RoPE).
 
 Run: /usr/bin/python3 bench/rope_torch.py [iters]   (Debian python3-torch)
 q [1, 32, 4096, 128] + k [1, 8, 4096, 128] float32, positions 0..4095,

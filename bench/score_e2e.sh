@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# End-to-end Score throughput over gRPC (README "Scoring performance"):
+# End-to-end Score throughput over gRPC (docs/performance.md, "End to end"):
 # 1 caller vs 64 concurrent single-row callers, dynamic batching off vs on,
 # against a real vocabd serving the synthetic Llama-3 head.
 #

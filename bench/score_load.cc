@@ -1,8 +1,8 @@
-// A small closed-loop gRPC load driver for ScoringService/Score (README
-// "Scoring performance", bench/score_e2e.sh): C callers, each sending one
-// single-row (or --rows) Score request at a time for --seconds, on one shared
-// channel. Prints one line: concurrency, requests, requests/s, p50/p99
-// latency, errors (the first error message is printed too).
+// A small closed-loop gRPC load driver for ScoringService/Score
+// (docs/performance.md, "End to end"; bench/score_e2e.sh): C callers, each
+// sending one single-row (or --rows) Score request at a time for --seconds, on
+// one shared channel. Prints one line: concurrency, requests, requests/s,
+// p50/p99 latency, errors (the first error message is printed too).
 //
 //   score_load --target 127.0.0.1:50051 --model llama3 --hidden-size 4096 --concurrency 64 --seconds 10
 #include <algorithm>

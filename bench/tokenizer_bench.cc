@@ -1,4 +1,4 @@
-// Tokenization throughput (issue 14): MB of text per second per thread for
+// Tokenization throughput: MB of text per second per thread for
 // Llama SentencePiece (GGUF llama-spm vocabulary; also stories260K's
 // tok512.model), SentencePiece Unigram with the nmt_nfkc charsmap
 // (tests/lib/tokenizer/testdata/unigram_nmt_nfkc.model; target 5x python)

@@ -31,7 +31,7 @@ JOBS="${VOCABD_JOBS:-$(nproc)}"
 
 # Building and running vocabd, vocabctl and the Python client.
 RUN_PACKAGES=(
-  build-essential cmake ninja-build pkg-config
+  build-essential cmake ninja-build pkg-config lld
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler grpc-proto
   libdnnl-dev ocl-icd-opencl-dev libspdlog-dev libfmt-dev nlohmann-json3-dev libabsl-dev
   libcli11-dev libssl-dev openssl libcpp-httplib-dev prometheus-cpp-dev libpcre2-dev libicu-dev

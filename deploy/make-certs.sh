@@ -1,7 +1,7 @@
 #!/bin/sh
 # A private CA, a server certificate and a client certificate for vocabd's
-# TLS / mutual TLS, with the openssl CLI (Debian `openssl`). The recipe the
-# README's "TLS" section shows, as a script:
+# TLS / mutual TLS, with the openssl CLI (Debian `openssl`). The recipe of
+# docs/operating.md ("TLS, mTLS and tokens"), as a script:
 #
 #   deploy/make-certs.sh DIR [SAN ...]
 #

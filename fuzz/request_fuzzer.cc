@@ -20,7 +20,8 @@
 // -rss_limit_mb and -timeout per input.
 //
 // Seeds: VOCABD_REQUEST_SEEDS_OUT=<dir> writes the seed corpus (the requests
-// the server tests send, including each issue-13 reproducer) and exits.
+// the server tests send, including the request-bound regressions of
+// tests/server/request_bounds_test.cc) and exits.
 //
 // Memory across inputs: gRPC 1.51's in-process transport never frees a
 // bidi-streaming call (client and server side, ~20 KB) whose callback
@@ -275,11 +276,11 @@ void WriteSeeds(const std::string& dir) {
   WriteSeed(dir, "embed_bf16_sinusoidal", kEmbed, embed);
   WriteSeed(dir, "embed_stream", kEmbedStream, embed);
   {
-    // Found by this fuzzer (run 4): a stream whose second request fails
-    // while the first answer is unsent, then a third request. The server
-    // stopped reading after the failure, and the in-process transport's
-    // writes wait for the peer's read: both sides waited until the deadline.
-    // (Fixed: the stream reactors read and drop until the answers are out.)
+    // A stream whose second request fails while the first answer is unsent,
+    // then a third request. The in-process transport's writes wait for the
+    // peer's read, so a server that stopped reading after the failure would
+    // leave both sides waiting until the deadline; the stream reactors read
+    // and drop until the answers are out.
     std::string stream(1, static_cast<char>(kEmbedStream));
     v1::EmbedRequest bad;
     bad.add_sequences()->add_token_ids(18300671);
@@ -309,7 +310,7 @@ void WriteSeeds(const std::string& dir) {
   std::string stream_seed = score.SerializeAsString() + "\xff\xfe\xfd" + score.SerializeAsString();
   std::ofstream(dir + "/score_stream", std::ios::binary)
       << std::string(1, static_cast<char>(kScoreStream)) + stream_seed;
-  // Issue 13 item 3 / 6: more rows than --max-queue-rows (declared only).
+  // More rows than --max-queue-rows (declared only).
   v1::ScoreRequest many;
   SetTensor(many.mutable_hidden(), v1::F32, {4097, 64}, 0);
   WriteSeed(dir, "score_4097_rows_declared", kScore, many);
@@ -330,7 +331,7 @@ void WriteSeeds(const std::string& dir) {
   rope.mutable_rope()->mutable_scaling()->set_type(v1::ROPE_SCALING_YARN);
   rope.mutable_rope()->mutable_scaling()->set_factor(4);
   WriteSeed(dir, "apply_rope_bshd_yarn", kApplyRope, rope);
-  // Issue 13 items 1 and 2: zero-sized axis, huge batch x seq.
+  // A zero-sized axis with a huge batch x seq.
   for (int64_t n : {int64_t{32768}, int64_t{1048576}}) {
     v1::ApplyRopeRequest zero;
     SetTensor(zero.mutable_q(), v1::F32, {n, 0, n, 8}, 0);
@@ -366,7 +367,7 @@ void WriteSeeds(const std::string& dir) {
   alibi.set_k_len(4);
   WriteSeed(dir, "get_alibi", kGetAlibiSlopes, alibi);
 
-  // Issue 14: the model's tokenizer (tok512.bin beside stories260K.bin).
+  // The model's tokenizer (tok512.bin beside stories260K.bin).
   v1::TokenizeRequest tokenize;
   tokenize.add_texts("Once upon a time \xF0\x9F\x98\x80 Lily saw a \xE2\x96\x81 cat.");
   tokenize.add_texts("<s> </s> \xC3\xA9\xC3");

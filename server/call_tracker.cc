@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "lib/core/happens_before.h"
+#include "server/grpc_status.h"
 #include "server/logging.h"
 #include "server/request_info.h"
 
@@ -20,10 +21,6 @@ namespace {
 using grpc::experimental::InterceptionHookPoints;
 
 constexpr std::string_view kVocabdPrefix = "/vocabd.v1.";
-
-std::string CodeName(grpc::StatusCode code) {
-  return absl::StatusCodeToString(static_cast<absl::StatusCode>(code));
-}
 
 class CallInterceptor final : public grpc::experimental::Interceptor {
  public:
@@ -71,7 +68,7 @@ class CallInterceptor final : public grpc::experimental::Interceptor {
     const RequestInfo request = tracker_->TakeRequestInfo(context);
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-    const std::string code = CodeName(status.error_code());
+    const std::string code = StatusCodeName(status.error_code());
     if (Metrics* metrics = tracker_->metrics()) metrics->RecordRequest(method_, code, seconds);
     if (!spdlog::should_log(spdlog::level::debug)) return;
     std::string id = request.request_id;

@@ -28,6 +28,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "absl/strings/ascii.h"
+#include "server/grpc_status.h"
 #include "server/http_json.h"
 #include "server/metrics_http.h"
 
@@ -37,13 +38,9 @@ namespace {
 constexpr char kPackage[] = "vocabd.v1.";
 constexpr char kJson[] = "application/json";
 
-std::string CodeName(grpc::StatusCode code) {
-  return absl::StatusCodeToString(static_cast<absl::StatusCode>(code));
-}
-
 void SendError(httplib::Response& res, grpc::StatusCode code, const std::string& message,
                int http_status = 0) {
-  nlohmann::json body = {{"code", CodeName(code)}, {"message", message}};
+  nlohmann::json body = {{"code", StatusCodeName(code)}, {"message", message}};
   res.status = http_status != 0 ? http_status : HttpStatusFor(code);
   // replace: a message quoting client bytes (a path with %FF) is not UTF-8;
   // dump() would throw and leave the connection unanswered.

@@ -63,7 +63,7 @@ absl::StatusOr<std::string> MessageToJson(const google::protobuf::Message& messa
 
 // What the JSON conversions cost, checked against --max-request-memory-bytes
 // before converting (protobuf's JSON mapping builds an object per JSON value:
-// a 3 MB body of 1,000,000 empty objects peaked at 1.2 GB before this bound).
+// without this bound a 3 MB body of 1,000,000 empty objects peaks at 1.2 GB).
 // Request body of B bytes holding n JSON values ('{', '[' and ','):
 //   "HTTP/JSON request needs X bytes (body B x 6 + values n x 512)"
 // Response message with v values (messages, fields, repeated elements) and

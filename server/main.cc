@@ -1,4 +1,4 @@
-// vocabd: the gRPC server. See README.md for every flag.
+// vocabd: the gRPC server. Every flag is described in docs/operating.md ("Flags").
 #include <csignal>
 #include <cstdlib>
 #include <iostream>
@@ -164,8 +164,8 @@ int main(int argc, char** argv) {
       ->envname("VOCABD_MAX_CONCURRENT_REQUESTS");
   app.add_option("--max-request-memory-bytes", options.max_request_memory_bytes,
                  "Memory one call's work may need, computed from the request before "
-                 "allocating (README \"Request memory bound\"); more = RESOURCE_EXHAUSTED "
-                 "(0 = no bound)")
+                 "allocating (docs/operating.md, \"Request memory bound\"); more = "
+                 "RESOURCE_EXHAUSTED (0 = no bound)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber)
       ->envname("VOCABD_MAX_REQUEST_MEMORY_BYTES");

@@ -11,7 +11,8 @@
 //   --batching NAME:KEY=VALUE           (repeatable per-model override; KEY
 //                                        max_batch_rows | max_queue_delay_us |
 //                                        max_queue_rows | enabled (true/false))
-// See README.md "vocabd flags" and "Scoring performance".
+// See docs/operating.md ("Flags", "Dynamic batching") and docs/performance.md
+// ("How the LM head runs").
 #ifndef VOCABD_SERVER_MODEL_SERVING_OPTIONS_H_
 #define VOCABD_SERVER_MODEL_SERVING_OPTIONS_H_
 

@@ -53,7 +53,7 @@ class VocabdServer {
     int max_send_message_bytes = 256 << 20;
     // In-flight calls get this long to finish on Shutdown().
     std::chrono::milliseconds drain_timeout{10000};
-    // Operations (see README "Operating vocabd"):
+    // Operations (see docs/operating.md):
     // Prometheus /metrics HTTP address host:port; empty = no HTTP listener
     // (metrics are still collected, see metrics()).
     std::string metrics_listen;

@@ -1,4 +1,4 @@
-// Test helpers for issue 16: the shared golden quantized files
+// Test helpers for quantized GGUF: the shared golden quantized files
 // (../shared/models/quant, SOURCES.md) and GGUF files built from them.
 #ifndef VOCABD_TESTS_QUANT_FILES_H_
 #define VOCABD_TESTS_QUANT_FILES_H_
@@ -49,8 +49,8 @@ inline uint32_t FloatBits(float f) {
 }
 
 // Writes `dir`/<stem>-embd.gguf: the golden file's token_embd blocks byte
-// for byte, an F32 output head (zeros: the quantized head needs issue 16's
-// head kernels) and output_norm of ones, llama metadata as the golden file.
+// for byte, an F32 output head (zeros, so the file tests the quantized
+// embedding alone) and output_norm of ones, llama metadata as the golden file.
 // Returns the path ("" on failure, with a test failure added).
 inline std::string WriteQuantEmbeddingGguf(const std::string& stem, const std::string& dir) {
   const std::string src = QuantGoldenPath(stem, ".gguf");

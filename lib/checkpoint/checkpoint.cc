@@ -311,7 +311,8 @@ std::string WeightTensor::type_name() const {
 
 bool IsCanonicalTensor(const std::string& name) {
   return name == kEmbedTokens || name == kLmHead || name == kFinalNorm ||
-         name == kFinalNormBias || name == kLmHeadBias || name == kPositionEmbeddings;
+         name == kFinalNormBias || name == kLmHeadBias || name == kPositionEmbeddings ||
+         name == kTokenTypeEmbeddings || name == kEmbedNorm || name == kEmbedNormBias;
 }
 
 int64_t WeightTensor::num_elements() const {
@@ -497,6 +498,23 @@ absl::Status Checkpoint::Finalize() {
     RETURN_IF_ERROR(check(kFinalNormBias, {hidden}));
   }
   if (Find(kLmHeadBias) != nullptr) RETURN_IF_ERROR(check(kLmHeadBias, {vocab}));
+  if (config_.embedding_layer_norm) {
+    RETURN_IF_ERROR(check(kEmbedNorm, {hidden}));
+    RETURN_IF_ERROR(check(kEmbedNormBias, {hidden}));
+  }
+  if (config_.embedding_token_type) {
+    const WeightTensor* tt = Find(kTokenTypeEmbeddings);
+    if (tt == nullptr) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          where, ": required tensor \"", kTokenTypeEmbeddings, "\" is missing"));
+    }
+    if (tt->shape.size() != 2 || tt->shape[0] <= 0 || tt->shape[1] != hidden) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ": tensor \"", kTokenTypeEmbeddings,
+                                                     "\" has shape ", ShapeString(tt->shape),
+                                                     " but the config needs [types, ", hidden,
+                                                     "]"));
+    }
+  }
   if (config_.position_scheme == PositionScheme::kLearned) {
     const WeightTensor* wpe = Find(kPositionEmbeddings);
     if (wpe == nullptr) {

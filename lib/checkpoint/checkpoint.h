@@ -119,6 +119,17 @@ inline constexpr char kFinalNorm[] = "model.norm.weight";
 inline constexpr char kFinalNormBias[] = "model.norm.bias";
 inline constexpr char kLmHeadBias[] = "lm_head.bias";
 inline constexpr char kPositionEmbeddings[] = "transformer.wpe.weight";
+// The embedding module's extras (ModelConfig::embedding_token_type /
+// embedding_layer_norm; F32 after loading):
+//   kTokenTypeEmbeddings "embeddings.token_type_embeddings.weight"
+//                        [type_vocab_size, hidden_size] (BERT, Nomic BERT;
+//                        GGUF token_types.weight)
+//   kEmbedNorm, kEmbedNormBias "embeddings.LayerNorm.{weight,bias}" [hidden_size]
+//                        (BERT embeddings.LayerNorm, Nomic emb_ln, BLOOM
+//                        word_embeddings_layernorm; GGUF token_embd_norm)
+inline constexpr char kTokenTypeEmbeddings[] = "embeddings.token_type_embeddings.weight";
+inline constexpr char kEmbedNorm[] = "embeddings.LayerNorm.weight";
+inline constexpr char kEmbedNormBias[] = "embeddings.LayerNorm.bias";
 // True for the canonical tensors above (the served ones).
 bool IsCanonicalTensor(const std::string& name);
 // True for kEmbedTokens and kLmHead (served in their stored type).

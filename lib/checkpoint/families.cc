@@ -118,7 +118,11 @@ std::vector<FamilyRules> BuildTable() {
     // config's head_dim), interleaved pairs (V2 apply_rotary_emb on
     // view_as_complex; V3 apply_rotary_pos_emb_interleave when
     // rope_interleave, default true), yarn with mscale / mscale_all_dim.
-    FamilyRules f = LlamaLike("deepseek_v3", {"deepseek_v3"}, {}, kNorm);
+    // GGUF deepseek2 (V2, V2-Lite, V3 and R1 files alike; read under the
+    // deepseek_v3 entry): rope.dimension_count = qk_rope_head_dim, yarn with
+    // rope.scaling.yarn_log_multiplier = 0.1 * mscale_all_dim (NORM).
+    FamilyRules f = LlamaLike("deepseek_v3", {"deepseek_v3"}, {"deepseek2"}, kNorm);
+    f.gguf_head_dim_is_rope_dim = true;
     f.head_dim_key = "qk_rope_head_dim";
     f.head_dim_default = 64;
     f.hf_pair_layout = RopePairLayout::kInterleaved;
@@ -126,6 +130,7 @@ std::vector<FamilyRules> BuildTable() {
     t.push_back(f);
     f.name = "deepseek_v2";
     f.hf_model_types = {"deepseek_v2"};
+    f.gguf_archs = {};
     f.hf_interleave_key = nullptr;
     t.push_back(f);
   }
@@ -297,6 +302,238 @@ std::vector<FamilyRules> BuildTable() {
     f.hf_model_types = {"gpt_bigcode"};
     f.hf_architectures = {"GPTBigCodeForCausalLM"};
     f.gguf_archs = {"starcoder"};
+    t.push_back(f);
+  }
+  {
+    // InternLM2 (modeling_internlm2.py of internlm/internlm2-7b,
+    // trust_remote_code): InternLM2ForCausalLM model.tok_embeddings /
+    // model.norm (InternLM2RMSNorm, rms_norm_eps 1e-6) / output, untied,
+    // rotate_half RoPE with rope_scaling (dynamic / linear). GGUF internlm2:
+    // the converter permutes q/k (NORM).
+    FamilyRules f = LlamaLike("internlm2", {"internlm2"}, {"internlm2"}, kNorm);
+    f.hf_architectures = {"InternLM2ForCausalLM"};
+    f.hf_tensors = {{"model.tok_embeddings.weight", kEmbedTokens},
+                    {"model.norm.weight", kFinalNorm},
+                    {"output.weight", kLmHead}};
+    t.push_back(f);
+  }
+  {
+    // EXAONE 3.0 / 3.5 (modeling_exaone.py, trust_remote_code): ExaoneModel
+    // transformer.wte / transformer.ln_f (ExaoneRMSNorm, layer_norm_epsilon
+    // 1e-5) / lm_head, num_layers, rotate_half RoPE (rope_scaling llama3 in
+    // 3.5); ExaoneConfig tie default True. GGUF exaone (NEOX).
+    FamilyRules f = LlamaLike("exaone", {"exaone"}, {"exaone"}, kNeox);
+    f.hf_architectures = {"ExaoneForCausalLM"};
+    f.layers = "num_layers";
+    f.layers_alt = "num_hidden_layers";
+    f.eps = "layer_norm_epsilon";
+    f.eps_default = 1e-5;
+    f.max_positions_default = 2048;
+    f.tie_default = true;
+    f.hf_tensors = {{"transformer.wte.weight", kEmbedTokens},
+                    {"transformer.ln_f.weight", kFinalNorm},
+                    {"lm_head.weight", kLmHead}};
+    t.push_back(f);
+  }
+  {
+    // MiniCPM (modeling_minicpm.py of openbmb/MiniCPM-2B-sft-bf16,
+    // trust_remote_code): MiniCPMModel.forward embed_tokens(ids) *
+    // config.scale_emb (a Python float: one rounding of the product);
+    // MiniCPMForCausalLM.forward lm_head(hidden / (hidden_size /
+    // dim_model_base)); MiniCPMConfig defaults scale_emb 1, dim_model_base
+    // 1, tie True. GGUF minicpm: convert_hf_to_gguf.py MiniCPMModel writes
+    // embedding_scale = scale_emb and logit_scale = hidden_size /
+    // dim_model_base; llama.cpp runs it with llm_build_granite, which
+    // divides the logits by logit_scale (NORM: q/k permuted).
+    FamilyRules f = LlamaLike("minicpm", {"minicpm"}, {"minicpm"}, kNorm);
+    f.hf_architectures = {"MiniCPMForCausalLM"};
+    f.tie_default = true;
+    f.embedding = EmbeddingScaleRule::kConfigKey;
+    f.embedding_key = "scale_emb";
+    f.dim_model_base_key = "dim_model_base";
+    f.gguf_logit_scale = GgufLogitScaleRule::kDivide;
+    t.push_back(f);
+  }
+  {
+    // FalconConfig (modeling_falcon.py; also the RefinedWeb configs of the
+    // first Falcon uploads, with n_layer / n_head): FalconModel
+    // transformer.word_embeddings / transformer.ln_f (nn.LayerNorm with
+    // bias, layer_norm_epsilon 1e-5) / lm_head, tie default True; rotary
+    // (FalconRotaryEmbedding, rotate_half, rope_theta 10000) unless
+    // `alibi` (then build_alibi_tensor, BLOOM's slopes);
+    // max_position_embeddings default 2048. GGUF falcon (NEOX).
+    FamilyRules f = LlamaLike("falcon", {"falcon", "RefinedWebModel", "RefinedWeb"}, {"falcon"},
+                              kNeox);
+    f.hf_architectures = {"FalconForCausalLM", "RWForCausalLM"};
+    f.layers_alt = "n_layer";
+    f.heads_alt = "n_head";
+    f.falcon_kv_heads = true;
+    f.intermediate = nullptr;  // FalconConfig ffn_hidden_size None: 4 * hidden_size
+    f.max_positions_default = 2048;
+    f.norm = NormKind::kLayerNorm;
+    f.eps = "layer_norm_epsilon";
+    f.eps_default = 1e-5;
+    f.tie_default = true;
+    f.alibi_key = "alibi";
+    f.hf_tensors = {{"transformer.word_embeddings.weight", kEmbedTokens},
+                    {"transformer.ln_f.weight", kFinalNorm},
+                    {"transformer.ln_f.bias", kFinalNormBias},
+                    {"lm_head.weight", kLmHead}};
+    t.push_back(f);
+  }
+  {
+    // BloomConfig (modeling_bloom.py): BloomModel.forward
+    // word_embeddings_layernorm(word_embeddings(ids)) (nn.LayerNorm with
+    // bias, layer_norm_epsilon 1e-5), ln_f with bias, tied lm_head, ALiBi
+    // (build_alibi_tensor); n_embed / n_layer / n_head aliases. GGUF bloom:
+    // token_embd_norm, output_norm, ALiBi (max bias 8).
+    FamilyRules f;
+    f.name = "bloom";
+    f.hf_model_types = {"bloom"};
+    f.hf_architectures = {"BloomForCausalLM", "BloomModel"};
+    f.gguf_archs = {"bloom"};
+    f.hidden_alt = "n_embed";
+    f.layers = "n_layer";
+    f.layers_alt = "num_hidden_layers";
+    f.heads = "n_head";
+    f.heads_alt = "num_attention_heads";
+    f.kv_heads = nullptr;
+    f.intermediate = nullptr;
+    f.max_positions = nullptr;
+    f.norm = NormKind::kLayerNorm;
+    f.eps = "layer_norm_epsilon";
+    f.eps_default = 1e-5;
+    f.tie_default = true;
+    f.positions = PositionScheme::kAlibi;
+    f.embedding_layer_norm = true;
+    f.embedding_norm_eps = "layer_norm_epsilon";
+    f.embedding_norm_eps_default = 1e-5;
+    for (const char* prefix : {"transformer.", ""}) {
+      const std::string p = prefix;
+      f.hf_tensors.emplace_back(p + "word_embeddings.weight", kEmbedTokens);
+      f.hf_tensors.emplace_back(p + "word_embeddings_layernorm.weight", kEmbedNorm);
+      f.hf_tensors.emplace_back(p + "word_embeddings_layernorm.bias", kEmbedNormBias);
+      f.hf_tensors.emplace_back(p + "ln_f.weight", kFinalNorm);
+      f.hf_tensors.emplace_back(p + "ln_f.bias", kFinalNormBias);
+    }
+    f.hf_tensors.emplace_back("lm_head.weight", kLmHead);
+    t.push_back(f);
+  }
+  {
+    // MptConfig (modeling_mpt.py): MptModel transformer.wte /
+    // transformer.norm_f (LayerNorm whose bias is set to None: no bias,
+    // layer_norm_epsilon 1e-5), tied lm_head, ALiBi
+    // (build_mpt_alibi_tensor, alibi_bias_max); d_model / n_layers /
+    // n_heads / max_seq_len / expansion_ratio. GGUF mpt: ALiBi with
+    // mpt.attention.max_alibi_bias.
+    FamilyRules f;
+    f.name = "mpt";
+    f.hf_model_types = {"mpt"};
+    f.hf_architectures = {"MPTForCausalLM", "MptForCausalLM"};
+    f.gguf_archs = {"mpt"};
+    f.hidden = "d_model";
+    f.hidden_alt = "hidden_size";
+    f.layers = "n_layers";
+    f.layers_alt = "num_hidden_layers";
+    f.heads = "n_heads";
+    f.heads_alt = "num_attention_heads";
+    f.kv_heads = nullptr;
+    f.intermediate = nullptr;
+    f.intermediate_ratio_key = "expansion_ratio";
+    f.max_positions = "max_seq_len";
+    f.max_positions_default = 2048;
+    f.norm = NormKind::kLayerNorm;
+    f.eps = "layer_norm_epsilon";
+    f.eps_default = 1e-5;
+    f.norm_without_bias = true;
+    f.tie_default = true;
+    f.positions = PositionScheme::kAlibi;
+    f.mpt_attn_config = true;
+    f.hf_tensors = {{"transformer.wte.weight", kEmbedTokens},
+                    {"transformer.norm_f.weight", kFinalNorm},
+                    {"transformer.norm_f.bias", kFinalNormBias},
+                    {"lm_head.weight", kLmHead}};
+    t.push_back(f);
+  }
+  {
+    // BertConfig (modeling_bert.py): BertEmbeddings word + token_type(0) +
+    // position (absolute, position_ids = arange) then LayerNorm
+    // (layer_norm_eps 1e-12); Embed only (BertForMaskedLM's head applies
+    // cls.predictions.transform first). BertForMaskedLM / BertForPreTraining
+    // prefix `bert.`, BertModel none; old checkpoints name the LayerNorm
+    // gamma / beta. GGUF bert: token_types, position_embd, token_embd_norm.
+    FamilyRules f;
+    f.name = "bert";
+    f.hf_model_types = {"bert"};
+    f.hf_architectures = {"BertForMaskedLM", "BertModel", "BertForPreTraining"};
+    f.gguf_archs = {"bert"};
+    f.kv_heads = nullptr;
+    f.norm = NormKind::kNone;
+    f.eps = "layer_norm_eps";
+    f.eps_default = 1e-12;
+    f.tie_default = true;
+    f.positions = PositionScheme::kLearned;
+    f.embedding_token_type = true;
+    f.embedding_layer_norm = true;
+    f.embedding_norm_eps = "layer_norm_eps";
+    f.embedding_norm_eps_default = 1e-12;
+    f.lm_head_unsupported =
+        "its masked-LM head applies cls.predictions.transform (dense + gelu + LayerNorm) before "
+        "the decoder, which vocabd does not implement";
+    for (const char* prefix : {"bert.embeddings.", "embeddings."}) {
+      const std::string p = prefix;
+      f.hf_tensors.emplace_back(p + "word_embeddings.weight", kEmbedTokens);
+      f.hf_tensors.emplace_back(p + "position_embeddings.weight", kPositionEmbeddings);
+      f.hf_tensors.emplace_back(p + "token_type_embeddings.weight", kTokenTypeEmbeddings);
+      f.hf_tensors.emplace_back(p + "LayerNorm.weight", kEmbedNorm);
+      f.hf_tensors.emplace_back(p + "LayerNorm.bias", kEmbedNormBias);
+      f.hf_tensors.emplace_back(p + "LayerNorm.gamma", kEmbedNorm);
+      f.hf_tensors.emplace_back(p + "LayerNorm.beta", kEmbedNormBias);
+    }
+    t.push_back(f);
+  }
+  {
+    // NomicBertConfig (modeling_hf_nomic_bert.py of
+    // nomic-ai/nomic-embed-text-v1.5, trust_remote_code; a GPT2Config):
+    // NomicBertEmbeddings word + token_type(0) (no learned positions when
+    // rotary), then emb_ln (LayerNorm, layer_norm_epsilon) as
+    // NomicBertModel.forward applies it (prenorm false); rotary
+    // (rotary_emb_base 1000, rotary_emb_fraction, half-split when
+    // rotary_emb_interleaved is false); Embed only. GGUF nomic-bert (NEOX).
+    FamilyRules f;
+    f.name = "nomic_bert";
+    f.hf_model_types = {"nomic_bert"};
+    f.hf_architectures = {"NomicBertModel"};
+    f.gguf_archs = {"nomic-bert"};
+    f.hidden = "n_embd";
+    f.hidden_alt = "hidden_size";
+    f.layers = "n_layer";
+    f.layers_alt = "num_hidden_layers";
+    f.heads = "n_head";
+    f.heads_alt = "num_attention_heads";
+    f.kv_heads = nullptr;
+    f.intermediate = nullptr;
+    f.max_positions = "n_positions";
+    f.norm = NormKind::kNone;
+    f.eps = "layer_norm_epsilon";
+    f.eps_default = 1e-5;
+    f.tie_default = true;
+    f.gguf_pair_layout = kNeox;
+    f.theta = "rotary_emb_base";
+    f.theta_default = 1000.0;
+    f.partial = "rotary_emb_fraction";
+    f.partial_default = 0.0;
+    f.nomic_checks = true;
+    f.embedding_token_type = true;
+    f.embedding_layer_norm = true;
+    f.embedding_norm_eps = "layer_norm_epsilon";
+    f.embedding_norm_eps_default = 1e-5;  // GPT2Config default
+    f.lm_head_unsupported =
+        "it is an embedding encoder (NomicBertModel) with no LM head vocabd implements";
+    f.hf_tensors = {{"embeddings.word_embeddings.weight", kEmbedTokens},
+                    {"embeddings.token_type_embeddings.weight", kTokenTypeEmbeddings},
+                    {"emb_ln.weight", kEmbedNorm},
+                    {"emb_ln.bias", kEmbedNormBias}};
     t.push_back(f);
   }
   {

@@ -76,6 +76,18 @@ struct FamilyRules {
   const char* hidden = "hidden_size";
   const char* layers = "num_hidden_layers";
   const char* heads = "num_attention_heads";
+  // Other names the config class accepts for the same size (its
+  // attribute_map or backward-compatible kwargs), read when the key above
+  // is absent: BloomConfig n_embed / n_layer / n_head, the RefinedWeb
+  // configs of Falcon n_layer / n_head, MptConfig hidden_size ...
+  const char* hidden_alt = nullptr;
+  const char* layers_alt = nullptr;
+  const char* heads_alt = nullptr;
+  // FalconConfig: KV heads = num_kv_heads when new_decoder_architecture,
+  // else 1 when multi_query (default true), else num_attention_heads.
+  bool falcon_kv_heads = false;
+  // MptConfig: intermediate = expansion_ratio (default 4) * d_model.
+  const char* intermediate_ratio_key = nullptr;
   const char* kv_heads = "num_key_value_heads";   // nullptr: = heads
   const char* intermediate = "intermediate_size";  // nullptr: n_inner or 4 * hidden
   const char* max_positions = "max_position_embeddings";
@@ -119,12 +131,42 @@ struct FamilyRules {
   const char* embedding_key = nullptr;  // HF key for kConfigKey
   double embedding_default = 1.0;
 
+  // Embedding module beyond the table lookup (BERT-style encoders, BLOOM):
+  // Embed returns LayerNorm(word + token_type_embeddings[0] + position),
+  // the module's output for token_type_ids = 0 (BertEmbeddings.forward,
+  // NomicBertEmbeddings + emb_ln, BloomModel word_embeddings_layernorm).
+  bool embedding_token_type = false;  // adds token_type_embeddings row 0
+  bool embedding_layer_norm = false;  // LayerNorm (weight and bias) after the sum
+  const char* embedding_norm_eps = nullptr;  // HF eps key of that LayerNorm
+  double embedding_norm_eps_default = 1e-12;
+  // Non-null: the LM head is not served (ModelConfig::lm_head_unsupported_reason).
+  const char* lm_head_unsupported = nullptr;
+
+  // ALiBi positions: HF bool key that selects them (Falcon `alibi`), or
+  // always (BLOOM, MPT: positions = kAlibi).
+  const char* alibi_key = nullptr;
+  // MPT: attn_config.alibi must be true and the slopes BLOOM's
+  // (alibi_bias_max 8 with a power-of-two head count), which GetAlibiSlopes
+  // serves; anything else is refused.
+  bool mpt_attn_config = false;
+  // Nomic BERT: rotary_emb_fraction > 0 (else learned positions),
+  // rotary_scaling_factor null, prenorm false (else refused).
+  bool nomic_checks = false;
+  // GGUF: the rotary width is <arch>.rope.dimension_count and is the
+  // head_dim vocabd reports (DeepSeek-V2/V3 MLA: qk_rope_head_dim).
+  bool gguf_head_dim_is_rope_dim = false;
+
   // Head transform (HF keys; nullptr = none). Defaults are the config
   // class's (used when the key is absent; JSON null means none).
   const char* logit_scale_key = nullptr;  // Cohere: logits * logit_scale
   double logit_scale_default = 1.0;
   const char* logits_scaling_key = nullptr;  // Granite: logits / logits_scaling
   double logits_scaling_default = 1.0;
+  // MiniCPM: logits_scaling = hidden_size / dim_model_base (MiniCPMForCausalLM
+  // divides the hidden states by it before lm_head; linear, so the same as
+  // dividing the logits).
+  const char* dim_model_base_key = nullptr;
+  double dim_model_base_default = 1.0;
   const char* softcap_key = nullptr;  // Gemma 2: cap * tanh(logits / cap)
   double softcap_default = 0.0;
   // GGUF head transform.

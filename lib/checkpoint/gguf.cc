@@ -39,9 +39,9 @@ uint64_t ScalarSize(GgufValueType t) {
 
 bool KnownValueType(uint32_t t) { return t <= 12; }
 
-class Reader {
+class GgufReader {
  public:
-  Reader(const uint8_t* data, size_t size, const std::string& file)
+  GgufReader(const uint8_t* data, size_t size, const std::string& file)
       : data_(data), size_(size), file_(file) {}
 
   absl::Status Error(const std::string& rule) const {
@@ -92,7 +92,7 @@ class Reader {
 
 // An integer of type T into both views of v (i: as signed, u: as unsigned).
 template <typename T>
-absl::Status ReadInteger(Reader& r, const std::string& what, GgufValue* v) {
+absl::Status ReadInteger(GgufReader& r, const std::string& what, GgufValue* v) {
   T x{};
   if (auto s = r.Read(what, &x); !s.ok()) return s;
   v->i = static_cast<int64_t>(x);
@@ -100,7 +100,7 @@ absl::Status ReadInteger(Reader& r, const std::string& what, GgufValue* v) {
   return absl::OkStatus();
 }
 
-absl::Status ReadScalar(Reader& r, GgufValueType type, const std::string& what, GgufValue* v) {
+absl::Status ReadScalar(GgufReader& r, GgufValueType type, const std::string& what, GgufValue* v) {
   v->type = type;
   switch (type) {
     case GgufValueType::kU8: return ReadInteger<uint8_t>(r, what, v);
@@ -126,7 +126,7 @@ absl::Status ReadScalar(Reader& r, GgufValueType type, const std::string& what, 
   return absl::OkStatus();
 }
 
-absl::Status ReadValue(Reader& r, uint32_t raw_type, const std::string& key, GgufValue* v) {
+absl::Status ReadValue(GgufReader& r, uint32_t raw_type, const std::string& key, GgufValue* v) {
   if (!KnownValueType(raw_type)) {
     return r.Error(absl::StrCat("metadata key \"", key, "\" has unknown value type ", raw_type,
                                 " (known: 0..12)"));
@@ -222,7 +222,7 @@ const GgufTensorInfo* GgufFile::FindTensor(const std::string& name) const {
 }
 
 absl::StatusOr<GgufFile> ParseGguf(const uint8_t* data, size_t size, const std::string& file_name) {
-  Reader r(data, size, file_name);
+  GgufReader r(data, size, file_name);
   GgufFile out;
   if (size < 4 || std::memcmp(data, "GGUF", 4) != 0) {
     std::string got;

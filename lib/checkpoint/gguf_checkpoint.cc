@@ -98,6 +98,9 @@ std::optional<std::string> CanonicalName(const std::string& name) {
   if (name == "output_norm.weight") return std::string(kFinalNorm);
   if (name == "output_norm.bias") return std::string(kFinalNormBias);
   if (name == "position_embd.weight") return std::string(kPositionEmbeddings);
+  if (name == "token_types.weight") return std::string(kTokenTypeEmbeddings);
+  if (name == "token_embd_norm.weight") return std::string(kEmbedNorm);
+  if (name == "token_embd_norm.bias") return std::string(kEmbedNormBias);
   return std::nullopt;
 }
 
@@ -169,8 +172,6 @@ absl::StatusOr<GgufRopeInput> RopeInputFromGguf(const GgufFile& gguf, const Mapp
   return in;
 }
 
-// Most layers a per-layer RoPE pattern is built for (as hf_config.cc).
-constexpr int kMaxPatternLayers = 1 << 16;
 
 // llama.cpp's per-layer RoPE rules for the family (llama-model.cpp
 // load_hparams and the arch's graph):
@@ -191,9 +192,9 @@ absl::Status GgufLayerRope(const Meta& m, const FamilyRules& f, ModelConfig* c) 
     ASSIGN_OR_RETURN(ov, m.Int(m.Key("attention.sliding_window")));
     if (ov.has_value() && *ov == 0) return absl::OkStatus();
   }
-  if (c->num_hidden_layers > kMaxPatternLayers) {
+  if (c->num_hidden_layers > ModelConfig::kMaxPatternLayers) {
     return m.Error(m.Key("block_count"), absl::StrCat("= ", c->num_hidden_layers,
-                                                      " is more than ", kMaxPatternLayers,
+                                                      " is more than ", ModelConfig::kMaxPatternLayers,
                                                       " layers for a per-layer RoPE pattern"));
   }
   int64_t pattern = f.sliding_window_pattern_default;
@@ -286,6 +287,52 @@ absl::StatusOr<std::unique_ptr<Checkpoint>> LoadGguf(const std::string& path) {
     c.norm_eps = *eps;
   }
   c.position_scheme = f.positions;
+  if (f.embedding_layer_norm) {
+    // llama.cpp: token_embd_norm with <arch>.attention.layer_norm_epsilon
+    // (bert, nomic-bert, bloom).
+    c.embedding_layer_norm = true;
+    c.embedding_token_type = f.embedding_token_type;
+    c.embedding_norm_eps_key = m.Key("attention.layer_norm_epsilon");
+    ASSIGN_OR_RETURN(eps, m.Float(c.embedding_norm_eps_key));
+    if (!eps.has_value()) {
+      return m.Error(c.embedding_norm_eps_key,
+                     absl::StrCat("is required but missing (", f.name,
+                                  " applies a LayerNorm to the embeddings)"));
+    }
+    if (!std::isfinite(*eps) || *eps <= 0.0) {
+      return m.Error(c.embedding_norm_eps_key, absl::StrCat("= ", *eps, " must be finite and > 0"));
+    }
+    c.embedding_norm_eps = *eps;
+  }
+  if (f.lm_head_unsupported != nullptr) {
+    c.lm_head_unsupported_reason = absl::StrCat("architecture \"", *arch,
+                                                "\" is served for Embed only: ",
+                                                f.lm_head_unsupported);
+  }
+  if (f.mpt_attn_config) {
+    // llama.cpp mpt: ALiBi with <arch>.attention.max_alibi_bias; BLOOM's
+    // slopes (GetAlibiSlopes) only for 8 and a power-of-two head count.
+    const std::string key = m.Key("attention.max_alibi_bias");
+    ASSIGN_OR_RETURN(eps, m.Float(key));
+    if (!eps.has_value()) return m.Error(key, "is required but missing (mpt ALiBi)");
+    if (*eps != 8.0) {
+      return m.Error(key, absl::StrCat("= ", *eps, " is not supported (only 8: the slopes "
+                                               "GetAlibiSlopes serves)"));
+    }
+    if (gguf.FindTensor("position_embd.weight") != nullptr) {
+      // llama.cpp adds a learned table when an mpt file has one (MPT
+      // without ALiBi); transformers' MptModel has none.
+      return invalid("tensor \"position_embd.weight\" is present but mpt is served with ALiBi "
+                     "positions only (no learned position table)");
+    }
+    const int h = c.num_attention_heads;
+    if ((h & (h - 1)) != 0) {
+      return m.Error(m.Key("attention.head_count"),
+                     absl::StrCat("= ", h, " is not supported for mpt: with a head count that is "
+                                           "not a power of two its ALiBi slopes differ from the "
+                                           "ones GetAlibiSlopes serves"));
+    }
+  }
   // Embedding multiplier, as llama.cpp's graph applies it to the f32 rows
   // ggml_get_rows returns (no rounding to the table's type).
   c.embedding_scale_rounding = EmbeddingScaleRounding::kFloat32;
@@ -314,6 +361,7 @@ absl::StatusOr<std::unique_ptr<Checkpoint>> LoadGguf(const std::string& path) {
       c.logit_transform.logit_scale = *eps;
     } else {
       c.logit_transform.logits_scaling = *eps;
+      c.logits_scaling_source = key;
     }
   }
   if (f.gguf_softcap) {
@@ -326,6 +374,13 @@ absl::StatusOr<std::unique_ptr<Checkpoint>> LoadGguf(const std::string& path) {
     c.logit_transform.final_logit_softcapping = cap;
   }
 
+  if (f.gguf_head_dim_is_rope_dim && c.position_scheme == PositionScheme::kRope) {
+    // deepseek2 (MLA): attention.key_length is the full q/k width (nope +
+    // rope, or kv_lora_rank + rope); RoPE turns rope.dimension_count of it.
+    const std::string key = m.Key("rope.dimension_count");
+    ASSIGN_OR_RETURN(v, m.PositiveInt(key, std::nullopt));
+    c.head_dim = static_cast<int>(v);
+  }
   if (c.position_scheme == PositionScheme::kRope) {
     // Every <arch>.rope.* key and rope factor tensor is read by
     // RopeParamsFromGguf (lib/positions/rope_gguf.h), the one GGUF -> RoPE mapping.

@@ -38,12 +38,21 @@ namespace vocabd {
 // ("NEOX").
 // gpt2: learned positions (position_embd.weight), no RoPE. gemma:
 // embedding scale sqrt(hidden) (its norm weights are stored +1 already).
-// Supported architectures: llama, qwen2, gemma, gptneox, phi2, phi3, gpt2.
+// Supported architectures: the gguf_archs of the family table
+// (lib/checkpoint/families.h), whose entry gives the norm, multiplier,
+// head, pair layout and per-layer rules. Among them: bert, nomic-bert and
+// bloom add token_embd_norm.{weight,bias} (the embeddings LayerNorm, eps
+// A.attention.layer_norm_epsilon) and bert / nomic-bert token_types.weight;
+// bloom and mpt are ALiBi (mpt: A.attention.max_alibi_bias must be 8, a
+// power-of-two head count, no position_embd); deepseek2's head_dim is
+// A.rope.dimension_count (the MLA key_length is wider).
 //
 // Tensors: token_embd.weight -> model.embed_tokens.weight, output.weight ->
 // lm_head.weight (absent -> tied head), output.bias -> lm_head.bias,
 // output_norm.{weight,bias} -> model.norm.{weight,bias},
-// position_embd.weight -> transformer.wpe.weight. token_embd and output
+// position_embd.weight -> transformer.wpe.weight, token_types.weight ->
+// embeddings.token_type_embeddings.weight, token_embd_norm.{weight,bias}
+// -> embeddings.LayerNorm.{weight,bias}. token_embd and output
 // are served in place from the mapping, never copied or dequantized at
 // load, in any mix of: f32, bf16, f16 (the model converts f16 once into its
 // serving dtype) and the quantized types q4_0, q4_1, q5_0, q5_1, q8_0,

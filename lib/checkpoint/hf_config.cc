@@ -20,9 +20,9 @@ using nlohmann::json;
 
 // Reads typed values out of a JSON object and produces errors that name
 // the file and the (dotted) key.
-class Reader {
+class ConfigReader {
  public:
-  Reader(const json& obj, std::string file, std::string prefix)
+  ConfigReader(const json& obj, std::string file, std::string prefix)
       : obj_(obj), file_(std::move(file)), prefix_(std::move(prefix)) {}
 
   absl::Status Error(absl::string_view key, absl::string_view rule) const {
@@ -114,9 +114,9 @@ class Reader {
 
 absl::StatusOr<RopeScaling> ParseRopeScaling(const json& top, const json& rs,
                                              const std::string& file_name) {
-  Reader top_reader(top, file_name, "");
+  ConfigReader top_reader(top, file_name, "");
   if (!rs.is_object()) return top_reader.WrongType("rope_scaling", rs, "an object or null");
-  Reader r(rs, file_name, "rope_scaling.");
+  ConfigReader r(rs, file_name, "rope_scaling.");
   RopeScaling s;
   std::optional<std::string> type;
   ASSIGN_OR_RETURN(type, r.String("rope_type"));
@@ -164,7 +164,7 @@ absl::StatusOr<RopeScaling> ParseRopeScaling(const json& top, const json& rs,
   return s;
 }
 
-absl::StatusOr<int> PositiveInt(const Reader& r, const char* key, std::optional<int64_t> fallback) {
+absl::StatusOr<int> PositiveInt(const ConfigReader& r, const char* key, std::optional<int64_t> fallback) {
   int64_t v = 0;
   ASSIGN_OR_RETURN(v, r.Int(key, fallback));
   if (v <= 0 || v > std::numeric_limits<int>::max()) {
@@ -176,7 +176,7 @@ absl::StatusOr<int> PositiveInt(const Reader& r, const char* key, std::optional<
 
 // A head/embedding multiplier key: the class default when absent, `none`
 // for JSON null (HF: `if self.config.final_logit_softcapping is not None`).
-absl::StatusOr<double> MultiplierKey(const Reader& r, const json& obj, const char* key,
+absl::StatusOr<double> MultiplierKey(const ConfigReader& r, const json& obj, const char* key,
                                      double class_default, double none) {
   auto it = obj.find(key);
   if (it == obj.end()) return class_default;
@@ -187,7 +187,7 @@ absl::StatusOr<double> MultiplierKey(const Reader& r, const json& obj, const cha
 // Layers with sliding attention: `layer_types` when present (each
 // "sliding_attention" or "full_attention"), else HF's default
 // (i + 1) % sliding_window_pattern != 0.
-absl::StatusOr<std::vector<bool>> SlidingLayers(const Reader& r, int layers, int pattern_default) {
+absl::StatusOr<std::vector<bool>> SlidingLayers(const ConfigReader& r, int layers, int pattern_default) {
   std::vector<bool> sliding(static_cast<size_t>(layers));
   if (const json* types = r.Get("layer_types"); types != nullptr) {
     if (!types->is_array() || types->size() != static_cast<size_t>(layers)) {
@@ -217,7 +217,7 @@ absl::StatusOr<std::vector<bool>> SlidingLayers(const Reader& r, int layers, int
 
 // Llama 4 / SmolLM3 `no_rope_layers` (1 = RoPE, 0 = NoPE; at least one
 // entry per layer), else [(i + 1) % no_rope_layer_interval != 0].
-absl::StatusOr<std::vector<bool>> RopeLayers(const Reader& r, int layers) {
+absl::StatusOr<std::vector<bool>> RopeLayers(const ConfigReader& r, int layers) {
   std::vector<bool> rotary(static_cast<size_t>(layers));
   if (const json* list = r.Get("no_rope_layers"); list != nullptr && !list->empty()) {
     if (!list->is_array() || list->size() < static_cast<size_t>(layers)) {
@@ -244,9 +244,7 @@ absl::StatusOr<std::vector<bool>> RopeLayers(const Reader& r, int layers) {
   return rotary;
 }
 
-// Most layers a per-layer RoPE pattern is built for (published models have
-// <= 128); bounds what a config alone can make vocabd allocate.
-constexpr int kMaxPatternLayers = 1 << 16;
+constexpr int kMaxPatternLayers = ModelConfig::kMaxPatternLayers;
 
 }  // namespace
 
@@ -260,7 +258,7 @@ absl::StatusOr<ModelConfig> ParseHfConfig(const std::string& json_text,
     return absl::InvalidArgumentError(
         absl::StrCat(file_name, ": top level is a JSON ", root.type_name(), ", not an object"));
   }
-  Reader top(root, file_name, "");
+  ConfigReader top(root, file_name, "");
   // Composite models (Llava, ...): the language model's keys sit in a
   // nested `text_config`.
   const json* text = top.Get("text_config");
@@ -268,7 +266,7 @@ absl::StatusOr<ModelConfig> ParseHfConfig(const std::string& json_text,
     return top.WrongType("text_config", *text, "an object");
   }
   const json& obj = text != nullptr ? *text : root;
-  Reader r(obj, file_name, text != nullptr ? "text_config." : "");
+  ConfigReader r(obj, file_name, text != nullptr ? "text_config." : "");
   ModelConfig c;
 
   std::optional<std::string> model_type;
@@ -292,17 +290,39 @@ absl::StatusOr<ModelConfig> ParseHfConfig(const std::string& json_text,
   c.family = f.name;
 
   ASSIGN_OR_RETURN(c.vocab_size, r.Int("vocab_size", f.vocab_default > 0 ? std::optional<int64_t>(f.vocab_default) : std::nullopt));
+  // A size under its key, else under the config class's other name for it.
+  auto size_key = [&r](const char* key, const char* alt) {
+    return alt != nullptr && r.Get(key) == nullptr && r.Get(alt) != nullptr ? alt : key;
+  };
+  const char* hidden_key = size_key(f.hidden, f.hidden_alt);
+  const char* layers_key = size_key(f.layers, f.layers_alt);
+  const char* heads_key = size_key(f.heads, f.heads_alt);
   int hidden = 0;
-  ASSIGN_OR_RETURN(hidden, PositiveInt(r, f.hidden, std::nullopt));
+  ASSIGN_OR_RETURN(hidden, PositiveInt(r, hidden_key, std::nullopt));
   c.hidden_size = hidden;
   int64_t v = 0;
-  ASSIGN_OR_RETURN(v, r.Int(f.layers, std::nullopt));
+  ASSIGN_OR_RETURN(v, r.Int(layers_key, std::nullopt));
   if (v < 0 || v > std::numeric_limits<int>::max()) {
-    return r.Error(f.layers, absl::StrCat("= ", v, " is out of range"));
+    return r.Error(layers_key, absl::StrCat("= ", v, " is out of range"));
   }
   c.num_hidden_layers = static_cast<int>(v);
-  ASSIGN_OR_RETURN(c.num_attention_heads, PositiveInt(r, f.heads, f.heads_default > 0 ? std::optional<int64_t>(f.heads_default) : std::nullopt));
-  if (f.kv_heads != nullptr) {
+  ASSIGN_OR_RETURN(c.num_attention_heads, PositiveInt(r, heads_key, f.heads_default > 0 ? std::optional<int64_t>(f.heads_default) : std::nullopt));
+  if (f.falcon_kv_heads) {
+    // FalconConfig / FalconAttention: num_kv_heads if new_decoder_architecture,
+    // else 1 if multi_query, else num_attention_heads.
+    bool new_arch = false, multi_query = true;
+    ASSIGN_OR_RETURN(new_arch, r.Bool("new_decoder_architecture", false));
+    ASSIGN_OR_RETURN(multi_query, r.Bool("multi_query", true));
+    if (new_arch) {
+      // RefinedWeb configs (falcon-40b's first upload) name it n_head_kv.
+      const char* kv_key = r.Get("num_kv_heads") == nullptr && r.Get("n_head_kv") != nullptr
+                               ? "n_head_kv"
+                               : "num_kv_heads";
+      ASSIGN_OR_RETURN(c.num_key_value_heads, PositiveInt(r, kv_key, c.num_attention_heads));
+    } else {
+      c.num_key_value_heads = multi_query ? 1 : c.num_attention_heads;
+    }
+  } else if (f.kv_heads != nullptr) {
     ASSIGN_OR_RETURN(c.num_key_value_heads,
                      PositiveInt(r, f.kv_heads,
                                  f.kv_heads_default > 0 ? f.kv_heads_default : c.num_attention_heads));
@@ -314,10 +334,16 @@ absl::StatusOr<ModelConfig> ParseHfConfig(const std::string& json_text,
   ASSIGN_OR_RETURN(c.head_dim, PositiveInt(r, f.head_dim_key, head_dim_default));
   if (f.intermediate != nullptr) {
     ASSIGN_OR_RETURN(c.intermediate_size, r.Int(f.intermediate, f.intermediate_default > 0 ? std::optional<int64_t>(f.intermediate_default) : std::nullopt));
+  } else if (f.intermediate_ratio_key != nullptr) {
+    int64_t ratio = 0;
+    ASSIGN_OR_RETURN(ratio, r.Int(f.intermediate_ratio_key, int64_t{4}));
+    c.intermediate_size = ratio * c.hidden_size;
   } else {
     ASSIGN_OR_RETURN(c.intermediate_size, r.Int("n_inner", 4 * c.hidden_size));  // gpt2
   }
-  ASSIGN_OR_RETURN(c.max_position_embeddings, r.Int(f.max_positions, f.max_positions_default > 0 ? std::optional<int64_t>(f.max_positions_default) : std::nullopt));
+  if (f.max_positions != nullptr) {
+    ASSIGN_OR_RETURN(c.max_position_embeddings, r.Int(f.max_positions, f.max_positions_default > 0 ? std::optional<int64_t>(f.max_positions_default) : std::nullopt));
+  }
   ASSIGN_OR_RETURN(c.norm_eps, r.Double(f.eps, f.eps_default));
   c.final_norm_kind = f.norm;
   c.norm_eps_key = f.norm == NormKind::kNone ? "" : f.eps;
@@ -407,6 +433,110 @@ absl::StatusOr<ModelConfig> ParseHfConfig(const std::string& json_text,
         "model_type \"", *model_type,
         "\" is served for Embed only: its masked-LM head applies lm_head.dense + gelu + "
         "lm_head.layer_norm before the decoder and bias, which vocabd does not implement");
+  }
+
+  if (f.embedding_layer_norm) {
+    c.embedding_layer_norm = true;
+    c.embedding_token_type = f.embedding_token_type;
+    c.embedding_norm_eps_key = f.embedding_norm_eps;
+    ASSIGN_OR_RETURN(c.embedding_norm_eps, r.Double(f.embedding_norm_eps, f.embedding_norm_eps_default));
+    if (!std::isfinite(c.embedding_norm_eps) || c.embedding_norm_eps <= 0.0) {
+      return r.Error(f.embedding_norm_eps,
+                     absl::StrCat("= ", c.embedding_norm_eps, " must be finite and > 0"));
+    }
+  }
+  if (f.embedding_layer_norm && f.positions == PositionScheme::kLearned && !f.roberta) {
+    // BertEmbeddings: position_ids = arange (no padding offset).
+    std::optional<std::string> type;
+    ASSIGN_OR_RETURN(type, r.String("position_embedding_type"));
+    if (type.has_value() && *type != "absolute") {
+      return r.Error("position_embedding_type",
+                     absl::StrCat("= \"", *type, "\" is not supported (only \"absolute\": a learned "
+                                  "table added to the embeddings)"));
+    }
+  }
+  if (f.embedding_token_type) {
+    int64_t types = 0;
+    ASSIGN_OR_RETURN(types, r.Int("type_vocab_size", int64_t{2}));
+    if (types <= 0) {
+      return r.Error("type_vocab_size",
+                     absl::StrCat("= ", types, " must be > 0 (", f.name,
+                                  " adds token_type_embeddings row 0 to every token)"));
+    }
+  }
+  if (f.lm_head_unsupported != nullptr) {
+    c.lm_head_unsupported_reason =
+        absl::StrCat("model_type \"", *model_type, "\" is served for Embed only: ", f.lm_head_unsupported);
+  }
+  if (f.dim_model_base_key != nullptr) {
+    // MiniCPMForCausalLM.forward: lm_head(hidden_states / (hidden_size / dim_model_base)).
+    double base = 0.0;
+    ASSIGN_OR_RETURN(base, r.Double(f.dim_model_base_key, f.dim_model_base_default));
+    if (!std::isfinite(base) || base <= 0.0) {
+      return r.Error(f.dim_model_base_key, absl::StrCat("= ", base, " must be finite and > 0"));
+    }
+    head.logits_scaling = static_cast<double>(c.hidden_size) / base;
+    c.logits_scaling_source = absl::StrCat("hidden_size / ", f.dim_model_base_key);
+  } else if (f.logits_scaling_key != nullptr) {
+    c.logits_scaling_source = f.logits_scaling_key;
+  }
+  if (f.alibi_key != nullptr) {
+    bool alibi = false;
+    ASSIGN_OR_RETURN(alibi, r.Bool(f.alibi_key, false));
+    if (alibi) c.position_scheme = PositionScheme::kAlibi;
+  }
+  if (f.mpt_attn_config) {
+    // MptModel builds ALiBi with build_mpt_alibi_tensor(num_heads, ..., alibi_bias_max);
+    // its slopes equal BLOOM's (GetAlibiSlopes) for alibi_bias_max 8 and a
+    // power-of-two head count only.
+    const json* attn = r.Get("attn_config");
+    if (attn != nullptr && !attn->is_object()) return r.WrongType("attn_config", *attn, "an object");
+    const json empty = json::object();
+    Reader a(attn != nullptr ? *attn : empty, file_name, "attn_config.");
+    bool alibi = true;
+    ASSIGN_OR_RETURN(alibi, a.Bool("alibi", true));
+    if (!alibi) {
+      return a.Error("alibi", "= false is not supported (vocabd serves MPT with ALiBi positions, "
+                              "as transformers' MptModel applies them)");
+    }
+    double bias_max = 8.0;
+    ASSIGN_OR_RETURN(bias_max, a.Double("alibi_bias_max", 8.0));
+    if (bias_max != 8.0) {
+      return a.Error("alibi_bias_max",
+                     absl::StrCat("= ", bias_max, " is not supported (only 8: the slopes "
+                                  "GetAlibiSlopes serves)"));
+    }
+    const int h = c.num_attention_heads;
+    if ((h & (h - 1)) != 0) {
+      return r.Error(heads_key, absl::StrCat("= ", h, " is not supported for MPT: with a head count "
+                                             "that is not a power of two its ALiBi slopes differ "
+                                             "from the ones GetAlibiSlopes serves"));
+    }
+  }
+  if (f.nomic_checks) {
+    double fraction = 0.0;
+    ASSIGN_OR_RETURN(fraction, r.Double("rotary_emb_fraction", 0.0));
+    if (!(fraction > 0.0)) {
+      return r.Error("rotary_emb_fraction",
+                     absl::StrCat("= ", fraction, " is not supported (only rotary Nomic BERT "
+                                  "models, rotary_emb_fraction > 0)"));
+    }
+    if (const json* s = r.Get("rotary_scaling_factor"); s != nullptr) {
+      return r.Error("rotary_scaling_factor",
+                     absl::StrCat("= ", s->dump(), " is not supported (only null: no dynamic NTK "
+                                  "scaling)"));
+    }
+    bool prenorm = false;
+    ASSIGN_OR_RETURN(prenorm, r.Bool("prenorm", false));
+    if (prenorm) {
+      return r.Error("prenorm", "= true is not supported (emb_ln is then not applied to the "
+                                "embeddings)");
+    }
+    bool interleaved = false;
+    ASSIGN_OR_RETURN(interleaved, r.Bool("rotary_emb_interleaved", false));
+    if (interleaved) {
+      return r.Error("rotary_emb_interleaved", "= true is not supported (only half-split pairs)");
+    }
   }
 
   RopeParams& rope = c.rope;

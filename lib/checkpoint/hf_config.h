@@ -45,6 +45,10 @@ namespace vocabd {
 //     is not served (ModelConfig::lm_head_unsupported_reason): the MLM head's
 //     dense + gelu + layer_norm before the decoder is not implemented, so
 //     ComputeLogits / Score answer FAILED_PRECONDITION.
+// The other families (qwen3, gemma2/3, phi3, deepseek, granite, cohere,
+// starcoder2, internlm2, exaone, minicpm, falcon, bloom, mpt, bert,
+// nomic_bert, ...) and their keys, defaults and rules are the entries of
+// lib/checkpoint/families.h; docs/models.md has the table.
 // A nested `text_config` object (composite models) is read instead of the
 // top level; its tie_word_embeddings wins over a top-level one.
 //

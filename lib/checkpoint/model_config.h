@@ -40,7 +40,8 @@ struct LayerRope {
 // What the LM head does to the logits after the matmul (and lm_head.bias),
 // in transformers' order, before temperature / masking / log-softmax:
 //   logits = logits * logit_scale                 (Cohere `logit_scale`)
-//   logits = logits / logits_scaling              (Granite `logits_scaling`)
+//   logits = logits / logits_scaling              (Granite `logits_scaling`;
+//                                                  MiniCPM hidden_size / dim_model_base)
 //   logits = cap * tanh(logits / cap)             (Gemma 2 `final_logit_softcapping`)
 // Defaults are the identity (scale 1, scaling 1, cap 0 = none).
 struct LogitTransform {
@@ -87,11 +88,27 @@ struct ModelConfig {
   std::string embedding_scale_source;
   // How the product is rounded (lib/embedding/embedding_scale.h).
   EmbeddingScaleRounding embedding_scale_rounding = EmbeddingScaleRounding::kScaleAndProduct;
+  // The embedding module beyond the lookup (BERT, Nomic BERT, BLOOM): Embed
+  // adds token_type_embeddings row 0 (token_type_ids = 0) after the scaled
+  // rows and before the learned position row, then applies a LayerNorm
+  // (weight + bias, eps embedding_norm_eps, from the key
+  // embedding_norm_eps_key) to the sum. Off for every decoder family except
+  // BLOOM (word_embeddings_layernorm).
+  bool embedding_token_type = false;
+  bool embedding_layer_norm = false;
+  double embedding_norm_eps = 0.0;
+  std::string embedding_norm_eps_key;
+  // Where logit_transform.logits_scaling comes from ("logits_scaling",
+  // "hidden_size / dim_model_base", GGUF "<arch>.logit_scale"); empty = 1.
+  std::string logits_scaling_source;
   // Applied to the logits by every ComputeLogits / Score call.
   LogitTransform logit_transform;
   // Per-layer RoPE, [num_hidden_layers] entries, or empty when every layer
   // uses `rope` (RopeOfLayer).
   std::vector<LayerRope> layer_rope;
+  // Most layers a per-layer RoPE pattern is built for (published models have
+  // <= 128); bounds what a config alone can make vocabd allocate.
+  static constexpr int kMaxPatternLayers = 1 << 16;
   // Learned absolute positions: token position p reads row p + this
   // (RoBERTa-style tables: padding_idx + 1; GPT-2: 0).
   int64_t learned_position_offset = 0;

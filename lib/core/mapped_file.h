@@ -12,8 +12,9 @@
 // the caller discards what it computed and answers an error instead. The
 // descriptor stays open so CheckIntact() can fstat the very inode that is
 // mapped: a changed size or modification time is reported even before any
-// fault. A file REPLACED by rename (the safe way, see README "Replacing
-// model files") leaves the old inode and this mapping intact.
+// fault. A file REPLACED by rename (the safe way, see docs/models.md, "Model
+// repository": "Replacing model files safely") leaves the old inode and this
+// mapping intact.
 #ifndef VOCABD_LIB_CORE_MAPPED_FILE_H_
 #define VOCABD_LIB_CORE_MAPPED_FILE_H_
 

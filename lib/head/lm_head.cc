@@ -323,6 +323,9 @@ absl::StatusOr<std::unique_ptr<LmHead>> LmHead::Create(const Options& options) {
         absl::StrCat("LmHead: weights_dtype = ", std::string(DTypeName(options.weights_dtype)),
                      " is not supported (F32 or BF16)"));
   }
+  // A bad option is INVALID_ARGUMENT whatever this CPU has: validated
+  // before the capability checks below.
+  if (absl::StatusOr<std::string> env = KernelEnv(); !env.ok()) return env.status();
   if (options.weights_dtype == DType::kBF16 && !Bf16Supported()) {
     return absl::FailedPreconditionError(
         "LmHead: BF16 weights need a CPU with AVX512-BF16 or AMX (oneDNN effective ISA has "

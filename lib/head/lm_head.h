@@ -6,14 +6,14 @@
 //           strides {1, hidden_size}, i.e. format "ba", no copy)
 //   logits  [M, vocab_size]           F32, row-major
 //
-// BF16 weights: oneDNN matmul with bf16 src and weights, f32 accumulation
-// and f32 dst. The F32 hidden rows are rounded to bf16 (nearest even) per
-// call, so each product carries both roundings; the measured error bound vs
-// float64 is documented in README.md ("Scoring performance") and asserted by
-// tests/lib/head/lm_head_contract_test.cc and lm_head_kernel_test.cc. Only
-// offered where the CPU has native bf16 dot products (AVX512-BF16 or AMX;
-// see Bf16Supported()); elsewhere Create returns FAILED_PRECONDITION so the
-// caller can fall back to F32.
+// BF16 weights: oneDNN matmul with bf16 src and weights, f32 accumulation and
+// f32 dst. The F32 hidden rows are rounded to bf16 (nearest even) per call, so
+// each product carries both roundings; the measured error bound vs float64 is
+// documented in docs/models.md ("BF16 weights and the numerical contract") and
+// asserted by tests/lib/head/lm_head_contract_test.cc and
+// lm_head_kernel_test.cc. Only offered where the CPU has native bf16 dot
+// products (AVX512-BF16 or AMX; see Bf16Supported()); elsewhere Create returns
+// FAILED_PRECONDITION so the caller can fall back to F32.
 //
 // Primitives use scratchpad_mode::user, so any thread may call Compute
 // concurrently: each call creates its own memory objects for the actual M,
@@ -29,9 +29,10 @@
 //
 // vocabd's own kernels for small M (lib/head/lm_head_kernel.h). oneDNN 2.6's
 // M = 1 and small-M kernels on this transposed weights layout run far below
-// memory bandwidth (README "Scoring performance"), so Compute with rows <=
-// small_rows_max() runs vocabd's kernels instead: one pass over the weights,
-// the vocabulary split in chunks over the OpenMP threads (lib/core/parallel.h).
+// memory bandwidth (docs/performance.md, "Head kernels (head_bench)"), so
+// Compute with rows <= small_rows_max() runs vocabd's kernels instead: one
+// pass over the weights, the vocabulary split in chunks over the OpenMP
+// threads (lib/core/parallel.h).
 //   F32:  AVX-512 FMA register tiles (AVX512F), up to kDefaultSmallRowsMax.
 //   BF16: AMX tiles (AMX-BF16, hidden_size % 32 == 0, tile state granted by
 //         Linux) up to kDefaultAmxRowsMax; else vdpbf16ps register tiles
@@ -92,15 +93,15 @@ class LmHead {
     // BF16 weights: run vocabd's kernel on AMX tiles where the CPU and OS
     // allow it and hidden_size % 32 == 0 (false: the AVX512_BF16 kernel).
     bool allow_amx = true;
-    // Set: `weights` are ggml-quantized rows read in place (issue 16):
+    // Set: `weights` are ggml-quantized rows read in place (quant_kernel.h):
     // vocab_size rows of hidden_size / block_size blocks of this type
     // (lib/quant/ggml_blocks.h), weights_dtype is ignored.
     std::optional<quant::GgmlType> weights_quant;
   };
   // The measured crossovers against oneDNN's fixed-M primitives, per CPU
-  // feature set (DefaultSmallRowsMax)
-  // (bench/head_bench --paths, Llama-3 head, 2 cores; README "Scoring
-  // performance"): above them oneDNN is faster. F32 kernel vs
+  // feature set (DefaultSmallRowsMax) (bench/head_bench --paths, Llama-3
+  // head, 2 cores; docs/performance.md, "Crossovers per CPU feature set"):
+  // above them oneDNN is faster. F32 kernel vs
   // brg:avx512_core: 1.15x at 12 rows, 1.02x at 16, 0.88x at 24. AMX kernel
   // vs brg:avx512_core_amx: 1.11x at 224, 0.88x at 256. The vdpbf16ps kernel
   // (no AMX) uses the F32 bound (1.11x at 8 rows, 0.77x at 16 against
@@ -108,9 +109,9 @@ class LmHead {
   static constexpr int64_t kDefaultSmallRowsMax = 16;
   static constexpr int64_t kDefaultAmxRowsMax = 224;
   // The same measurement on a CPU with AVX512_BF16 and no AMX (2-core AMD
-  // Zen 5 VM, heavily loaded, README "Scoring performance"): F32 kernel vs
-  // brg:avx512_core 0.89x at 8 rows, 0.81x at 16; the vdpbf16ps kernel vs
-  // brg:avx512_core_bf16 1.20x at 8, 0.94x at 16.
+  // Zen 5 VM, heavily loaded; docs/performance.md, "Crossovers per CPU
+  // feature set"): F32 kernel vs brg:avx512_core 0.89x at 8 rows, 0.81x at
+  // 16; the vdpbf16ps kernel vs brg:avx512_core_bf16 1.20x at 8, 0.94x at 16.
   static constexpr int64_t kDefaultF32NoAmxRowsMax = 8;
   static constexpr int64_t kDefaultBf16NoAmxRowsMax = 12;
   // The crossover for this CPU's feature set (what small_rows_max = -1

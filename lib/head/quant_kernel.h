@@ -1,4 +1,4 @@
-// LM-head kernels on ggml-quantized weights, read in place (issue 16):
+// LM-head kernels on ggml-quantized weights, read in place:
 //
 //   logits[M, vocab] = hidden[M, d] x W^T,  W = vocab rows of d / QK blocks
 //

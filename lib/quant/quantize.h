@@ -24,7 +24,7 @@
 // ggml's k-quant reference additionally searches each sub-block's scale
 // (make_qkx2_quants / make_qx_quants) and so is a little more accurate;
 // these simple roundings are within the per-type bounds of
-// tests/lib/quant/quantize_test.cc.
+// tests/lib/quant/quant_test.cc (QuantizeTest.RoundTripErrorBounds).
 #ifndef VOCABD_LIB_QUANT_QUANTIZE_H_
 #define VOCABD_LIB_QUANT_QUANTIZE_H_
 

@@ -1,6 +1,7 @@
 // A bounded pool of worker threads for work that must not run on gRPC
 // reactor threads (the LM-head GEMM). Submit never blocks: a full queue is
-// RESOURCE_EXHAUSTED. The dynamic batcher (scoring issue) sits in front.
+// RESOURCE_EXHAUSTED. The dynamic batcher (dynamic_batcher.h) sits in front
+// of it for the LM head.
 //
 // The queue holds tasks waiting for a worker (running tasks are not counted).
 // Tasks run in FIFO order; with num_threads > 1 they may run concurrently.

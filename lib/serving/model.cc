@@ -421,6 +421,20 @@ absl::Status Model::EmbedInto(const EmbedInput& input,
       ScaleRowsInDType(out, num_floats, scale, DType::kF32);
       break;
   }
+  if (cfg.embedding_token_type) {
+    // BertEmbeddings.forward: inputs_embeds + token_type_embeddings(0), then
+    // the position row (token_type_ids default to zeros).
+    const WeightTensor* types = checkpoint_->Find(kTokenTypeEmbeddings);
+    if (types == nullptr || types->dtype != DType::kF32) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("model '", name_, "' has no token type table ", kTokenTypeEmbeddings));
+    }
+    const float* type_row = types->f32();
+    for (size_t t = 0; t < ids.size(); ++t) {
+      float* row = out + t * hidden;
+      for (int64_t j = 0; j < hidden; ++j) row[j] += type_row[j];
+    }
+  }
   if (positions_mode == AbsolutePositionsMode::kSinusoidal) {
     AddSinusoidalPositions(out, static_cast<int64_t>(ids.size()), hidden, positions);
   } else if (positions_mode == AbsolutePositionsMode::kLearned) {
@@ -429,6 +443,19 @@ absl::Status Model::EmbedInto(const EmbedInput& input,
       const float* pos_row = learned->f32() + learned_rows[t] * hidden;
       for (int64_t j = 0; j < hidden; ++j) row[j] += pos_row[j];
     }
+  }
+  if (cfg.embedding_layer_norm) {
+    // BertEmbeddings.LayerNorm / Nomic emb_ln / BLOOM word_embeddings_layernorm
+    // (nn.LayerNorm with bias, fp32; lib/head/norm.h).
+    const WeightTensor* weight = checkpoint_->Find(kEmbedNorm);
+    const WeightTensor* bias = checkpoint_->Find(kEmbedNormBias);
+    if (weight == nullptr || bias == nullptr || weight->dtype != DType::kF32 ||
+        bias->dtype != DType::kF32) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("model '", name_, "' has no embedding LayerNorm ", kEmbedNorm));
+    }
+    LayerNorm(out, static_cast<int64_t>(ids.size()), hidden, weight->f32(), bias->f32(),
+              cfg.embedding_norm_eps, out);
   }
   return checkpoint_->CheckFiles();  // a file truncated meanwhile: discard (read zeros)
 }

@@ -1,9 +1,9 @@
 // The memory bound per RPC (--max-request-memory-bytes): before a handler
 // allocates anything sized by the request, it computes from the request's
 // declared sizes the bytes the call's work will hold at its peak and refuses
-// the call above the budget. The formulas (also in README "Request memory
-// bound"), with saturating int64 arithmetic (a product past INT64_MAX is
-// INT64_MAX, so it is always refused):
+// the call above the budget. The formulas (also in docs/operating.md,
+// "Request memory bound"), with saturating int64 arithmetic (a product past
+// INT64_MAX is INT64_MAX, so it is always refused):
 //
 //   Embed / EmbedStream message (T tokens, P explicit position ids,
 //   H hidden_size, s output dtype bytes):

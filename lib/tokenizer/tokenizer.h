@@ -1,6 +1,6 @@
 // A model's tokenizer: text <-> token ids, and the vocabulary itself.
 //
-// Loaded with the model from what the checkpoint carries (issue 14):
+// Loaded with the model from what the checkpoint carries:
 //   GGUF tokenizer.ggml.*  model "llama" (SentencePiece-style, scores, byte
 //                          fallback), "t5" (SentencePiece Unigram),
 //                          "gpt2" (byte-level BPE, merges,

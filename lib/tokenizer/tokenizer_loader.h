@@ -1,4 +1,4 @@
-// Loading a model's tokenizer from what its checkpoint carries (issue 14).
+// Loading a model's tokenizer from what its checkpoint carries.
 //
 //   path given to LoadTokenizer          what is read
 //   ---------------------------------    -----------------------------------

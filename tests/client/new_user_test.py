@@ -1,4 +1,5 @@
-"""What a new user tripped over (issue 15), against the built vocabd and vocabctl.
+"""vocabd and vocabctl as a first-time user meets them: the built binaries, run
+from outside the checkout.
 
 Run by ctest (vocabctl_new_user_test) with VOCABD_BINARY, VOCABCTL_BINARY,
 VOCABD_SOURCE_DIR and PYTHONPATH set (tests/CMakeLists.txt); the process
@@ -200,7 +201,8 @@ def test_models_lists_repository_folders_and_failure_reasons(repository):
 def certs():
     import tempfile
     d = tempfile.mkdtemp(prefix="vocabd-certs-")
-    # The README recipe; the server certificate names DNS:vocabd only (no IP SAN).
+    # The recipe of docs/operating.md ("TLS, mTLS and tokens"); the server
+    # certificate names DNS:vocabd only (no IP SAN).
     subprocess.run(["sh", os.path.join(SOURCE_DIR, "deploy", "make-certs.sh"), d, "DNS:vocabd"],
                    check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     yield d

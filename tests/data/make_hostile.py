@@ -194,7 +194,7 @@ gguf_case("gguf_tensors_overlap", "INVALID_ARGUMENT", ["overlaps tensor \"token_
                        tinfo("output_norm.weight", [H], 0, 480)]))
 gguf_case("gguf_truncated", "INVALID_ARGUMENT", ["metadata_kv_count 6 is larger than the 16 bytes left"],
           gguf()[:40])
-# Quantized tables (issue 16): the row/block rules, truncated block data,
+# Quantized tables: the row/block rules, truncated block data,
 # unknown and unserved ggml types. Each message names the tensor, the type
 # and the rule.
 NORM_T = tinfo("output_norm.weight", [H], 0, 0)
@@ -271,8 +271,8 @@ cfg_case("cfg_rope_scaling_list", "INVALID_ARGUMENT",
          ["key \"rope_scaling\" must be an object or null"], cfg(rope_scaling=[1]))
 cfg_case("cfg_not_json", "INVALID_ARGUMENT", ["not valid JSON"], "{\"model_type\": ")
 cfg_case("cfg_top_level_array", "INVALID_ARGUMENT", ["top level is a JSON array"], "[]")
-cfg_case("cfg_unsupported_model_type", "INVALID_ARGUMENT", ["\"bert\" is not supported"],
-         cfg(model_type="bert"))
+cfg_case("cfg_unsupported_model_type", "INVALID_ARGUMENT", ["\"t5\" is not supported"],
+         cfg(model_type="t5"))
 cfg_case("cfg_heads_not_dividing", "INVALID_ARGUMENT",
          ["num_key_value_heads = 3 does not divide num_attention_heads = 2"],
          cfg(num_key_value_heads=3))

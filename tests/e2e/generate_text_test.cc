@@ -1,4 +1,4 @@
-// examples/generate_text (the README quick-start example) run as a process
+// examples/generate_text (README.md, "Who does what") run as a process
 // against a live vocabd: Tokenize -> blocks locally with Embed, ApplyRope,
 // Score -> incremental Detokenize. Its output must be the greedy stories260K
 // text (../shared/models/stories260K/greedy_t0_n256.txt, llama2.c run.c -t 0

@@ -1,9 +1,9 @@
-// End-to-end check of the Foundation issue: a test-side tiny Llama runner
-// (tests/e2e/tiny_llama.h) whose embedding, RoPE and LM head come either
-// from lib/ directly or from the vocabd gRPC service must reproduce the
-// greedy stories260K sample (../shared/models/stories260K/greedy_t0_n256.txt,
-// llama2.c run.c -t 0 -n 256) byte for byte, from the llama2.c `.bin`
-// (INTERLEAVED RoPE) and from the HF safetensors form (HALF_SPLIT RoPE).
+// End-to-end check of the service's two ends and RoPE: a test-side tiny Llama
+// runner (tests/e2e/tiny_llama.h) whose embedding, RoPE and LM head come either
+// from lib/ directly or from the vocabd gRPC service must reproduce the greedy
+// stories260K sample (../shared/models/stories260K/greedy_t0_n256.txt, llama2.c
+// run.c -t 0 -n 256) byte for byte, from the llama2.c `.bin` (INTERLEAVED RoPE)
+// and from the HF safetensors form (HALF_SPLIT RoPE).
 // A wrong RoPE pair layout must NOT reproduce it (the test can fail).
 
 #include <algorithm>

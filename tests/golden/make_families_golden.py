@@ -50,7 +50,11 @@ def case(name, **kw):
          "norm": "rms", "eps_key": "rms_norm_eps", "one_plus": False, "norm_bias": False,
          "layout": "HALF_SPLIT", "gguf_layout": "HALF_SPLIT", "layers": "uniform",
          "embed": "one", "names": "llama", "tie_default": False, "positions": "rope",
-         "pair": None, "rope_head_dim_key": "head_dim"}
+         "pair": None, "rope_head_dim_key": "head_dim", "layers_key": "num_hidden_layers",
+         "heads_key": "num_attention_heads", "hidden_key": "hidden_size",
+         "kv_key": "num_key_value_heads", "eps_default": None,
+         "theta_key": "rope_theta", "partial_key": "partial_rotary_factor",
+         "embed_extra": None, "head": True, "gguf_key_length": None}
     extra = kw.pop("extra_overrides", {})
     c.update(kw)
     c["overrides"].update(extra)
@@ -98,7 +102,10 @@ CASES = [
                                            "long_factor": [2.0, 3.0, 5.0]}}),
     # DeepseekV3: RoPE on qk_rope_head_dim (apply_rotary_pos_emb_interleave),
     # yarn with mscale / mscale_all_dim.
+    # GGUF deepseek2: attention.key_length = qk_nope + qk_rope (16),
+    # rope.dimension_count = qk_rope_head_dim, yarn_log_multiplier (NORM).
     case("deepseek_v3", layout="INTERLEAVED", rope_head_dim_key="qk_rope_head_dim",
+         gguf_arch="deepseek2", gguf_layout="INTERLEAVED", gguf_key_length=16,
          extra_overrides={"qk_rope_head_dim": HD, "qk_nope_head_dim": 8, "v_head_dim": 8,
                           "kv_lora_rank": 8, "q_lora_rank": 8, "num_key_value_heads": HEADS,
                           "rope_scaling": {"beta_fast": 32, "beta_slow": 1, "factor": 40,
@@ -151,6 +158,76 @@ CASES = [
 CASES[-1]["overrides"] = {"vocab_size": V, "n_embd": H, "n_layer": 2, "n_head": HEADS,
                           "n_inner": 32, "n_positions": 32, "bos_token_id": 1, "eos_token_id": 2}
 
+SPECIAL = {"bos_token_id": 1, "eos_token_id": 2, "pad_token_id": 0}
+CASES += [
+    # InternLM2ForCausalLM (modeling_internlm2.py, internlm/internlm2_5-7b-chat):
+    # model.tok_embeddings / model.norm (InternLM2RMSNorm) / output;
+    # InternLM2RotaryEmbedding + rotate_half, dynamic NTK scaling
+    # (InternLM2DynamicNTKScalingRotaryEmbedding; no change below
+    # max_position_embeddings). GGUF internlm2: q/k permuted (NORM).
+    case("internlm2", gguf_arch="internlm2", gguf_layout="INTERLEAVED", names="internlm2"),
+    # ExaoneForCausalLM (modeling_exaone.py): transformer.wte /
+    # transformer.ln_f (ExaoneRMSNorm, layer_norm_epsilon) / lm_head;
+    # num_layers; rotate_half RoPE. GGUF exaone (NEOX).
+    case("exaone", gguf_arch="exaone", names="exaone", eps_key="layer_norm_epsilon",
+         layers_key="num_layers", tie_default=True),
+    # MiniCPMForCausalLM (modeling_minicpm.py, openbmb/MiniCPM-2B-sft-bf16):
+    # MiniCPMModel.forward embed_tokens(ids) * scale_emb; forward
+    # lm_head(hidden / (hidden_size / dim_model_base)). GGUF minicpm:
+    # embedding_scale, logit_scale (llm_build_granite divides by it), NORM.
+    case("minicpm", gguf_arch="minicpm", gguf_layout="INTERLEAVED", embed="minicpm",
+         tie_default=True),
+    # FalconForCausalLM (modeling_falcon.py) from the RefinedWeb config of
+    # tiiuae/falcon-7b: transformer.word_embeddings / transformer.ln_f
+    # (nn.LayerNorm with bias) / lm_head (tied); FalconRotaryEmbedding +
+    # rotate_half (alibi false); multi_query: one KV head. GGUF falcon (NEOX).
+    case("falcon", gguf_arch="falcon", names="falcon", norm="ln", eps_key="layer_norm_epsilon",
+         norm_bias=True, tie_default=True, layers_key="n_layer", heads_key="n_head",
+         kv_key=None),
+    # BloomForCausalLM (modeling_bloom.py): BloomModel.forward
+    # word_embeddings_layernorm(word_embeddings(ids)); ln_f with bias; tied
+    # lm_head; ALiBi (build_alibi_tensor). GGUF bloom: token_embd_norm.
+    case("bloom", gguf_arch="bloom", names="bloom", norm="ln", eps_key="layer_norm_epsilon",
+         norm_bias=True, tie_default=True, positions="alibi", embed_extra="bloom",
+         layers_key="n_layer", heads_key="n_head", kv_key=None),
+    # MptForCausalLM (modeling_mpt.py): transformer.wte / transformer.norm_f
+    # (LayerNorm, bias set to None) / tied lm_head; ALiBi
+    # (build_mpt_alibi_tensor, alibi_bias_max 8). GGUF mpt.
+    case("mpt", gguf_arch="mpt", names="mpt", norm="ln_nobias", eps_key="layer_norm_epsilon",
+         tie_default=True, positions="alibi", layers_key="n_layers", heads_key="n_heads",
+         hidden_key="d_model", kv_key=None),
+    # BertModel (modeling_bert.py): BertEmbeddings.forward word +
+    # token_type(0) + position (absolute, arange) then LayerNorm
+    # (layer_norm_eps); Embed only. GGUF bert: token_types, position_embd,
+    # token_embd_norm.
+    case("bert", gguf_arch="bert", names="bert", norm="none", eps_key="layer_norm_eps",
+         tie_default=True, positions="learned", embed_extra="bert", head=False, kv_key=None),
+    # NomicBertModel (modeling_hf_nomic_bert.py, nomic-ai/nomic-embed-text-v1.5):
+    # NomicBertEmbeddings word + token_type(0) (rotary: no position table),
+    # emb_ln; rotary (rotary_emb_base, rotary_emb_fraction, half-split).
+    # Embed only. GGUF nomic-bert (NEOX).
+    case("nomic_bert", gguf_arch="nomic-bert", names="nomic", norm="none",
+         eps_key="layer_norm_epsilon", tie_default=True, embed_extra="nomic", head=False,
+         layers_key="n_layer", heads_key="n_head", hidden_key="n_embd", kv_key=None,
+         theta_key="rotary_emb_base", partial_key="rotary_emb_fraction"),
+]
+for _c in CASES:
+    _o = {"internlm2": None, "minicpm": None,
+          "exaone": dict(LLAMA_SHRINK, num_layers=LAYERS),
+          "falcon": dict(SPECIAL, vocab_size=V, hidden_size=H, n_head=HEADS, n_layer=LAYERS),
+          "bloom": dict(SPECIAL, vocab_size=V, hidden_size=H, n_head=HEADS, n_layer=2),
+          "mpt": dict(SPECIAL, vocab_size=V, d_model=H, n_heads=HEADS, n_layers=2,
+                      max_seq_len=64),
+          "bert": dict(SPECIAL, vocab_size=V, hidden_size=H, num_attention_heads=HEADS,
+                       num_hidden_layers=2, intermediate_size=32, max_position_embeddings=32),
+          "nomic_bert": dict(SPECIAL, vocab_size=V, n_embd=H, n_head=HEADS, n_layer=LAYERS,
+                             n_inner=32, n_positions=256)}.get(_c["name"], "keep")
+    if _o is None or _o == "keep":
+        continue
+    _c["overrides"] = _o
+    if _c["name"] == "exaone":
+        del _c["overrides"]["num_hidden_layers"]
+
 
 def read_config(c):
     with open(os.path.join(DATA, c["dir"], "config.json")) as f:
@@ -176,9 +253,22 @@ def config_get(t, key, default):
 # ---------------- rules (one function per modeling-file rule) ----------------
 
 def eps_of(c, t):
+    # Config-class defaults: LlamaConfig rms_norm_eps 1e-6; LayerNorm keys
+    # 1e-5 (BertConfig layer_norm_eps 1e-12).
     defaults = {"rms_norm_eps": 1e-6, "layer_norm_eps": 1e-5, "norm_epsilon": 1e-5,
                 "layer_norm_epsilon": 1e-5}
+    if c["name"] == "bert":
+        defaults["layer_norm_eps"] = 1e-12
     return float(config_get(t, c["eps_key"], defaults[c["eps_key"]]))
+
+
+def layer_norm(x, w, b, eps):
+    """nn.LayerNorm (biased variance) in float64."""
+    x = x.astype(np.float64)
+    mean = x.mean(axis=-1, keepdims=True)
+    var = ((x - mean) ** 2).mean(axis=-1, keepdims=True)
+    y = (x - mean) / np.sqrt(var + eps) * w.astype(np.float64)
+    return y + b.astype(np.float64) if b is not None else y
 
 
 def final_norm(c, t, x, w, b):
@@ -195,7 +285,7 @@ def final_norm(c, t, x, w, b):
     y = (x - mean) / np.sqrt(var + eps) * w.astype(np.float64)
     if c["norm"] == "ln":  # nn.LayerNorm with bias
         y = y + b.astype(np.float64)
-    return y  # CohereLayerNorm: no bias
+    return y  # CohereLayerNorm, MPT norm_f (bias None): no bias
 
 
 def embedding_scale(c, t):
@@ -206,6 +296,9 @@ def embedding_scale(c, t):
     if c["embed"] == "granite":
         # GraniteModel.forward: inputs_embeds * self.embedding_multiplier.
         return F32(t["embedding_multiplier"]), "embedding_multiplier"
+    if c["embed"] == "minicpm":
+        # MiniCPMModel.forward: self.embed_tokens(input_ids) * self.config.scale_emb.
+        return F32(t["scale_emb"]), "scale_emb"
     return F32(1.0), ""
 
 
@@ -217,6 +310,11 @@ def logit_transform(c, t, logits):
         # CohereForCausalLM.forward: logits = logits * self.logit_scale.
         rules["logit_scale"] = float(config_get(t, "logit_scale", 0.0625))
         out = out * rules["logit_scale"]
+    if c["embed"] == "minicpm":
+        # MiniCPMForCausalLM.forward: lm_head(hidden_states / (hidden_size /
+        # dim_model_base)) (lm_head has no bias: the same as dividing logits).
+        rules["logits_scaling"] = t["hidden_size"] / float(config_get(t, "dim_model_base", 1.0))
+        out = out / rules["logits_scaling"]
     if c["embed"] == "granite":
         # GraniteForCausalLM.forward: logits = logits / config.logits_scaling.
         rules["logits_scaling"] = float(config_get(t, "logits_scaling", 1.0))
@@ -241,9 +339,13 @@ def sliding_layers(t, n, default_pattern):
     return [bool((i + 1) % p) for i in range(n)]
 
 
+def n_layers(c, t):
+    return t[c["layers_key"]]
+
+
 def base_rope(c, t):
-    head_dim = t.get(c["rope_head_dim_key"]) or t["hidden_size"] // t["num_attention_heads"]
-    partial = t.get("partial_rotary_factor", 0.25 if c["name"] == "stablelm" else 1.0)
+    head_dim = t.get(c["rope_head_dim_key"]) or t[c["hidden_key"]] // t[c["heads_key"]]
+    partial = t.get(c["partial_key"], 0.25 if c["name"] == "stablelm" else 1.0)
     rs = t.get("rope_scaling")
     if rs is not None:
         rs = dict(rs)
@@ -252,16 +354,18 @@ def base_rope(c, t):
             rs["rope_type"] = "longrope"
         if rs["rope_type"] == "longrope" and "original_max_position_embeddings" not in rs:
             rs["original_max_position_embeddings"] = t.get("original_max_position_embeddings")
-    theta_defaults = {"gemma3": 1e6, "gemma3_text": 1e6, "llama4": 5e5, "gpt_oss": 150000.0}
-    return {"rope_theta": float(t.get("rope_theta", theta_defaults.get(c["name"], 10000.0))),
+    theta_defaults = {"gemma3": 1e6, "gemma3_text": 1e6, "llama4": 5e5, "gpt_oss": 150000.0,
+                      "nomic_bert": 1000.0}
+    return {"rope_theta": float(t.get(c["theta_key"], theta_defaults.get(c["name"], 10000.0))),
             "rotary_dim": int(head_dim * partial), "head_dim": head_dim,
-            "max_position_embeddings": t["max_position_embeddings"], "rope_scaling": rs}
+            "max_position_embeddings": t.get("max_position_embeddings", t.get("n_positions", 2048)),
+            "rope_scaling": rs}
 
 
 def layer_rope(c, t, i):
     """The RoPE config of layer i (None: no RoPE), from the modeling file."""
     r = base_rope(c, t)
-    n = t["num_hidden_layers"]
+    n = n_layers(c, t)
     if c["layers"] == "no_rope":
         # Llama4TextConfig / SmolLM3Config: no_rope_layers (1 = RoPE), default
         # [int((i + 1) % no_rope_layer_interval != 0)].
@@ -281,7 +385,7 @@ def layer_rope(c, t, i):
 
 
 def attention_types(c, t):
-    n = t["num_hidden_layers"]
+    n = n_layers(c, t)
     if c["layers"] in ("gemma3", "cohere2", "attention_only"):
         default = {"gemma3": 6, "cohere2": 4}.get(c["layers"], 2)
         return ["sliding_attention" if s else "full_attention"
@@ -307,6 +411,27 @@ HF_NAMES = {
     # Gemma3ForConditionalGeneration, transformers >= 4.52.
     "composite_new": {"embed": "model.language_model.embed_tokens.weight",
                       "norm": "model.language_model.norm.weight", "head": "lm_head.weight"},
+    "internlm2": {"embed": "model.tok_embeddings.weight", "norm": "model.norm.weight",
+                  "head": "output.weight"},
+    "exaone": {"embed": "transformer.wte.weight", "norm": "transformer.ln_f.weight",
+               "head": "lm_head.weight"},
+    "falcon": {"embed": "transformer.word_embeddings.weight", "norm": "transformer.ln_f.weight",
+               "norm_bias": "transformer.ln_f.bias", "head": "lm_head.weight"},
+    # bloom-560m stores BloomModel names (no transformer. prefix).
+    "bloom": {"embed": "word_embeddings.weight", "emb_norm": "word_embeddings_layernorm.weight",
+              "emb_norm_bias": "word_embeddings_layernorm.bias", "norm": "ln_f.weight",
+              "norm_bias": "ln_f.bias", "head": "lm_head.weight"},
+    "mpt": {"embed": "transformer.wte.weight", "norm": "transformer.norm_f.weight",
+            "head": "lm_head.weight"},
+    # BertForMaskedLM (bert. prefix).
+    "bert": {"embed": "bert.embeddings.word_embeddings.weight",
+             "pos": "bert.embeddings.position_embeddings.weight",
+             "types": "bert.embeddings.token_type_embeddings.weight",
+             "emb_norm": "bert.embeddings.LayerNorm.weight",
+             "emb_norm_bias": "bert.embeddings.LayerNorm.bias"},
+    "nomic": {"embed": "embeddings.word_embeddings.weight",
+              "types": "embeddings.token_type_embeddings.weight",
+              "emb_norm": "emb_ln.weight", "emb_norm_bias": "emb_ln.bias"},
     "gpt2": {"embed": "transformer.wte.weight", "pos": "transformer.wpe.weight",
              "norm": "transformer.ln_f.weight", "norm_bias": "transformer.ln_f.bias",
              "head": "lm_head.weight"},
@@ -315,35 +440,60 @@ HF_NAMES = {
 
 def gguf_metadata(c, t, rules):
     a = c["gguf_arch"]
-    if c["positions"] == "learned":
+    if c["name"] == "gpt_bigcode":
         md = [["general.architecture", "string", a], [a + ".context_length", "u32", t["n_positions"]],
               [a + ".embedding_length", "u32", H], [a + ".block_count", "u32", t["n_layer"]],
               [a + ".feed_forward_length", "u32", t["n_inner"]],
               [a + ".attention.head_count", "u32", HEADS],
               [a + ".attention.layer_norm_epsilon", "f32", eps_of(c, t)]]
         return md
-    r = base_rope(c, t)
+    heads = t[c["heads_key"]]
+    kv = t[c["kv_key"]] if c["kv_key"] else (1 if c["name"] == "falcon" else heads)
     md = [["general.architecture", "string", a],
-          [a + ".context_length", "u32", t["max_position_embeddings"]],
-          [a + ".embedding_length", "u32", H], [a + ".block_count", "u32", t["num_hidden_layers"]],
-          [a + ".feed_forward_length", "u32", t["intermediate_size"]],
-          [a + ".attention.head_count", "u32", t["num_attention_heads"]],
-          [a + ".attention.head_count_kv", "u32", t["num_key_value_heads"]],
-          [a + ".attention.key_length", "u32", r["head_dim"]],
-          [a + ".attention.value_length", "u32", r["head_dim"]],
-          [a + ".rope.dimension_count", "u32", r["rotary_dim"]],
-          [a + ".rope.freq_base", "f32", r["rope_theta"]]]
-    key = "layer_norm_rms_epsilon" if c["norm"] == "rms" else "layer_norm_epsilon"
-    md.append([a + ".attention." + key, "f32", eps_of(c, t)])
-    rs = r["rope_scaling"]
-    if rs is not None and rs["rope_type"] == "yarn":
-        md += [[a + ".rope.scaling.type", "string", "yarn"],
-               [a + ".rope.scaling.factor", "f32", float(rs["factor"])],
-               [a + ".rope.scaling.original_context_length", "u32",
-                rs["original_max_position_embeddings"]]]
+          [a + ".embedding_length", "u32", H], [a + ".block_count", "u32", n_layers(c, t)],
+          [a + ".attention.head_count", "u32", heads],
+          [a + ".attention.head_count_kv", "u32", kv]]
+    if c["name"] == "mpt":
+        md += [[a + ".context_length", "u32", t["max_seq_len"]],
+               [a + ".feed_forward_length", "u32", 4 * H],
+               [a + ".attention.max_alibi_bias", "f32", 8.0]]
+    elif c["name"] == "bloom":
+        md += [[a + ".context_length", "u32", 2048], [a + ".feed_forward_length", "u32", 4 * H]]
+    elif c["name"] == "falcon":
+        md += [[a + ".context_length", "u32", 2048], [a + ".feed_forward_length", "u32", 4 * H]]
+    elif c["name"] in ("bert", "nomic_bert"):
+        ctx = t["max_position_embeddings"] if c["name"] == "bert" else t["n_positions"]
+        ff = t["intermediate_size"] if c["name"] == "bert" else t["n_inner"]
+        md += [[a + ".context_length", "u32", ctx], [a + ".feed_forward_length", "u32", ff]]
+    else:
+        md += [[a + ".context_length", "u32", t["max_position_embeddings"]],
+               [a + ".feed_forward_length", "u32", t["intermediate_size"]]]
+    if c["positions"] == "rope":
+        r = base_rope(c, t)
+        key_length = c["gguf_key_length"] or r["head_dim"]
+        md += [[a + ".attention.key_length", "u32", key_length],
+               [a + ".attention.value_length", "u32", key_length],
+               [a + ".rope.dimension_count", "u32", r["rotary_dim"]],
+               [a + ".rope.freq_base", "f32", r["rope_theta"]]]
+        rs = r["rope_scaling"]
+        if rs is not None and rs["rope_type"] == "yarn":
+            md += [[a + ".rope.scaling.type", "string", "yarn"],
+                   [a + ".rope.scaling.factor", "f32", float(rs["factor"])],
+                   [a + ".rope.scaling.original_context_length", "u32",
+                    rs["original_max_position_embeddings"]]]
+            if c["name"] == "deepseek_v3":  # DeepseekV2Model: 0.1 * mscale_all_dim
+                md.append([a + ".rope.scaling.yarn_log_multiplier", "f32",
+                           0.1 * float(rs["mscale_all_dim"])])
+    if c["norm"] == "rms":
+        md.append([a + ".attention.layer_norm_rms_epsilon", "f32", eps_of(c, t)])
+    else:  # final LayerNorm and / or the embedding LayerNorm
+        md.append([a + ".attention.layer_norm_epsilon", "f32", eps_of(c, t)])
     if c["embed"] == "granite":  # convert_hf_to_gguf.py GraniteModel
         md += [[a + ".embedding_scale", "f32", float(t["embedding_multiplier"])],
                [a + ".logit_scale", "f32", float(t["logits_scaling"])]]
+    if c["embed"] == "minicpm":  # MiniCPMModel
+        md += [[a + ".embedding_scale", "f32", float(t["scale_emb"])],
+               [a + ".logit_scale", "f32", rules["logits_scaling"]]]
     if c["name"] in ("cohere", "cohere2"):  # CommandR2Model / Cohere2Model
         md.append([a + ".logit_scale", "f32", rules["logit_scale"]])
     if c["name"] == "gemma2":  # Gemma2Model
@@ -359,43 +509,76 @@ def make_case(c):
     norm_w = (seeded_tensor(rng, (H,)) / F32(8)).astype(F32)
     norm_b = (seeded_tensor(rng, (H,)) / F32(8)).astype(F32)
     head = embed if tied else (seeded_tensor(rng, (V, H)) / F32(4)).astype(F32)
-    hf = {names["embed"]: embed, names["norm"]: norm_w}
-    gguf = {"token_embd.weight": embed,
-            # convert_hf_to_gguf.py Gemma*Model: norm weights stored as 1 + w.
-            "output_norm.weight": (F32(1) + norm_w).astype(F32) if c["one_plus"] else norm_w}
+    hf = {names["embed"]: embed}
+    if c["norm"] != "none":
+        hf[names["norm"]] = norm_w
+    gguf = {"token_embd.weight": embed}
+    if c["norm"] != "none":
+        # convert_hf_to_gguf.py Gemma*Model: norm weights stored as 1 + w.
+        gguf["output_norm.weight"] = (F32(1) + norm_w).astype(F32) if c["one_plus"] else norm_w
     if c["norm_bias"]:
         hf[names["norm_bias"]] = norm_b
         gguf["output_norm.bias"] = norm_b
-    if not tied:
+    if not tied and c["head"]:
         hf[names["head"]] = head
         gguf["output.weight"] = head
     pos = None
     if c["positions"] == "learned":
-        pos = (seeded_tensor(rng, (t["n_positions"], H)) / F32(4)).astype(F32)
+        rows_pos = t["n_positions"] if c["name"] == "gpt_bigcode" else t["max_position_embeddings"]
+        pos = (seeded_tensor(rng, (rows_pos, H)) / F32(4)).astype(F32)
         hf[names["pos"]] = pos
         gguf["position_embd.weight"] = pos
+    types = emb_w = emb_b = None
+    if c["embed_extra"] in ("bert", "nomic"):
+        types = (seeded_tensor(rng, (t["type_vocab_size"], H)) / F32(4)).astype(F32)
+        hf[names["types"]] = types
+        gguf["token_types.weight"] = types
+    if c["embed_extra"] is not None:
+        emb_w = (F32(1) + seeded_tensor(rng, (H,)) / F32(8)).astype(F32)
+        emb_b = (seeded_tensor(rng, (H,)) / F32(8)).astype(F32)
+        hf[names["emb_norm"]] = emb_w
+        hf[names["emb_norm_bias"]] = emb_b
+        gguf["token_embd_norm.weight"] = emb_w
+        gguf["token_embd_norm.bias"] = emb_b
 
-    # Embed: table rows * multiplier (float32 product) + learned positions.
+    # Embed: table rows * multiplier (float32 product) + token type row 0 +
+    # learned positions (float32 sums, BertEmbeddings.forward order), then
+    # the embedding LayerNorm (float64 reference).
     scale, scale_source = embedding_scale(c, t)
     rows = embed[TOKEN_IDS] * scale if scale != F32(1) else embed[TOKEN_IDS].copy()
+    if types is not None:
+        rows = (rows + types[0]).astype(F32)
     if pos is not None:
         rows = (rows + pos[np.arange(len(TOKEN_IDS))]).astype(F32)
+    emb_eps = None
+    if c["embed_extra"] is not None:
+        # BertEmbeddings.LayerNorm (layer_norm_eps 1e-12); NomicBertModel
+        # emb_ln and BloomModel word_embeddings_layernorm (layer_norm_epsilon).
+        emb_eps = eps_of(c, t)
+        rows = layer_norm(rows, emb_w, emb_b, emb_eps)
 
     # Head: final norm, lm_head, the family's transform, then temperature.
     hidden = seeded_tensor(rng, (ROWS, H))
-    y = final_norm(c, t, hidden, norm_w, norm_b if c["norm_bias"] else None)
-    raw = y @ head.astype(np.float64).T
-    logits, rules = logit_transform(c, t, raw)
-    tempered = logits / TEMPERATURE
-    lse = np.log(np.sum(np.exp(tempered - tempered.max(-1, keepdims=True)), -1)) + tempered.max(-1)
-    logprobs = tempered - lse[:, None]
+    if c["head"]:
+        y = final_norm(c, t, hidden, norm_w, norm_b if c["norm_bias"] else None)
+        raw = y @ head.astype(np.float64).T
+        logits, rules = logit_transform(c, t, raw)
+        tempered = logits / TEMPERATURE
+        lse = (np.log(np.sum(np.exp(tempered - tempered.max(-1, keepdims=True)), -1)) +
+               tempered.max(-1))
+        logprobs = tempered - lse[:, None]
+    else:  # Embed-only encoder: ComputeLogits / Score are refused
+        logits = logprobs = np.zeros((0,))
+        rules = {"logit_scale": 1.0, "logits_scaling": 1.0, "final_logit_softcapping": 0.0}
     targets = [int(x) for x in rng.integers(0, V, ROWS)]
 
     out = {"name": c["name"], "dir": c["dir"], "overrides": c["overrides"],
            "text_config": "text_config" in cfg, "tied": tied,
            "hf_tensors": {k: {"shape": list(v.shape), "values": f32_list(v)} for k, v in hf.items()},
            "token_ids": TOKEN_IDS, "embed": f32_list(rows),
-           "embed_bit_exact": bool(scale == F32(1)),
+           "embed_bit_exact": bool(scale == F32(1) and c["embed_extra"] is None),
+           "head": c["head"], "positions": c["positions"],
+           "embedding_norm_eps": emb_eps,
            "hidden": f32_list(hidden), "rows": ROWS,
            "logits": [float(v) for v in logits.reshape(-1)],
            "temperature": TEMPERATURE, "targets": targets,
@@ -409,14 +592,14 @@ def make_case(c):
                                    for k, v in gguf.items()}}
     if c["positions"] == "rope":
         layers = []
-        n = t["num_hidden_layers"]
+        n = n_layers(c, t)
         types = attention_types(c, t)
         hd = base_rope(c, t)["head_dim"]
         for i in range(n):
             r = layer_rope(c, t, i)
             q = seeded_tensor(rng, (1, HEADS, len(ROPE_POSITIONS), hd))
-            k = seeded_tensor(rng, (1, KV if c["name"] not in ("deepseek_v3", "deepseek_v2")
-                                    else HEADS, len(ROPE_POSITIONS), hd))
+            kv = KV if c["name"] not in ("deepseek_v3", "deepseek_v2", "nomic_bert") else HEADS
+            k = seeded_tensor(rng, (1, kv, len(ROPE_POSITIONS), hd))
             positions = ROPE_POSITIONS if c["name"] != "phi3" else [0, 1, 2, 70]
             entry = {"layer": i, "rotary": r is not None, "attention_type": types[i],
                      "positions": positions, "q_shape": list(q.shape), "k_shape": list(k.shape),

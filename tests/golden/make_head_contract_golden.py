@@ -20,7 +20,8 @@ SAMPLE_IDS (a fixed spread of ids incl. the argmax), plus the row's max
 BF16 expectation: the same with x and W rounded to bfloat16 (nearest even),
 products exact, reported as the error a perfect bf16-input / f32-accumulate
 kernel would show (bf16_expected_*); the test asserts the measured oneDNN
-bf16 error stays under the documented bound (README "Scoring performance").
+bf16 error stays under the documented bound (docs/models.md, "BF16 weights
+and the numerical contract").
 
 Run with Debian's numpy:  /usr/bin/python3 tests/golden/make_head_contract_golden.py
 """

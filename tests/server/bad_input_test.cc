@@ -200,8 +200,8 @@ TEST_F(BadInputTest, NegativeShapeDim) {
               "hidden.shape[0] = -1");
 }
 
-// An enum value the proto does not define is named by its number (the
-// message used to read "output_dtype =  is not supported").
+// An enum value the proto does not define is named by its number (not by its
+// empty name: "output_dtype =  is not supported").
 TEST_F(BadInputTest, UnknownOutputDtypeValueIsNamed) {
   v1::EmbedRequest embed;
   embed.add_sequences()->add_token_ids(1);

@@ -433,9 +433,10 @@ TEST(LoggingTest, JsonRequestLinesAndStartupBuildInfo) {
 }
 
 
-// issue 13 item 5: a shard that is a FIFO blocked LoadModel forever (the
-// name stayed LOADING) and SIGTERM never finished the drain. Now the load
-// is refused before the open, at once, and the drain is not held.
+// A shard that is a FIFO: opening it for reading would block LoadModel
+// forever (the name would stay LOADING and SIGTERM would never finish the
+// drain). The load is refused before the open, at once, and the drain is
+// not held.
 TEST(DrainTest, FifoShardLoadIsRefusedAtOnceAndSigtermStillDrains) {
   namespace fs = std::filesystem;
   const std::string root = MakeTempDir() + "/repo";
@@ -470,7 +471,8 @@ TEST(DrainTest, FifoShardLoadIsRefusedAtOnceAndSigtermStillDrains) {
     EXPECT_EQ(info.state(), v1::FAILED);
   }
   // Close the client first: an idle synchronous client would answer the
-  // drain's GOAWAY ping only after gRPC's 5 s backup poll (see README).
+  // drain's GOAWAY ping only after gRPC's 5 s backup poll (see docs/operating.md,
+  // "Graceful drain and health").
   models.reset();
   channel.reset();
   std::chrono::milliseconds took{0};

@@ -26,7 +26,7 @@ namespace {
 using ::google::protobuf::util::MessageDifferencer;
 using ::testing::HasSubstr;
 
-constexpr int64_t kVocab = 512;
+constexpr int64_t kStreamVocab = 512;
 
 v1::EmbedRequest MakeEmbed(int i, int tokens = 0) {
   v1::EmbedRequest r;
@@ -34,8 +34,8 @@ v1::EmbedRequest MakeEmbed(int i, int tokens = 0) {
   r.set_model(i % 2 == 0 ? kBinModel : kHfModel);
   const int n = tokens > 0 ? tokens : 1 + i % 7;
   auto* seq = r.add_sequences();
-  for (int t = 0; t < n; ++t) seq->add_token_ids((37 * i + 11 * t + 3) % kVocab);
-  if (i % 3 == 1) r.add_sequences()->add_token_ids(i % kVocab);
+  for (int t = 0; t < n; ++t) seq->add_token_ids((37 * i + 11 * t + 3) % kStreamVocab);
+  if (i % 3 == 1) r.add_sequences()->add_token_ids(i % kStreamVocab);
   if (i % 4 == 3) r.set_output_dtype(v1::BF16);
   return r;
 }
@@ -124,10 +124,11 @@ TEST_F(EmbedStreamTest, FirstFailingRequestEndsTheStreamNamingItsIndex) {
 // synchronous client or a generator-fed one does), where a request fails
 // while an earlier, large answer is still unsent: the server keeps reading
 // (and dropping) the requests after the failure, so neither side waits on
-// the other and the error arrives, not the deadline. Found by request_fuzzer
-// (in-process transport); over TCP it needs answers and requests larger than
-// the flow-control windows, as here (an 8 MiB answer, 16 MB of requests after
-// it): before the fix this call ended in DEADLINE_EXCEEDED.
+// the other and the error arrives, not the deadline (a server that stopped
+// reading would leave this call to end in DEADLINE_EXCEEDED). In-process
+// (request_fuzzer's seed embed_stream_error_before_unsent_answer) any sizes
+// show it; over TCP it needs answers and requests larger than the
+// flow-control windows, as here (an 8 MiB answer, 16 MB of requests after it).
 TEST_F(EmbedStreamTest, ClientWritingEverythingFirstGetsTheErrorNotADeadline) {
   auto stub = Stub();
   grpc::ClientContext ctx;

@@ -543,9 +543,9 @@ TEST(HttpGatewayLimitsTest, LimitsApplyAsOnGrpc) {
   EXPECT_FALSE(http.Get("/healthz"));
 }
 
-// The attack pass's request: Detokenize with 1,000,000 empty sequences is a
-// 3 MB JSON body that protobuf's JSON mapping turned into a 1.2 GB peak. The
-// body's conversion cost is checked against --max-request-memory-bytes first.
+// Detokenize with 1,000,000 empty sequences is a 3 MB JSON body that
+// protobuf's JSON mapping would turn into a 1.2 GB peak. The body's
+// conversion cost is checked against --max-request-memory-bytes first.
 TEST(HttpGatewayLimitsTest, JsonConversionIsBoundedByTheRequestMemoryBudget) {
   VocabdServer::Options options;
   options.listen_address = "127.0.0.1:0";

@@ -1,6 +1,7 @@
 // The HTTP/JSON front door (server/http_gateway.h) against hostile input
-// (issue 25's attack pass): each test sends exactly the attack's bytes over
-// a raw TCP socket to a live server and asserts the HTTP status, the
+// (slow, oversized, malformed and flooding requests): each test sends the
+// attack's bytes over a raw TCP socket to a live server and asserts the HTTP
+// status, the
 // message, this process's VmRSS growth (the server runs in it), and that a
 // gRPC caller beside it is answered within a second meanwhile.
 #include <arpa/inet.h>
@@ -168,7 +169,7 @@ constexpr char kEmbedBody[] = R"({"sequences": [{"tokenIds": [1, 403]}]})";
 // ---------------------------------------------------------- gRPC probe ----
 
 // Calls Embed over gRPC every 50 ms (1 s deadline each) until stopped; every
-// call must succeed. Mirrors the attack pass's probe.
+// call must succeed: a well-behaved caller is served while the attack runs.
 class GrpcProbe {
  public:
   explicit GrpcProbe(const std::string& target)

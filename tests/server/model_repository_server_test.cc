@@ -144,8 +144,8 @@ TEST_F(RepositoryServerTest, LoadByNameServesAndListsReady) {
 }
 
 // ListModels shows every repository subfolder: unloaded ones as AVAILABLE
-// with no metadata and a reason saying how to load them (issue 15: a new
-// user saw "(no models)").
+// with no metadata and a reason saying how to load them (a repository whose
+// models are not loaded yet is not an empty list).
 TEST_F(RepositoryServerTest, ListModelsShowsUnloadedSubfoldersAsAvailable) {
   const v1::ListModelsResponse list = List();
   int available = 0;

@@ -1,9 +1,8 @@
-// Issue 16 through the real server: Embed RPC on quantized tables bit for
-// bit as ggml, GetModel/ListModels reporting each served tensor's ggml type
-// and the served resident_bytes, and --weights-dtype q8_0 parsing.
-// *NeedsQuantHead* tests load files with quantized LM heads: they need
-// issue 16's quantized LM-head kernels (LmHead refuses weights_quant
-// until those are merged).
+// Quantized GGUF tables through the real server: Embed RPC on quantized
+// tables bit for bit as ggml, GetModel/ListModels reporting each served
+// tensor's ggml type and the served resident_bytes, and --weights-dtype q8_0
+// parsing. *NeedsQuantHead* tests load files whose LM head is quantized too
+// (lib/head/quant_kernel.h serves it).
 #include <string>
 #include <vector>
 

@@ -1,5 +1,5 @@
 // A model loaded from a --model-repository folder gets the tokenizer the same
-// files get with --model FILE (issue 25): NAME/NAME.bin finds the tok*.bin
+// files get with --model FILE: NAME/NAME.bin finds the tok*.bin
 // beside it (llama2.c), a GGUF-only folder under another name reads the
 // GGUF's tokenizer.ggml.* metadata. Each repository model is compared with
 // the same file served by --model: same ids, same pieces, for Tokenize and

@@ -27,10 +27,10 @@ namespace {
 
 using ::testing::HasSubstr;
 
-constexpr int64_t kHidden = 64;
+constexpr int64_t kScoringHidden = 64;
 
 std::vector<float> SomeHidden(int rows, double phase) {
-  std::vector<float> h(rows * kHidden);
+  std::vector<float> h(rows * kScoringHidden);
   for (size_t i = 0; i < h.size(); ++i) h[i] = static_cast<float>(std::sin(phase * (i + 1)));
   return h;
 }
@@ -38,7 +38,7 @@ std::vector<float> SomeHidden(int rows, double phase) {
 v1::ScoreRequest MakeScore(const std::string& model, int rows, double phase, int top_k) {
   v1::ScoreRequest r;
   r.set_model(model);
-  *r.mutable_hidden() = EncodeFloatTensor(SomeHidden(rows, phase), {rows, kHidden});
+  *r.mutable_hidden() = EncodeFloatTensor(SomeHidden(rows, phase), {rows, kScoringHidden});
   for (int i = 0; i < rows; ++i) r.add_target_ids((37 * i + 5) % 512);
   r.set_top_k(top_k);
   r.set_request_id("req-" + std::to_string(rows) + "-" + std::to_string(top_k));
@@ -186,8 +186,8 @@ TEST_F(ScoringServingTest, ScoreStreamErrorEndsStreamNamingTheRequest) {
 // A client that writes every request before reading any answer, where a
 // request fails while an earlier, large answer is still unsent: the server
 // keeps reading (and dropping) the later requests, so the error arrives, not
-// the deadline (before the fix: DEADLINE_EXCEEDED; embed_stream_test has the
-// same case for EmbedStream).
+// the deadline (a server that stopped reading would leave the call to end in
+// DEADLINE_EXCEEDED; embed_stream_test has the same case for EmbedStream).
 TEST_F(ScoringServingTest, ScoreStreamClientWritingEverythingFirstGetsTheErrorNotADeadline) {
   auto stub = v1::ScoringService::NewStub(client().channel());
   grpc::ClientContext ctx;
@@ -245,7 +245,7 @@ TEST_F(ScoringServingTest, ConcurrentCallersAreBatchedAndCorrect) {
   // ComputeLogits with per-request options through the batcher too.
   v1::ComputeLogitsRequest lr;
   lr.set_model("hf");
-  *lr.mutable_hidden() = EncodeFloatTensor(SomeHidden(2, 0.7), {2, kHidden});
+  *lr.mutable_hidden() = EncodeFloatTensor(SomeHidden(2, 0.7), {2, kScoringHidden});
   lr.set_log_softmax(true);
   lr.set_vocab_limit(100);
   lr.set_output_dtype(v1::BF16);
@@ -272,8 +272,8 @@ TEST_F(ScoringServingTest, GetModelShowsBatchingAndDtype) {
   EXPECT_EQ(hf->batching().max_queue_rows(), 100);  // per-model override
 }
 
-// Issue 13 item 6: one request with more rows than max_queue_rows used to get
-// "LM-head queue is full: 0 rows queued" forever; it now enters the empty
+// One request with more rows than max_queue_rows is not refused as "LM-head
+// queue is full: 0 rows queued" (it could never succeed): it enters the empty
 // queue and runs in slices of max_batch_rows (lib/serving/dynamic_batcher.h;
 // the bound against a non-empty queue: dynamic_batcher_test).
 TEST_F(ScoringServingTest, RequestOverQueueRowsIsSplitAndSucceeds) {
@@ -287,7 +287,7 @@ TEST_F(ScoringServingTest, RequestOverQueueRowsIsSplitAndSucceeds) {
   }
   v1::ComputeLogitsRequest lr;
   lr.set_model("bin");
-  *lr.mutable_hidden() = EncodeFloatTensor(SomeHidden(129, 0.7), {129, kHidden});
+  *lr.mutable_hidden() = EncodeFloatTensor(SomeHidden(129, 0.7), {129, kScoringHidden});
   auto l = client().ComputeLogits(lr);
   ASSERT_TRUE(l.ok()) << l.status();
   EXPECT_EQ(l->logits().shape(0), 129);

@@ -1,4 +1,4 @@
-// issue 13, the sealed repository, against the real server (in-process, on
+// The sealed repository, against the real server (in-process, on
 // 127.0.0.1:0): every file a load opens must resolve inside the repository
 // root and be a regular file (a symlinked config.json / shard / .bin / .gguf
 // out of the root and a FIFO shard are INVALID_ARGUMENT at once); a

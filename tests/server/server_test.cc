@@ -18,8 +18,8 @@ namespace {
 
 using ::testing::Contains;
 
-constexpr int64_t kVocab = 512;
-constexpr int64_t kHidden = 64;
+constexpr int64_t kServerVocab = 512;
+constexpr int64_t kServerHidden = 64;
 
 class ServerIntegrationTest : public ServerTest {
  protected:
@@ -35,7 +35,7 @@ class ServerIntegrationTest : public ServerTest {
     ServerTest::TearDownTestSuite();
   }
   static const float* EmbeddingRow(int64_t id) {
-    return checkpoint_->embedding().f32() + id * kHidden;
+    return checkpoint_->embedding().f32() + id * kServerHidden;
   }
   // float64 reference: logits = W . rmsnorm(h) (or W . h).
   static std::vector<double> ReferenceLogits(const std::vector<float>& h, bool norm) {
@@ -43,20 +43,20 @@ class ServerIntegrationTest : public ServerTest {
     if (norm) {
       double ss = 0;
       for (double v : x) ss += v * v;
-      const double inv = 1.0 / std::sqrt(ss / kHidden + 1e-5);
+      const double inv = 1.0 / std::sqrt(ss / kServerHidden + 1e-5);
       const float* w = checkpoint_->Find(kFinalNorm)->f32();
-      for (int64_t j = 0; j < kHidden; ++j) x[j] = x[j] * inv * w[j];
+      for (int64_t j = 0; j < kServerHidden; ++j) x[j] = x[j] * inv * w[j];
     }
-    std::vector<double> logits(kVocab);
-    for (int64_t v = 0; v < kVocab; ++v) {
+    std::vector<double> logits(kServerVocab);
+    for (int64_t v = 0; v < kServerVocab; ++v) {
       double acc = 0;
-      for (int64_t j = 0; j < kHidden; ++j) acc += static_cast<double>(EmbeddingRow(v)[j]) * x[j];
+      for (int64_t j = 0; j < kServerHidden; ++j) acc += static_cast<double>(EmbeddingRow(v)[j]) * x[j];
       logits[v] = acc;
     }
     return logits;
   }
   static std::vector<float> SomeHidden(int rows) {
-    std::vector<float> h(rows * kHidden);
+    std::vector<float> h(rows * kServerHidden);
     for (size_t i = 0; i < h.size(); ++i) h[i] = static_cast<float>(std::sin(0.37 * i + 0.1));
     return h;
   }
@@ -157,7 +157,7 @@ TEST_F(ServerIntegrationTest, EmbedReturnsExactRowsForARaggedBatch) {
     const std::vector<int64_t> flat = {1, 403, 407, 511, 0};
     const std::string& data = response->embeddings().data();
     for (size_t t = 0; t < flat.size(); ++t) {
-      EXPECT_EQ(std::memcmp(data.data() + t * kHidden * 4, EmbeddingRow(flat[t]), kHidden * 4), 0)
+      EXPECT_EQ(std::memcmp(data.data() + t * kServerHidden * 4, EmbeddingRow(flat[t]), kServerHidden * 4), 0)
           << "row " << t << " (id " << flat[t] << ") is not bit-exact";
     }
   }
@@ -171,8 +171,8 @@ TEST_F(ServerIntegrationTest, EmbedHalfPrecisionOutputsRoundTheExactRows) {
     auto response = client().Embed(request);
     ASSERT_TRUE(response.ok()) << response.status();
     ASSERT_EQ(response->embeddings().dtype(), dtype);
-    ASSERT_EQ(response->embeddings().data().size(), static_cast<size_t>(kHidden * 2));
-    for (int64_t j = 0; j < kHidden; ++j) {
+    ASSERT_EQ(response->embeddings().data().size(), static_cast<size_t>(kServerHidden * 2));
+    for (int64_t j = 0; j < kServerHidden; ++j) {
       uint16_t got;
       std::memcpy(&got, response->embeddings().data().data() + 2 * j, 2);
       const float x = EmbeddingRow(403)[j];
@@ -189,7 +189,7 @@ TEST_F(ServerIntegrationTest, EmbedScaleSqrtHidden) {
   ASSERT_TRUE(response.ok()) << response.status();
   auto values = DecodeFloatTensor(response->embeddings(), "embeddings");
   ASSERT_TRUE(values.ok());
-  for (int64_t j = 0; j < kHidden; ++j) {
+  for (int64_t j = 0; j < kServerHidden; ++j) {
     EXPECT_EQ((*values)[j], EmbeddingRow(7)[j] * 8.0f) << j;
   }
 }
@@ -199,20 +199,20 @@ TEST_F(ServerIntegrationTest, ComputeLogitsMatchesFloat64Reference) {
   const std::vector<float> h = SomeHidden(rows);
   for (bool norm : {true, false}) {
     v1::ComputeLogitsRequest request;
-    *request.mutable_hidden() = EncodeFloatTensor(h, {rows, kHidden});
+    *request.mutable_hidden() = EncodeFloatTensor(h, {rows, kServerHidden});
     if (!norm) request.set_apply_final_norm(false);
     auto response = client().ComputeLogits(request);
     ASSERT_TRUE(response.ok()) << response.status();
     auto logits = DecodeFloatTensor(response->logits(), "logits");
     ASSERT_TRUE(logits.ok());
-    ASSERT_EQ(logits->size(), static_cast<size_t>(rows * kVocab));
+    ASSERT_EQ(logits->size(), static_cast<size_t>(rows * kServerVocab));
     for (int r = 0; r < rows; ++r) {
-      std::vector<float> row(h.begin() + r * kHidden, h.begin() + (r + 1) * kHidden);
+      std::vector<float> row(h.begin() + r * kServerHidden, h.begin() + (r + 1) * kServerHidden);
       const std::vector<double> want = ReferenceLogits(row, norm);
       double scale = 0;
       for (double v : want) scale = std::max(scale, std::abs(v));
-      for (int64_t v = 0; v < kVocab; ++v) {
-        ASSERT_NEAR((*logits)[r * kVocab + v], want[v], 1e-5 * scale) << "row " << r << " id " << v;
+      for (int64_t v = 0; v < kServerVocab; ++v) {
+        ASSERT_NEAR((*logits)[r * kServerVocab + v], want[v], 1e-5 * scale) << "row " << r << " id " << v;
       }
     }
   }
@@ -221,7 +221,7 @@ TEST_F(ServerIntegrationTest, ComputeLogitsMatchesFloat64Reference) {
 TEST_F(ServerIntegrationTest, ComputeLogitsLogSoftmaxTemperatureAndMask) {
   const std::vector<float> h = SomeHidden(1);
   v1::ComputeLogitsRequest request;
-  *request.mutable_hidden() = EncodeFloatTensor(h, {1, kHidden});
+  *request.mutable_hidden() = EncodeFloatTensor(h, {1, kServerHidden});
   request.set_log_softmax(true);
   request.set_temperature(0.5f);
   request.set_vocab_limit(500);
@@ -238,7 +238,7 @@ TEST_F(ServerIntegrationTest, ComputeLogitsLogSoftmaxTemperatureAndMask) {
   double sum = 0;
   for (int64_t v = 0; v < 500; ++v) sum += std::exp(want[v] - m);
   const double lse = m + std::log(sum);
-  for (int64_t v = 0; v < kVocab; ++v) {
+  for (int64_t v = 0; v < kServerVocab; ++v) {
     if (v >= 500) {
       EXPECT_TRUE(std::isinf((*got)[v]) && (*got)[v] < 0) << v;
     } else {
@@ -254,7 +254,7 @@ TEST_F(ServerIntegrationTest, ScoreTargetsTopKAndSequenceLogLikelihood) {
   v1::ScoreRequest request;
   request.set_model(kHfModel);
   request.set_request_id("s1");
-  *request.mutable_hidden() = EncodeFloatTensor(h, {rows, kHidden});
+  *request.mutable_hidden() = EncodeFloatTensor(h, {rows, kServerHidden});
   for (int64_t t : targets) request.add_target_ids(t);
   request.set_top_k(5);
   auto response = client().Score(request);
@@ -264,7 +264,7 @@ TEST_F(ServerIntegrationTest, ScoreTargetsTopKAndSequenceLogLikelihood) {
   EXPECT_EQ(response->num_targets(), rows);
   double sum = 0;
   for (int r = 0; r < rows; ++r) {
-    std::vector<float> row(h.begin() + r * kHidden, h.begin() + (r + 1) * kHidden);
+    std::vector<float> row(h.begin() + r * kServerHidden, h.begin() + (r + 1) * kServerHidden);
     const std::vector<double> logits = ReferenceLogits(row, true);
     double m = -INFINITY;
     for (double v : logits) m = std::max(m, v);
@@ -275,10 +275,10 @@ TEST_F(ServerIntegrationTest, ScoreTargetsTopKAndSequenceLogLikelihood) {
     EXPECT_NEAR(got.logsumexp(), lse, 1e-4);
     EXPECT_NEAR(got.target_logprob(), logits[targets[r]] - lse, 1e-4);
     int64_t rank = 1;
-    for (int64_t v = 0; v < kVocab; ++v) rank += logits[v] > logits[targets[r]];
+    for (int64_t v = 0; v < kServerVocab; ++v) rank += logits[v] > logits[targets[r]];
     EXPECT_EQ(got.target_rank(), rank);
-    std::vector<int64_t> order(kVocab);
-    for (int64_t v = 0; v < kVocab; ++v) order[v] = v;
+    std::vector<int64_t> order(kServerVocab);
+    for (int64_t v = 0; v < kServerVocab; ++v) order[v] = v;
     std::stable_sort(order.begin(), order.end(),
                      [&](int64_t a, int64_t b) { return logits[a] > logits[b]; });
     ASSERT_EQ(got.top_k_size(), 5);

@@ -20,8 +20,8 @@ and writes, as JSON:
   vocabulary: per listed id, `piece`, `token_bytes` (hex), `type` (from
     is_unknown / is_control / is_byte / is_unused, else NORMAL) and `score`
 
-The texts have no runs of spaces (the .model collapses them; see README
-"Tokenizer").
+The texts have no runs of spaces (the .model collapses them; see docs/models.md,
+"Tokenizers").
 """
 import json
 import os

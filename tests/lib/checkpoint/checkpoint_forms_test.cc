@@ -214,7 +214,9 @@ TEST(HfFamiliesTest, UnsupportedModelTypeListsFamilies) {
                         "qwen3, qwen3_moe, olmo2, smollm3, llama4_text, llama4, gpt_oss, phi3, "
                         "deepseek_v3, deepseek_v2, granite, granitemoe, gemma, gemma2, "
                         "gemma3_text, gemma3, cohere, cohere2, starcoder2, stablelm, phi, "
-                        "gpt_neox, gpt2, gpt_bigcode, roberta, xlm-roberta)"));
+                        "gpt_neox, gpt2, gpt_bigcode, internlm2, exaone, minicpm, falcon, "
+                        "RefinedWebModel, RefinedWeb, bloom, mpt, bert, nomic_bert, roberta, "
+                        "xlm-roberta)"));
 }
 
 TEST(HfFamiliesTest, Gpt2MissingNEmbdNamesKey) {

@@ -337,7 +337,7 @@ TEST(CheckpointTest, MissingPathIsNotFound) {
 }
 
 // A folder holding exactly one checkpoint file loads it whatever its name
-// (issue 15: tiny/llama-2-tiny-random.gguf); two are refused, both named.
+// (e.g. tiny/llama-2-tiny-random.gguf); two are refused, both named.
 TEST(CheckpointTest, FolderWithOneCheckpointFileOfAnyName) {
   const std::string dir = testing::MakeTempDir() + "/tiny";
   ASSERT_EQ(::mkdir(dir.c_str(), 0755), 0);

@@ -160,10 +160,27 @@ void CheckEnds(const Model& model, const json& c, const std::string& form) {
       std::memcpy(&a, &out.embeddings[i], 4);
       std::memcpy(&b, &want_embed[i], 4);
       ASSERT_EQ(a, b) << "embed[" << i << "]";
+    } else if (!c["embedding_norm_eps"].is_null()) {
+      // Embedding LayerNorm: fp32 against the float64 reference.
+      ASSERT_TRUE(Near(out.embeddings[i], want_embed[i], 2e-6, 2e-6))
+          << "embed[" << i << "] " << out.embeddings[i] << " vs " << want_embed[i];
     } else {
       ASSERT_TRUE(Near(out.embeddings[i], want_embed[i], 0, 1e-7))
           << "embed[" << i << "] " << out.embeddings[i] << " vs " << want_embed[i];
     }
+  }
+  if (!c["head"].get<bool>()) {
+    // Embed-only encoder: every head call names the reason.
+    const std::vector<float> hidden = ToFloats(c["hidden"]);
+    HeadInput head;
+    head.hidden = hidden.data();
+    head.rows = c["rows"];
+    head.width = cfg.hidden_size;
+    std::vector<float> logits;
+    absl::Status s = model.ComputeLogits(head, /*log_softmax=*/false, &logits);
+    EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+    EXPECT_THAT(std::string(s.message()), HasSubstr("is served for Embed only"));
+    return;
   }
   // Raw logits (the family's transform applied).
   const std::vector<float> hidden = ToFloats(c["hidden"]);
@@ -220,13 +237,26 @@ void CheckRules(const ModelConfig& cfg, const json& c, bool gguf) {
   const FamilyRules* family = FindHfFamily(c["name"].get<std::string>());
   ASSERT_NE(family, nullptr);
   EXPECT_EQ(cfg.family, family->name);
-  EXPECT_EQ(cfg.final_norm_kind, norm == "rms" ? NormKind::kRmsNorm : NormKind::kLayerNorm);
-  EXPECT_EQ(cfg.norm_without_bias, norm == "cohere_ln");
-  EXPECT_FLOAT_EQ(static_cast<float>(cfg.norm_eps), r["eps"].get<float>());
-  if (!gguf) {
-    EXPECT_EQ(cfg.norm_eps_key, r["eps_key"].get<std::string>());
-    EXPECT_EQ(cfg.norm_one_plus_weight, r["norm_one_plus_weight"].get<bool>());
+  EXPECT_EQ(cfg.final_norm_kind, norm == "none" ? NormKind::kNone
+                                 : norm == "rms" ? NormKind::kRmsNorm
+                                                 : NormKind::kLayerNorm);
+  EXPECT_EQ(cfg.norm_without_bias, norm == "cohere_ln" || norm == "ln_nobias");
+  if (norm != "none") {
+    EXPECT_FLOAT_EQ(static_cast<float>(cfg.norm_eps), r["eps"].get<float>());
+    if (!gguf) EXPECT_EQ(cfg.norm_eps_key, r["eps_key"].get<std::string>());
   }
+  if (!gguf) EXPECT_EQ(cfg.norm_one_plus_weight, r["norm_one_plus_weight"].get<bool>());
+  // The embedding module (BERT, Nomic BERT, BLOOM LayerNorm after the lookup).
+  EXPECT_EQ(cfg.embedding_layer_norm, !c["embedding_norm_eps"].is_null());
+  if (cfg.embedding_layer_norm) {
+    EXPECT_FLOAT_EQ(static_cast<float>(cfg.embedding_norm_eps),
+                    c["embedding_norm_eps"].get<float>());
+  }
+  const std::string positions = c["positions"];
+  EXPECT_EQ(cfg.position_scheme, positions == "rope"      ? PositionScheme::kRope
+                                 : positions == "alibi"   ? PositionScheme::kAlibi
+                                                          : PositionScheme::kLearned);
+  EXPECT_EQ(cfg.lm_head_unsupported_reason.empty(), c["head"].get<bool>());
   EXPECT_FLOAT_EQ(static_cast<float>(cfg.embedding_scale), r["embedding_scale"].get<float>());
   EXPECT_DOUBLE_EQ(cfg.logit_transform.logit_scale, r["logit_scale"].get<double>());
   EXPECT_DOUBLE_EQ(cfg.logit_transform.logits_scaling, r["logits_scaling"].get<double>());
@@ -351,15 +381,15 @@ TEST(FamilyTableTest, EveryEntryIsFoundByItsNames) {
 TEST(FamilyTableTest, UnknownGgufArchListsTheKnownOnes) {
   const json& c = FamilyCase("qwen3");
   json bad = c;
-  bad["gguf"]["metadata"][0][2] = "falcon";
+  bad["gguf"]["metadata"][0][2] = "rwkv6";
   for (json& m : bad["gguf"]["metadata"]) {
     std::string key = m[0];
-    if (key.rfind("qwen3.", 0) == 0) m[0] = "falcon." + key.substr(6);
+    if (key.rfind("qwen3.", 0) == 0) m[0] = "rwkv6." + key.substr(6);
   }
   auto model = Model::Create(Model::Options("m", WriteGgufForm(bad)));
   ASSERT_FALSE(model.ok());
   EXPECT_THAT(model.status().message(),
-              HasSubstr("GGUF key \"general.architecture\" = \"falcon\" is not supported (llama"));
+              HasSubstr("GGUF key \"general.architecture\" = \"rwkv6\" is not supported (llama"));
   EXPECT_THAT(model.status().message(), HasSubstr("command-r"));
 }
 
@@ -399,6 +429,116 @@ TEST(FamilyTableTest, RefusalsNameTheKeyValueAndRule) {
   parsed = ParseHfConfig(cfg.dump(), "g2/config.json");
   ASSERT_FALSE(parsed.ok());
   EXPECT_THAT(parsed.status().message(), HasSubstr("key \"final_logit_softcapping\" = -3"));
+}
+
+// The families added with embedding LayerNorms, ALiBi and aliases: each
+// unsupported value is refused naming the key, the value and the rule.
+TEST(FamilyTableTest, EncoderAlibiAndAliasRefusals) {
+  auto refused = [](const json& cfg, const std::string& want) {
+    auto parsed = ParseHfConfig(cfg.dump(), "x/config.json");
+    ASSERT_FALSE(parsed.ok()) << want;
+    EXPECT_EQ(parsed.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(parsed.status().message()), HasSubstr(want));
+  };
+  json cfg = ShrunkConfig(FamilyCase("mpt"));
+  cfg["attn_config"]["alibi"] = false;
+  refused(cfg, "key \"attn_config.alibi\" = false is not supported");
+  cfg = ShrunkConfig(FamilyCase("mpt"));
+  cfg["attn_config"]["alibi_bias_max"] = 16;
+  refused(cfg, "key \"attn_config.alibi_bias_max\" = 16 is not supported (only 8");
+  cfg = ShrunkConfig(FamilyCase("mpt"));
+  cfg["n_heads"] = 4;  // power of two: accepted
+  EXPECT_TRUE(ParseHfConfig(cfg.dump(), "x/config.json").ok());
+  cfg["d_model"] = 24;
+  cfg["n_heads"] = 6;
+  refused(cfg, "key \"n_heads\" = 6 is not supported for MPT");
+
+  cfg = ShrunkConfig(FamilyCase("nomic_bert"));
+  cfg["rotary_emb_fraction"] = 0.0;
+  refused(cfg, "key \"rotary_emb_fraction\" = 0 is not supported");
+  cfg = ShrunkConfig(FamilyCase("nomic_bert"));
+  cfg["rotary_scaling_factor"] = 2.0;
+  refused(cfg, "key \"rotary_scaling_factor\" = 2.0 is not supported");
+  cfg = ShrunkConfig(FamilyCase("nomic_bert"));
+  cfg["prenorm"] = true;
+  refused(cfg, "key \"prenorm\" = true is not supported");
+
+  cfg = ShrunkConfig(FamilyCase("bert"));
+  cfg["position_embedding_type"] = "relative_key";
+  refused(cfg, "key \"position_embedding_type\" = \"relative_key\" is not supported");
+  cfg = ShrunkConfig(FamilyCase("bert"));
+  cfg["type_vocab_size"] = 0;
+  refused(cfg, "key \"type_vocab_size\" = 0 must be > 0");
+  cfg = ShrunkConfig(FamilyCase("bert"));
+  cfg["layer_norm_eps"] = -1.0;
+  refused(cfg, "key \"layer_norm_eps\" = -1 must be finite and > 0");
+
+  cfg = ShrunkConfig(FamilyCase("minicpm"));
+  cfg["dim_model_base"] = 0;
+  refused(cfg, "key \"dim_model_base\" = 0 must be finite and > 0");
+
+  // Falcon: the RefinedWeb aliases n_layer / n_head; a missing size names
+  // the primary key.
+  cfg = ShrunkConfig(FamilyCase("falcon"));
+  cfg.erase("n_head");
+  refused(cfg, "key \"num_attention_heads\" is required but missing");
+  // Falcon with alibi: ALiBi positions (build_alibi_tensor), no RoPE.
+  cfg = ShrunkConfig(FamilyCase("falcon"));
+  cfg["alibi"] = true;
+  auto parsed = ParseHfConfig(cfg.dump(), "f/config.json");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->position_scheme, PositionScheme::kAlibi);
+  cfg["new_decoder_architecture"] = true;
+  cfg["num_kv_heads"] = 2;
+  parsed = ParseHfConfig(cfg.dump(), "f/config.json");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->num_key_value_heads, 2);
+  cfg.erase("num_kv_heads");
+  cfg["n_head_kv"] = 1;
+  parsed = ParseHfConfig(cfg.dump(), "f/config.json");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->num_key_value_heads, 1);
+  cfg["n_head_kv"] = 0;
+  refused(cfg, "key \"n_head_kv\" = 0 must be in [1, 2^31)");
+}
+
+TEST(FamilyTableTest, GgufEncoderAndAlibiRefusals) {
+  auto refused = [](json c, const std::string& key, const std::string& want) {
+    for (json& m : c["gguf"]["metadata"]) {
+      if (m[0] == key) m[2] = 16.0;
+    }
+    auto model = Model::Create(Model::Options("m", WriteGgufForm(c)));
+    ASSERT_FALSE(model.ok()) << want;
+    EXPECT_THAT(std::string(model.status().message()), HasSubstr(want));
+  };
+  refused(FamilyCase("mpt"), "mpt.attention.max_alibi_bias",
+          "GGUF key \"mpt.attention.max_alibi_bias\" = 16 is not supported (only 8");
+  // mpt with a learned position table (llama.cpp's non-ALiBi MPT).
+  json mpt = FamilyCase("mpt");
+  mpt["gguf"]["tensors"]["position_embd.weight"] = mpt["gguf"]["tensors"]["token_embd.weight"];
+  auto with_positions = Model::Create(Model::Options("m", WriteGgufForm(mpt)));
+  ASSERT_FALSE(with_positions.ok());
+  EXPECT_THAT(std::string(with_positions.status().message()),
+              HasSubstr("tensor \"position_embd.weight\" is present but mpt is served with ALiBi"));
+  // bert without its embedding LayerNorm eps.
+  json c = FamilyCase("bert");
+  json kept = json::array();
+  for (const json& m : c["gguf"]["metadata"]) {
+    if (m[0] != "bert.attention.layer_norm_epsilon") kept.push_back(m);
+  }
+  c["gguf"]["metadata"] = kept;
+  auto model = Model::Create(Model::Options("m", WriteGgufForm(c)));
+  ASSERT_FALSE(model.ok());
+  EXPECT_THAT(std::string(model.status().message()),
+              HasSubstr("GGUF key \"bert.attention.layer_norm_epsilon\" is required but missing "
+                        "(bert applies a LayerNorm to the embeddings)"));
+  // nomic-bert without token_types.weight.
+  c = FamilyCase("nomic_bert");
+  c["gguf"]["tensors"].erase("token_types.weight");
+  model = Model::Create(Model::Options("m", WriteGgufForm(c)));
+  ASSERT_FALSE(model.ok());
+  EXPECT_THAT(std::string(model.status().message()),
+              HasSubstr("required tensor \"embeddings.token_type_embeddings.weight\" is missing"));
 }
 
 TEST(FamilyTableTest, Gemma2SoftcapNullMeansNoneAndAbsentMeansClassDefault) {

@@ -56,9 +56,9 @@ INSTANTIATE_TEST_SUITE_P(Manifest, HostileFileTest, ::testing::ValuesIn(LoadMani
                            return info.param.name;
                          });
 
-TEST(HostileManifestTest, CoversEveryRuleOfTheIssue) {
-  // 13 safetensors + 26 GGUF (4 of them RoPE keys, 5 quantized-table
-  // rules) + 12 config.json cases.
+TEST(HostileManifestTest, CoversEveryValidationRule) {
+  // One case per validation rule of the loaders: 13 safetensors + 26 GGUF
+  // (4 of them RoPE keys, 5 quantized-table rules) + 12 config.json cases.
   EXPECT_EQ(LoadManifest().size(), 51u);
 }
 

@@ -4,8 +4,8 @@
 //                 (max_j |l_j - ref_j| / max_j |ref_j| per row),
 //                 log-probs absolute error <= 1e-4;
 //   BF16 weights: logits relative error <= 4e-3, log-probs absolute error
-//                 <= 2.5e-2 (the bound stated in README "Scoring
-//                 performance"; a perfect bf16-input kernel shows 2.3e-3 /
+//                 <= 2.5e-2 (the bound stated in docs/models.md, "BF16 weights and
+//                 the numerical contract"; a perfect bf16-input kernel shows 2.3e-3 /
 //                 1.6e-2 on this problem, see the golden file).
 // Each for both LmHead implementations: the small-M kernel and oneDNN.
 // The synthetic weights come from an integer hash both sides compute

@@ -105,8 +105,8 @@ std::vector<float> RunHead(const uint8_t* weights, GgmlType type, int64_t vocab,
   return logits;
 }
 
-// The asserted bound per type (README "Scoring performance", quantized
-// heads): relative error vs logits_exact_f64 (measured 3.96e-3 .. 4.37e-3 on
+// The asserted bound per type (docs/models.md, "Quantized heads"): relative
+// error vs logits_exact_f64 (measured 3.96e-3 .. 4.37e-3 on
 // every path; ggml: 4.08e-3 .. 7.28e-3), 4.5e-3 for every type; each is
 // also checked to be no worse than ggml's own error on the same file (up to
 // 2e-6: for Q8_0 and IQ4_NL the int8 arithmetic is ggml's own, so the two

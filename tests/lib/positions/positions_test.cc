@@ -2,8 +2,8 @@
 // (tests/golden/make_alibi_golden.py), the sinusoidal positions Embed adds
 // against tests/golden/rope_golden.json ("sinusoidal_cases", float64 NumPy,
 // made by make_rope_golden.py), RoPE params from GGUF keys, the
-// GetRopeCache lib entry point, and the six position mistakes of the
-// Positions issue (each test fails if the mistake is introduced).
+// GetRopeCache lib entry point, and common position mistakes
+// (PositionMistakesTest: each test fails if the mistake is introduced).
 #include <cmath>
 #include <cstdint>
 #include <cstring>

@@ -1,8 +1,9 @@
 // Every RoPE scaling type against tests/golden/rope_scaling_golden.json
 // (tests/golden/make_rope_scaling_golden.py: NumPy float32 transcription of
 // HF modeling_rope_utils, cross-checked bit for bit against a PyTorch
-// transcription), the high-precision mode, the cos/sin cache, the kernel
-// ISAs, and the six position mistakes the issue lists.
+// transcription), the high-precision mode, the cos/sin cache and the kernel
+// ISAs (the position mistakes callers make: PositionMistakesTest in
+// positions_test.cc).
 //
 // Tolerances: inv_freq and attention_scaling are exact (same float32 steps).
 // cos/sin: glibc cosf/sinf vs NumPy differ by <= 2 ULP, times attention
@@ -65,7 +66,7 @@ RopeParams ParamsFromJson(const nlohmann::json& c, const std::string& layout) {
   return p;
 }
 
-QkTensor View(std::vector<float>& v, int64_t b, int64_t h, int64_t s, int64_t d) {
+QkTensor ScalingView(std::vector<float>& v, int64_t b, int64_t h, int64_t s, int64_t d) {
   QkTensor t;
   t.data = v.data();
   t.batch = b;
@@ -99,7 +100,7 @@ void ExpectRotated(const std::string& what, const std::vector<float>& in,
   EXPECT_EQ(bad, 0) << what;
 }
 
-const nlohmann::json& Golden() {
+const nlohmann::json& ScalingGolden() {
   static const nlohmann::json* g =
       new nlohmann::json(testing::ReadGolden("rope_scaling_golden.json"));
   return *g;
@@ -107,7 +108,7 @@ const nlohmann::json& Golden() {
 
 TEST(RopeScalingGoldenTest, InvFreqAndAttentionScalingAreExact) {
   int n = 0;
-  for (const auto& c : Golden().at("cases")) {
+  for (const auto& c : ScalingGolden().at("cases")) {
     const std::string name = c.at("name").get<std::string>();
     const RopeParams p = ParamsFromJson(c.at("config"), c.at("pair_layout").get<std::string>());
     const auto positions = c.at("positions").get<std::vector<int64_t>>();
@@ -127,7 +128,7 @@ TEST(RopeScalingGoldenTest, InvFreqAndAttentionScalingAreExact) {
 }
 
 TEST(RopeScalingGoldenTest, CosSinRowsAndGetRopeCacheMatch) {
-  for (const auto& c : Golden().at("cases")) {
+  for (const auto& c : ScalingGolden().at("cases")) {
     const std::string name = c.at("name").get<std::string>();
     const RopeParams p = ParamsFromJson(c.at("config"), c.at("pair_layout").get<std::string>());
     const auto positions = c.at("positions").get<std::vector<int64_t>>();
@@ -157,7 +158,7 @@ TEST(RopeScalingGoldenTest, CosSinRowsAndGetRopeCacheMatch) {
 }
 
 TEST(RopeScalingGoldenTest, ApplyRopeMatchesReferenceInEveryLayoutAndIsa) {
-  for (const auto& c : Golden().at("cases")) {
+  for (const auto& c : ScalingGolden().at("cases")) {
     const std::string name = c.at("name").get<std::string>();
     const std::string layout = c.at("pair_layout").get<std::string>();
     const RopeParams p = ParamsFromJson(c.at("config"), layout);
@@ -175,7 +176,7 @@ TEST(RopeScalingGoldenTest, ApplyRopeMatchesReferenceInEveryLayoutAndIsa) {
         o.allow_beyond_trained_length = c.at("allow_beyond_trained_length").get<bool>();
         o.isa = isa;
         o.use_cache = use_cache;
-        auto applied = ApplyRope(p, o, positions, View(q, 1, hq, s, d), View(k, 1, hk, s, d));
+        auto applied = ApplyRope(p, o, positions, ScalingView(q, 1, hq, s, d), ScalingView(k, 1, hk, s, d));
         ASSERT_TRUE(applied.ok()) << name << ": " << applied.status();
         EXPECT_EQ(applied->attention_scaling, c.at("attention_scaling").get<double>()) << name;
         EXPECT_EQ(applied->used_long_factor, c.at("used_long_factor").get<bool>()) << name;
@@ -202,7 +203,7 @@ TEST(RopeScalingGoldenTest, ApplyRopeMatchesReferenceInEveryLayoutAndIsa) {
 // call that crosses to long_factor.
 TEST(RopeScalingTest, ApplyRopeReturnsTheAttentionScalingOfItsFrequencies) {
   int n = 0;
-  for (const auto& c : Golden().at("cases")) {
+  for (const auto& c : ScalingGolden().at("cases")) {
     const std::string name = c.at("name").get<std::string>();
     if (name.rfind("yarn", 0) != 0 && name.rfind("longrope", 0) != 0 &&
         name.rfind("partial_yarn", 0) != 0) {
@@ -220,7 +221,7 @@ TEST(RopeScalingTest, ApplyRopeReturnsTheAttentionScalingOfItsFrequencies) {
       ApplyRopeOptions o;
       o.allow_beyond_trained_length = true;
       o.high_precision = high_precision;
-      auto applied = ApplyRope(p, o, positions, View(q, 1, 1, s, d), View(k, 1, 1, s, d));
+      auto applied = ApplyRope(p, o, positions, ScalingView(q, 1, 1, s, d), ScalingView(k, 1, 1, s, d));
       ASSERT_TRUE(applied.ok()) << name << ": " << applied.status();
       EXPECT_EQ(applied->attention_scaling, freqs->attention_scaling) << name;
       EXPECT_EQ(applied->used_long_factor, freqs->used_long_factor) << name;
@@ -228,7 +229,7 @@ TEST(RopeScalingTest, ApplyRopeReturnsTheAttentionScalingOfItsFrequencies) {
       // No tokens: the frequencies of seq_len 0.
       auto empty_freqs = ComputeRopeFrequencies(p, 0, high_precision);
       ASSERT_TRUE(empty_freqs.ok()) << name;
-      auto empty = ApplyRope(p, o, {}, View(q, 1, 1, 0, d), View(k, 1, 1, 0, d));
+      auto empty = ApplyRope(p, o, {}, ScalingView(q, 1, 1, 0, d), ScalingView(k, 1, 1, 0, d));
       ASSERT_TRUE(empty.ok()) << name << ": " << empty.status();
       EXPECT_EQ(empty->attention_scaling, empty_freqs->attention_scaling) << name;
       EXPECT_FALSE(empty->used_long_factor) << name;
@@ -243,20 +244,20 @@ TEST(RopeScalingTest, ApplyRopeReturnsTheAttentionScalingOfItsFrequencies) {
   yarn.scaling.factor = 4.0;
   yarn.scaling.original_max_position_embeddings = 128;
   std::vector<float> q(8, 1.0f), k(8, 1.0f);
-  auto y = ApplyRope(yarn, {}, {3}, View(q, 1, 1, 1, 8), View(k, 1, 1, 1, 8));
+  auto y = ApplyRope(yarn, {}, {3}, ScalingView(q, 1, 1, 1, 8), ScalingView(k, 1, 1, 1, 8));
   ASSERT_TRUE(y.ok()) << y.status();
   EXPECT_DOUBLE_EQ(y->attention_scaling, 0.1 * std::log(4.0) + 1.0);
   // Default RoPE: 1.
   RopeParams plain;
   plain.head_dim = plain.rotary_dim = 8;
-  auto one = ApplyRope(plain, {}, {3}, View(q, 1, 1, 1, 8), View(k, 1, 1, 1, 8));
+  auto one = ApplyRope(plain, {}, {3}, ScalingView(q, 1, 1, 1, 8), ScalingView(k, 1, 1, 1, 8));
   ASSERT_TRUE(one.ok());
   EXPECT_EQ(one->attention_scaling, 1.0);
   EXPECT_FALSE(one->used_long_factor);
 }
 
 TEST(RopeScalingTest, LongropeSwitchesAtOriginalLength) {
-  for (const auto& c : Golden().at("cases")) {
+  for (const auto& c : ScalingGolden().at("cases")) {
     if (c.at("name") != "longrope_long_half_split") continue;
     const RopeParams p = ParamsFromJson(c.at("config"), "HALF_SPLIT");
     auto below = ComputeRopeFrequencies(p, 4096, false);  // positions up to 4095
@@ -318,7 +319,7 @@ TEST(RopeScalingTest, BadScalingParametersNameTheField) {
 // ---- high precision ----
 
 TEST(RopeHighPrecisionTest, Float64AnglesAtPositions2To14Through2To20) {
-  const nlohmann::json& hp = Golden().at("high_precision");
+  const nlohmann::json& hp = ScalingGolden().at("high_precision");
   const RopeParams p = ParamsFromJson(hp.at("config"), "HALF_SPLIT");
   const auto positions = hp.at("positions").get<std::vector<int64_t>>();
   const std::vector<double> c64 = testing::ToDoubles(hp.at("cos_f64"));
@@ -357,9 +358,9 @@ TEST(RopeHighPrecisionTest, ApplyRopeUsesIt) {
   p.head_dim = p.rotary_dim = 8;
   std::vector<float> q(8, 1.0f), q2(8, 1.0f), k(8, 1.0f), k2(8, 1.0f);
   ApplyRopeOptions o;
-  ASSERT_TRUE(ApplyRope(p, o, {1 << 20}, View(q, 1, 1, 1, 8), View(k, 1, 1, 1, 8)).ok());
+  ASSERT_TRUE(ApplyRope(p, o, {1 << 20}, ScalingView(q, 1, 1, 1, 8), ScalingView(k, 1, 1, 1, 8)).ok());
   o.high_precision = true;
-  ASSERT_TRUE(ApplyRope(p, o, {1 << 20}, View(q2, 1, 1, 1, 8), View(k2, 1, 1, 1, 8)).ok());
+  ASSERT_TRUE(ApplyRope(p, o, {1 << 20}, ScalingView(q2, 1, 1, 1, 8), ScalingView(k2, 1, 1, 1, 8)).ok());
   EXPECT_NE(q, q2);
   // Pair 0 (inv_freq 1): exact angle 2^20 rad.
   const double c = std::cos(1048576.0), s = std::sin(1048576.0);
@@ -433,7 +434,7 @@ TEST(RopeKernelTest, AllIsasAgreeBitForBitOnLargeRandomTensorsWithThreads) {
             o.layout = layout;
             o.isa = isa;
             o.num_threads = threads;
-            ASSERT_TRUE(ApplyRope(p, o, pos, View(q, b, hq, s, d), View(k, b, hk, s, d)).ok());
+            ASSERT_TRUE(ApplyRope(p, o, pos, ScalingView(q, b, hq, s, d), ScalingView(k, b, hk, s, d)).ok());
             if (qr.empty()) {
               qr = q;
               kr = k;

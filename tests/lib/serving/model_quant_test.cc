@@ -1,11 +1,10 @@
-// Issue 16, the model side: quantized GGUF tables served natively (Embed
+// Quantized GGUF, the model side: tables served natively (Embed
 // bit for bit as ggml through the Model), --weights-dtype q8_0 (one copy,
 // tied head shared, error bound), BF16 served from the mapping and F16
 // converted once with peak RSS within 1.1x of the served bytes.
 //
-// Tests named *NeedsQuantHead* create a Model whose LM head is quantized:
-// they need issue 16's quantized LM-head kernels (LmHead::Create refuses
-// weights_quant until those are merged) and fail without them.
+// Tests named *NeedsQuantHead* create a Model whose LM head is quantized
+// too, so they also run lib/head's quantized kernels (lib/head/quant_kernel.h).
 #include <unistd.h>
 
 #include <cmath>
@@ -33,7 +32,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-std::unique_ptr<Model> Load(Model::Options o) {
+std::unique_ptr<Model> LoadQuantModel(Model::Options o) {
   auto model = Model::Create(o);
   EXPECT_TRUE(model.ok()) << o.path << ": " << model.status();
   return model.ok() ? std::move(*model) : nullptr;
@@ -68,7 +67,7 @@ TEST(ModelQuantTest, EmbedFromQuantizedTableIsGgmlBitForBit) {
     SCOPED_TRACE(stem);
     const nlohmann::json golden = testing::QuantGolden(stem);
     const std::string path = testing::WriteQuantEmbeddingGguf(stem, dir);
-    auto model = Load({"q", path});
+    auto model = LoadQuantModel({"q", path});
     ASSERT_NE(model, nullptr);
     EXPECT_STREQ(quant::GgmlTypeName(model->embedding_type()),
                  golden["token_embd_type"].get<std::string>().c_str());
@@ -89,7 +88,7 @@ TEST(ModelQuantTest, GoldenFilesServedNativelyNeedsQuantHead) {
   for (const std::string& stem : testing::QuantGoldenStems()) {
     SCOPED_TRACE(stem);
     const nlohmann::json golden = testing::QuantGolden(stem);
-    auto model = Load({"q", testing::QuantGoldenPath(stem, ".gguf")});
+    auto model = LoadQuantModel({"q", testing::QuantGoldenPath(stem, ".gguf")});
     ASSERT_NE(model, nullptr);
     EXPECT_STREQ(quant::GgmlTypeName(model->embedding_type()),
                  golden["token_embd_type"].get<std::string>().c_str());
@@ -133,7 +132,7 @@ TEST(ModelQuantTest, GoldenFilesServedNativelyNeedsQuantHead) {
 //   |w - q8_0(w)| <= max|w of its block of 32| * (1/254 + 1/2048)
 // (half a step d/2 = max/254, plus the f16 rounding of d over 127 steps).
 TEST(ModelQuantTest, Q8_0BoundOnTheStoriesTable) {
-  auto f32 = Load({"f32", testing::Stories260KBin()});
+  auto f32 = LoadQuantModel({"f32", testing::Stories260KBin()});
   ASSERT_NE(f32, nullptr);
   const WeightTensor& t = f32->checkpoint().embedding();
   ASSERT_EQ(t.dtype, DType::kF32);
@@ -162,10 +161,10 @@ TEST(ModelQuantTest, Q8_0BoundOnTheStoriesTable) {
 // The flag through the Model: one q8_0 copy shared by the tied head, Embed
 // = dequantized q8_0 rows. NEEDS the quantized LM head.
 TEST(ModelQuantTest, WeightsDtypeQ8_0NeedsQuantHead) {
-  auto f32 = Load({"f32", testing::Stories260KBin()});
+  auto f32 = LoadQuantModel({"f32", testing::Stories260KBin()});
   Model::Options o{"q8", testing::Stories260KBin()};
   o.weights_dtype = WeightsDType::kQ8_0;
-  auto q8 = Load(o);
+  auto q8 = LoadQuantModel(o);
   ASSERT_NE(f32, nullptr);
   ASSERT_NE(q8, nullptr);
   const Checkpoint& c = q8->checkpoint();
@@ -255,7 +254,7 @@ void ExpectPeakWithin(const std::string& dir, WeightsDType dtype, quant::GgmlTyp
   const int64_t before_kb = StatusKb("VmRSS:");
   Model::Options o{"big", dir};
   o.weights_dtype = dtype;
-  auto model = Load(o);
+  auto model = LoadQuantModel(o);
   ASSERT_NE(model, nullptr);
   const int64_t peak_kb = StatusKb("VmHWM:");
   ASSERT_GT(before_kb, 0);
@@ -272,7 +271,7 @@ TEST(ModelLoadMemoryTest, Bf16ServedFromTheMapping) {
   if (!LmHead::Bf16Supported()) GTEST_SKIP() << "CPU without AVX512-BF16/AMX: BF16 falls back";
   const std::string dir = WriteBigCheckpoint("BF16", 32768, 4096);  // 256 MiB
   ExpectPeakWithin(dir, WeightsDType::kAuto, quant::GgmlType::kBF16);
-  auto model = Load({"big", dir});
+  auto model = LoadQuantModel({"big", dir});
   const WeightTensor& e = model->checkpoint().embedding();
   EXPECT_NE(model->checkpoint().MappingOf(e.data, e.nbytes), nullptr);  // zero copies
 }

@@ -28,17 +28,17 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-constexpr int64_t kVocab = 512;
-constexpr int64_t kHidden = 64;
+constexpr int64_t kServingVocab = 512;
+constexpr int64_t kServingHidden = 64;
 
-std::unique_ptr<Model> Load(Model::Options o) {
+std::unique_ptr<Model> LoadServingModel(Model::Options o) {
   auto model = Model::Create(o);
   EXPECT_TRUE(model.ok()) << model.status();
   return model.ok() ? std::move(*model) : nullptr;
 }
 
-std::vector<float> Hidden(int rows, double phase = 0.7) {
-  std::vector<float> h(rows * kHidden);
+std::vector<float> ServingHidden(int rows, double phase = 0.7) {
+  std::vector<float> h(rows * kServingHidden);
   for (size_t i = 0; i < h.size(); ++i) h[i] = static_cast<float>(std::cos(phase * i));
   return h;
 }
@@ -52,10 +52,10 @@ std::vector<float> TableF32(const Model& m) {
 
 TEST(ModelBf16Test, ServesOneBf16CopySharedByTheTiedHead) {
   if (!LmHead::Bf16Supported()) GTEST_SKIP() << "CPU without AVX512-BF16/AMX";
-  auto f32 = Load({"f32", testing::Stories260KBin()});
+  auto f32 = LoadServingModel({"f32", testing::Stories260KBin()});
   Model::Options o{"bf16", testing::Stories260KBin()};
   o.weights_dtype = WeightsDType::kBF16;
-  auto bf16 = Load(o);
+  auto bf16 = LoadServingModel(o);
   ASSERT_NE(f32, nullptr);
   ASSERT_NE(bf16, nullptr);
   EXPECT_EQ(f32->serving_dtype(), DType::kF32);
@@ -64,9 +64,9 @@ TEST(ModelBf16Test, ServesOneBf16CopySharedByTheTiedHead) {
   const Checkpoint& c = bf16->checkpoint();
   EXPECT_EQ(c.embedding().dtype, DType::kBF16);
   EXPECT_EQ(c.lm_head().data, c.embedding().data);  // tied: one copy
-  EXPECT_EQ(c.embedding().nbytes, static_cast<size_t>(kVocab * kHidden * 2));
+  EXPECT_EQ(c.embedding().nbytes, static_cast<size_t>(kServingVocab * kServingHidden * 2));
   // The table now takes 64 KiB instead of 128 KiB.
-  EXPECT_EQ(f32->checkpoint().resident_bytes() - c.resident_bytes(), kVocab * kHidden * 2);
+  EXPECT_EQ(f32->checkpoint().resident_bytes() - c.resident_bytes(), kServingVocab * kServingHidden * 2);
   EXPECT_THAT(bf16->lm_head_implementation(), Not(HasSubstr("ref")));
 
   // Embed serves the bf16 table converted exactly to F32.
@@ -82,14 +82,14 @@ TEST(ModelBf16Test, ServesOneBf16CopySharedByTheTiedHead) {
 
   // Logits stay within the documented BF16 bound of the F32 ones:
   // max_j |l_j - ref_j| <= 4e-3 * max_j |ref_j| per row.
-  const std::vector<float> h = Hidden(3);
-  HeadInput head{h.data(), 3, kHidden};
+  const std::vector<float> h = ServingHidden(3);
+  HeadInput head{h.data(), 3, kServingHidden};
   std::vector<float> la, lb;
   ASSERT_TRUE(f32->ComputeLogits(head, false, &la).ok());
   ASSERT_TRUE(bf16->ComputeLogits(head, false, &lb).ok());
   for (int r = 0; r < 3; ++r) {
     double err = 0, scale = 0;
-    for (int64_t j = r * kVocab; j < (r + 1) * kVocab; ++j) {
+    for (int64_t j = r * kServingVocab; j < (r + 1) * kServingVocab; ++j) {
       err = std::max<double>(err, std::abs(la[j] - lb[j]));
       scale = std::max<double>(scale, std::abs(la[j]));
     }
@@ -109,9 +109,9 @@ std::string WriteBf16Checkpoint(const std::vector<float>& table, const std::vect
   const size_t emb_bytes = bf16.size() * 2;
   nlohmann::json header;
   header["model.embed_tokens.weight"] = {
-      {"dtype", "BF16"}, {"shape", {kVocab, kHidden}}, {"data_offsets", {0, emb_bytes}}};
+      {"dtype", "BF16"}, {"shape", {kServingVocab, kServingHidden}}, {"data_offsets", {0, emb_bytes}}};
   header["model.norm.weight"] = {{"dtype", "F32"},
-                                 {"shape", {kHidden}},
+                                 {"shape", {kServingHidden}},
                                  {"data_offsets", {emb_bytes, emb_bytes + norm.size() * 4}}};
   std::string text = header.dump();
   while (text.size() % 8 != 0) text += ' ';
@@ -126,26 +126,26 @@ std::string WriteBf16Checkpoint(const std::vector<float>& table, const std::vect
 
 TEST(ModelBf16Test, Bf16CheckpointIsServedInBf16ByDefault) {
   if (!LmHead::Bf16Supported()) GTEST_SKIP() << "CPU without AVX512-BF16/AMX";
-  auto f32 = Load({"f32", testing::Stories260KHfDir()});
+  auto f32 = LoadServingModel({"f32", testing::Stories260KHfDir()});
   ASSERT_NE(f32, nullptr);
   const WeightTensor* norm = f32->checkpoint().Find(kFinalNorm);
   ASSERT_NE(norm, nullptr);
   const std::string dir =
-      WriteBf16Checkpoint(TableF32(*f32), std::vector<float>(norm->f32(), norm->f32() + kHidden));
-  auto model = Load({"bf16ckpt", dir});
+      WriteBf16Checkpoint(TableF32(*f32), std::vector<float>(norm->f32(), norm->f32() + kServingHidden));
+  auto model = LoadServingModel({"bf16ckpt", dir});
   ASSERT_NE(model, nullptr);
   EXPECT_EQ(model->serving_dtype(), DType::kBF16);
   EXPECT_EQ(model->requested_weights_dtype(), WeightsDType::kAuto);
   EXPECT_EQ(model->checkpoint().embedding().stored_dtype, DType::kBF16);
   // One BF16 copy (the loader's F32 conversion buffer was freed) + norm.
-  EXPECT_EQ(model->checkpoint().resident_bytes(), kVocab * kHidden * 2 + kHidden * 4);
+  EXPECT_EQ(model->checkpoint().resident_bytes(), kServingVocab * kServingHidden * 2 + kServingHidden * 4);
   // Asking for F32 keeps the (exact) F32 conversion.
   Model::Options o{"asf32", dir};
   o.weights_dtype = WeightsDType::kF32;
-  auto as_f32 = Load(o);
+  auto as_f32 = LoadServingModel(o);
   ASSERT_NE(as_f32, nullptr);
   EXPECT_EQ(as_f32->serving_dtype(), DType::kF32);
-  EXPECT_EQ(as_f32->checkpoint().resident_bytes(), kVocab * kHidden * 4 + kHidden * 4);
+  EXPECT_EQ(as_f32->checkpoint().resident_bytes(), kServingVocab * kServingHidden * 4 + kServingHidden * 4);
   EXPECT_EQ(TableF32(*as_f32), TableF32(*model));
 }
 
@@ -155,7 +155,7 @@ TEST(ModelBf16FallbackTest, FallsBackToF32WithAReason) {
   if (LmHead::Bf16Supported()) GTEST_SKIP() << "only meaningful without bf16 (see ctest entry)";
   Model::Options o{"bf16", testing::Stories260KBin()};
   o.weights_dtype = WeightsDType::kBF16;
-  auto model = Load(o);
+  auto model = LoadServingModel(o);
   ASSERT_NE(model, nullptr);
   EXPECT_EQ(model->serving_dtype(), DType::kF32);
   EXPECT_EQ(model->requested_weights_dtype(), WeightsDType::kBF16);
@@ -169,7 +169,7 @@ void ExpectClose(const std::vector<float>& got, const std::vector<float>& want, 
   ASSERT_EQ(got.size(), want.size());
   for (int r = 0; r < rows; ++r) {
     double err = 0, scale = 0;
-    for (int64_t j = r * kVocab; j < (r + 1) * kVocab; ++j) {
+    for (int64_t j = r * kServingVocab; j < (r + 1) * kServingVocab; ++j) {
       if (std::isinf(want[j])) {
         EXPECT_EQ(got[j], want[j]) << j;  // masked ids stay -inf
         continue;
@@ -187,7 +187,7 @@ class ModelBatchingTest : public ::testing::Test {
     auto pool = ComputePool::Create({1, 64});
     ASSERT_TRUE(pool.ok());
     pool_ = std::move(*pool);
-    sync_ = Load({"sync", testing::Stories260KBin()});
+    sync_ = LoadServingModel({"sync", testing::Stories260KBin()});
     Model::Options o{"batched", testing::Stories260KBin()};
     o.compute_pool = pool_.get();
     DynamicBatcher::Options b;
@@ -198,7 +198,7 @@ class ModelBatchingTest : public ::testing::Test {
       batches_.push_back(rows);
     };
     o.batching = b;
-    batched_ = Load(o);
+    batched_ = LoadServingModel(o);
     ASSERT_NE(batched_, nullptr);
     ASSERT_NE(batched_->batcher(), nullptr);
   }
@@ -220,19 +220,19 @@ class ModelBatchingTest : public ::testing::Test {
 
 TEST_F(ModelBatchingTest, MixedRequestsInOneBatchMatchUnbatchedExactly) {
   // Four requests with different options, all in one GEMM.
-  const std::vector<float> h1 = Hidden(2, 0.3), h2 = Hidden(3, 0.9), h3 = Hidden(1, 1.7),
-                           h4 = Hidden(4, 2.1);
-  HeadInput logits_a{h1.data(), 2, kHidden};
+  const std::vector<float> h1 = ServingHidden(2, 0.3), h2 = ServingHidden(3, 0.9), h3 = ServingHidden(1, 1.7),
+                           h4 = ServingHidden(4, 2.1);
+  HeadInput logits_a{h1.data(), 2, kServingHidden};
   logits_a.temperature = 0.7f;
-  HeadInput logits_b{h2.data(), 3, kHidden};
+  HeadInput logits_b{h2.data(), 3, kServingHidden};
   logits_b.apply_final_norm = false;
   logits_b.vocab_limit = 300;
   ScoreInput score_c;
-  score_c.head = HeadInput{h3.data(), 1, kHidden};
+  score_c.head = HeadInput{h3.data(), 1, kServingHidden};
   score_c.target_ids = {403};
   score_c.top_k = 7;
   ScoreInput score_d;
-  score_d.head = HeadInput{h4.data(), 4, kHidden};
+  score_d.head = HeadInput{h4.data(), 4, kServingHidden};
   score_d.head.temperature = 1.9f;
   score_d.head.vocab_limit = 500;
   score_d.target_ids = {1, 2, 3, 499};
@@ -272,7 +272,7 @@ TEST_F(ModelBatchingTest, MixedRequestsInOneBatchMatchUnbatchedExactly) {
   // dynamic_batcher.h): 1e-6 of the row scale, far inside the 1e-5 contract.
   ExpectClose(a, want_a, 2);
   ExpectClose(b, want_b, 3);
-  EXPECT_EQ(b[1 * kVocab + 300], -INFINITY);  // vocab_limit kept per request
+  EXPECT_EQ(b[1 * kServingVocab + 300], -INFINITY);  // vocab_limit kept per request
   for (const auto& [got, input] : {std::pair{&c, &score_c}, std::pair{&d, &score_d}}) {
     ScoreOutput want;
     ASSERT_TRUE(sync_->Score(*input, &want).ok());
@@ -308,14 +308,14 @@ TEST_F(ModelBatchingTest, MixedRequestsInOneBatchMatchUnbatchedExactly) {
 }
 
 TEST_F(ModelBatchingTest, CancelledCallIsNeverComputed) {
-  const std::vector<float> h = Hidden(5);
+  const std::vector<float> h = ServingHidden(5);
   std::promise<absl::Status> p1, p2;
   CloseGate();
   batched_->ComputeLogitsAsync(
-      HeadInput{h.data(), 5, kHidden}, false,
+      HeadInput{h.data(), 5, kServingHidden}, false,
       [] { return absl::CancelledError("call cancelled before compute"); },
       [&](absl::Status st, std::vector<float>) { p1.set_value(st); });
-  batched_->ComputeLogitsAsync(HeadInput{h.data(), 2, kHidden}, false, nullptr,
+  batched_->ComputeLogitsAsync(HeadInput{h.data(), 2, kServingHidden}, false, nullptr,
                                [&](absl::Status st, std::vector<float>) { p2.set_value(st); });
   gate_.set_value();
   EXPECT_EQ(p1.get_future().get().code(), absl::StatusCode::kCancelled);
@@ -324,18 +324,18 @@ TEST_F(ModelBatchingTest, CancelledCallIsNeverComputed) {
 }
 
 TEST_F(ModelBatchingTest, FullQueueAndBadInputAnswerInline) {
-  const std::vector<float> h = Hidden(40);
+  const std::vector<float> h = ServingHidden(40);
   CloseGate();
   std::promise<absl::Status> p1;
-  batched_->ComputeLogitsAsync(HeadInput{h.data(), 40, kHidden}, false, nullptr,
+  batched_->ComputeLogitsAsync(HeadInput{h.data(), 40, kServingHidden}, false, nullptr,
                                [&](absl::Status st, std::vector<float>) { p1.set_value(st); });
   absl::Status full, bad;
-  batched_->ComputeLogitsAsync(HeadInput{h.data(), 30, kHidden}, false, nullptr,
+  batched_->ComputeLogitsAsync(HeadInput{h.data(), 30, kServingHidden}, false, nullptr,
                                [&](absl::Status st, std::vector<float>) { full = st; });
   EXPECT_EQ(full.code(), absl::StatusCode::kResourceExhausted) << full;
   EXPECT_THAT(full.message(), HasSubstr("max_queue_rows = 64"));
   ScoreInput s;
-  s.head = HeadInput{h.data(), 1, kHidden};
+  s.head = HeadInput{h.data(), 1, kServingHidden};
   s.top_k = 1025;
   batched_->ScoreAsync(s, nullptr, [&](absl::Status st, ScoreOutput) { bad = st; });
   EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument);
@@ -349,18 +349,18 @@ TEST(ModelAsyncTest, UnbatchedPoolPathMatchesSync) {
   ASSERT_TRUE(pool.ok());
   Model::Options o{"pool", testing::Stories260KBin()};
   o.compute_pool = pool->get();
-  auto model = Load(o);
+  auto model = LoadServingModel(o);
   ASSERT_NE(model, nullptr);
   EXPECT_EQ(model->batcher(), nullptr);
-  const std::vector<float> h = Hidden(3);
+  const std::vector<float> h = ServingHidden(3);
   std::promise<std::vector<float>> p;
-  model->ComputeLogitsAsync(HeadInput{h.data(), 3, kHidden}, true, nullptr,
+  model->ComputeLogitsAsync(HeadInput{h.data(), 3, kServingHidden}, true, nullptr,
                             [&](absl::Status st, std::vector<float> l) {
                               EXPECT_TRUE(st.ok());
                               p.set_value(std::move(l));
                             });
   std::vector<float> want;
-  ASSERT_TRUE(model->ComputeLogits(HeadInput{h.data(), 3, kHidden}, true, &want).ok());
+  ASSERT_TRUE(model->ComputeLogits(HeadInput{h.data(), 3, kServingHidden}, true, &want).ok());
   EXPECT_EQ(p.get_future().get(), want);
 }
 

@@ -1,4 +1,4 @@
-// Model::Create loads the checkpoint's own tokenizer (issue 14).
+// Model::Create loads the checkpoint's own tokenizer.
 #include <string>
 
 #include "gmock/gmock.h"
