@@ -3,15 +3,20 @@
 // payloads client/bench_workloads.h, --verify client/bench_verify.h.
 #include "client/bench_command.h"
 
+#include <poll.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <cerrno>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -65,6 +70,7 @@ struct BenchOptions {
   bool allow_errors = false;
   bool allow_private_targets = false;
   bool no_retry = false;
+  bool phases_from_stdin = false;
 };
 
 double Ms(int64_t ns) { return static_cast<double>(ns) * 1e-6; }
@@ -119,6 +125,27 @@ json LevelJson(const LoadGenerator::Result& r, const std::string& arrival) {
                         {"last_ms", Ms(last.p99_ns)},
                         {"ratio", first.p99_ns > 0 ? static_cast<double>(last.p99_ns) / first.p99_ns : 0.0}};
   }
+  if (!r.phases.empty()) {
+    json phases = json::array();
+    for (const auto& ph : r.phases) {
+      json plat = {{"mean", ph.latency.mean() * 1e-6}};
+      for (size_t i = 0; i < std::size(kPercentiles); ++i) {
+        plat[kPercentileNames[i]] = Ms(ph.latency.ValueAtPercentile(kPercentiles[i]));
+      }
+      plat["max"] = Ms(ph.latency.max());
+      phases.push_back({{"name", ph.name},
+                        {"start_s", ph.start_s},
+                        {"end_s", ph.end_s},
+                        {"requests", ph.ok + ph.errors},
+                        {"ok", ph.ok},
+                        {"errors", ph.errors},
+                        {"errors_by_code", ph.errors_by_code},
+                        {"error_messages", ph.first_error_message},
+                        {"requests_per_s", ph.requests_per_s()},
+                        {"latency_ms", plat}});
+    }
+    out["phases"] = phases;
+  }
   out["verify"] = {{"checked", r.verify.checked},
                    {"mismatches", r.verify.mismatches},
                    {"skipped", r.verify.skipped},
@@ -162,6 +189,18 @@ void PrintLevel(const LoadGenerator::Result& r, bool verify) {
                                  first.p99_ns > 0 ? static_cast<double>(last.p99_ns) / first.p99_ns : 0.0,
                                  r.windows.size());
   }
+  if (!r.phases.empty()) {
+    std::cout << absl::StrFormat("  %-24s %9s %9s %9s %9s %10s %10s %10s\n", "phase", "start s", "end s",
+                                 "calls", "errors", "p50 ms", "p99 ms", "max ms");
+    for (const auto& ph : r.phases) {
+      std::cout << absl::StrFormat("  %-24s %9.3f %9.3f %9d %9d %10.3f %10.3f %10.3f\n", ph.name, ph.start_s,
+                                   ph.end_s, ph.ok + ph.errors, ph.errors, Ms(ph.latency.ValueAtPercentile(50)),
+                                   Ms(ph.latency.ValueAtPercentile(99)), Ms(ph.latency.max()));
+      for (const auto& [code, n] : ph.errors_by_code) {
+        std::cout << "    " << code << ": " << n << " (e.g. \"" << ph.first_error_message.at(code) << "\")\n";
+      }
+    }
+  }
   if (verify) {
     std::cout << absl::StrFormat("  verify: %d checked, %d mismatches, %d skipped%s\n", r.verify.checked,
                                  r.verify.mismatches, r.verify.skipped,
@@ -200,6 +239,34 @@ std::string ServerCheckpointPath(const v1::ModelInfo& m) {
   return "";
 }
 
+// --phases-from-stdin: each line read from stdin starts a named phase of
+// the measurement (LoadGenerator::MarkPhase); end of input ends it
+// (LoadGenerator::Stop). Returns when `done` is set or stdin ends.
+void ReadPhasesFromStdin(LoadGenerator& gen, const std::atomic<bool>& done) {
+  std::string pending;
+  char buf[4096];
+  while (!done.load()) {
+    pollfd fd{STDIN_FILENO, POLLIN, 0};
+    const int ready = poll(&fd, 1, 100);
+    if (ready < 0 && errno != EINTR) break;
+    if (ready <= 0) continue;
+    const ssize_t n = read(STDIN_FILENO, buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {  // end of input (or an unreadable stdin)
+      if (!pending.empty()) gen.MarkPhase(pending);
+      gen.Stop();
+      return;
+    }
+    pending.append(buf, static_cast<size_t>(n));
+    size_t newline;
+    while ((newline = pending.find('\n')) != std::string::npos) {
+      std::string line(absl::StripAsciiWhitespace(pending.substr(0, newline)));
+      pending.erase(0, newline + 1);
+      if (!line.empty()) gen.MarkPhase(line);
+    }
+  }
+}
+
 // Runs `bench` with the global --target, --timeout, --json and --model.
 absl::StatusOr<int> RunBench(VocabdClient& client, const GlobalOptions& global,
                              const BenchOptions& options) {
@@ -218,6 +285,10 @@ absl::StatusOr<int> RunBench(VocabdClient& client, const GlobalOptions& global,
     }
   }
   ASSIGN_OR_RETURN(std::vector<int> levels, ParseConcurrencyList(o.concurrency));
+  if (o.phases_from_stdin && levels.size() > 1) {
+    return absl::InvalidArgumentError(absl::StrCat("--phases-from-stdin needs one --concurrency level, not '",
+                                                   o.concurrency, "'"));
+  }
   ASSIGN_OR_RETURN(v1::ModelInfo info, client.GetModel(global.model));
   o.payload.model = global.model;
   if (!o.save_payload.empty()) {
@@ -285,6 +356,11 @@ absl::StatusOr<int> RunBench(VocabdClient& client, const GlobalOptions& global,
                                      : absl::StrFormat("%d payload files", o.payload.payload_files.size()));
   }
   std::vector<LoadGenerator::Result> results;
+  std::atomic<bool> phases_done{false};
+  std::thread phase_reader;
+  if (o.phases_from_stdin) {
+    phase_reader = std::thread([&gen, &phases_done] { ReadPhasesFromStdin(*gen, phases_done); });
+  }
   for (int level : levels) {
     auto progress = [&](const LoadGenerator::Progress& p) {
       if (!progress_line) return;
@@ -298,6 +374,8 @@ absl::StatusOr<int> RunBench(VocabdClient& client, const GlobalOptions& global,
     if (progress_line) std::fprintf(stderr, "\r\033[K");
     if (!json_output) PrintLevel(results.back(), o.verify);
   }
+  phases_done.store(true);
+  if (phase_reader.joinable()) phase_reader.join();
   if (o.server_pid > 0) {
     ASSIGN_OR_RETURN(rss_end, ReadProcessRssBytes(o.server_pid));
     if (!json_output) {
@@ -433,7 +511,10 @@ void RegisterBenchCommand(CLI::App& app, CommandContext& context) {
                  "your own fleet");
   load->add_flag("--no-retry", o->no_retry,
                  "send every call once (default: the client retry policy, vocabd_client.h "
-                 "kDefaultServiceConfig, retries UNAVAILABLE)");
+                 "kDefaultServiceConfig, retries UNAVAILABLE and CANCELLED)");
+  load->add_flag("--phases-from-stdin", o->phases_from_stdin,
+                 "each line on stdin starts a named phase of the run (calls, errors and latency "
+                 "reported per phase, by completion time); end of stdin ends the run early");
   load->add_option("--warmup", o->warmup, "unmeasured run before each level (duration)")->capture_default_str();
   load->add_option("--window", o->window, "latency window for p99 drift (soak)")->capture_default_str();
   CLI::App* check = cmd->add_option_group("checks", "verification and reporting");

@@ -30,6 +30,17 @@ int64_t NowNs() {
       .count();
 }
 
+std::string StatusCodeName(grpc::StatusCode status_code) {
+  static const char* kNames[] = {
+      "OK",        "CANCELLED",         "UNKNOWN",          "INVALID_ARGUMENT",
+      "DEADLINE_EXCEEDED", "NOT_FOUND", "ALREADY_EXISTS",   "PERMISSION_DENIED",
+      "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE",
+      "UNIMPLEMENTED", "INTERNAL",      "UNAVAILABLE",      "DATA_LOSS",
+      "UNAUTHENTICATED"};
+  const int code = static_cast<int>(status_code);
+  return code >= 0 && code <= 16 ? kNames[code] : absl::StrCat("CODE_", code);
+}
+
 std::chrono::steady_clock::time_point FromNs(int64_t ns) {
   return std::chrono::steady_clock::time_point(std::chrono::nanoseconds(ns));
 }
@@ -332,24 +343,27 @@ void LoadGenerator::OnDone(Phase& phase, Call* call, const grpc::Status& status,
         phase.window_latency.resize(w + 1, LatencyHistogram(7));
         phase.window_errors.resize(w + 1, 0);
       }
+      NamedPhase* named = r.phases.empty() ? nullptr : &r.phases.back();
       if (status.ok()) {
         ++r.ok;
         r.bytes_received += response_bytes;
         r.latency.Record(latency);
         phase.window_latency[w].Record(latency);
+        if (named != nullptr) {
+          ++named->ok;
+          named->latency.Record(latency);
+        }
       } else {
         ++r.errors;
         ++phase.window_errors[w];
-        static const char* kNames[] = {
-            "OK",        "CANCELLED",         "UNKNOWN",          "INVALID_ARGUMENT",
-            "DEADLINE_EXCEEDED", "NOT_FOUND", "ALREADY_EXISTS",   "PERMISSION_DENIED",
-            "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE",
-            "UNIMPLEMENTED", "INTERNAL",      "UNAVAILABLE",      "DATA_LOSS",
-            "UNAUTHENTICATED"};
-        const int code = static_cast<int>(status.error_code());
-        const std::string name = code >= 0 && code <= 16 ? kNames[code] : absl::StrCat("CODE_", code);
+        const std::string name = StatusCodeName(status.error_code());
         ++r.errors_by_code[name];
         r.first_error_message.emplace(name, status.error_message());
+        if (named != nullptr) {
+          ++named->errors;
+          ++named->errors_by_code[name];
+          named->first_error_message.emplace(name, status.error_message());
+        }
       }
     }
     if (!start_next) {
@@ -364,8 +378,11 @@ void LoadGenerator::OnDone(Phase& phase, Call* call, const grpc::Status& status,
 void LoadGenerator::RunPhase(Phase& phase, const ProgressFn& progress) {
   using std::chrono::milliseconds;
   const int64_t duration_ns = phase.measured ? options_.duration.count() : options_.warmup.count();
-  phase.start_ns = NowNs();
-  phase.last_done_ns = phase.start_ns;
+  {
+    std::lock_guard<std::mutex> lock(phase.mu);  // MarkPhase reads it
+    phase.start_ns = NowNs();
+    phase.last_done_ns = phase.start_ns;
+  }
   const int64_t end_ns = phase.limit == 0 ? phase.start_ns + duration_ns : INT64_MAX;
   int64_t next_progress = phase.start_ns;
   auto report = [&](int64_t now) {
@@ -415,13 +432,14 @@ void LoadGenerator::RunPhase(Phase& phase, const ProgressFn& progress) {
   for (int64_t i = 0;; ++i) {
     if (phase.limit != 0 && i >= phase.limit) break;
     const int64_t at = static_cast<int64_t>(arrival);
-    if (at >= end_ns) break;
+    if (at >= end_ns || phase.stop.load()) break;
     for (;;) {  // sleep until the arrival, reporting progress meanwhile
       const int64_t now = NowNs();
-      if (now >= at) break;
+      if (now >= at || phase.stop.load()) break;
       report(now);
       std::this_thread::sleep_until(FromNs(std::min(at, now + 50'000'000)));
     }
+    if (phase.stop.load()) break;
     {
       std::unique_lock<std::mutex> lock(phase.mu);
       while (phase.in_flight >= phase.concurrency) {
@@ -451,6 +469,32 @@ void LoadGenerator::RunPhase(Phase& phase, const ProgressFn& progress) {
   }
 }
 
+void LoadGenerator::MarkPhase(const std::string& name) {
+  std::lock_guard<std::mutex> control(control_mu_);
+  if (measuring_ == nullptr) {
+    pending_phase_ = name;
+    has_pending_phase_ = true;
+    return;
+  }
+  Phase& phase = *measuring_;
+  std::lock_guard<std::mutex> lock(phase.mu);
+  NamedPhase next;
+  next.name = name;
+  next.start_s = phase.start_ns == 0 ? 0.0 : std::max<int64_t>(0, NowNs() - phase.start_ns) * 1e-9;
+  if (!phase.result->phases.empty()) phase.result->phases.back().end_s = next.start_s;
+  phase.result->phases.push_back(std::move(next));
+}
+
+void LoadGenerator::Stop() {
+  std::lock_guard<std::mutex> control(control_mu_);
+  if (measuring_ == nullptr) {
+    stop_requested_ = true;
+    return;
+  }
+  measuring_->stop.store(true);
+  measuring_->cv.notify_all();
+}
+
 LoadGenerator::Result LoadGenerator::Run(int concurrency, const ProgressFn& progress) {
   Result result;
   result.concurrency = concurrency > 0 ? concurrency : options_.concurrency;
@@ -472,8 +516,24 @@ LoadGenerator::Result LoadGenerator::Run(int concurrency, const ProgressFn& prog
   phase.limit = options_.requests;
   phase.result = &result;
   phase.window_ns = options_.window.count();
+  {
+    std::lock_guard<std::mutex> control(control_mu_);
+    measuring_ = &phase;
+    if (has_pending_phase_) {
+      result.phases.emplace_back();
+      result.phases.back().name = pending_phase_;
+    }
+    has_pending_phase_ = false;
+    if (stop_requested_) phase.stop.store(true);
+    stop_requested_ = false;
+  }
   RunPhase(phase, progress);
+  {
+    std::lock_guard<std::mutex> control(control_mu_);
+    measuring_ = nullptr;
+  }
   result.elapsed_s = (phase.last_done_ns - phase.start_ns) * 1e-9;
+  if (!result.phases.empty()) result.phases.back().end_s = result.elapsed_s;
   result.bytes_sent = phase.bytes_sent.load();
   for (size_t w = 0; w < phase.window_latency.size(); ++w) {
     Window win;

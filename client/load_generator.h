@@ -117,7 +117,7 @@ class LoadGenerator {
     // gRPC's default, pick_first) of every channel.
     std::string lb_policy;
     // gRPC service config of every channel (client/vocabd_client.h
-    // kDefaultServiceConfig: retries UNAVAILABLE); empty = none.
+    // kDefaultServiceConfig: retries UNAVAILABLE, CANCELLED); empty = none.
     std::string service_config;
 
     // INVALID_ARGUMENT naming the option and value.
@@ -130,6 +130,22 @@ class LoadGenerator {
     int64_t errors = 0;
     int64_t p50_ns = 0;
     int64_t p99_ns = 0;
+  };
+
+  // Calls that finished between one MarkPhase and the next (vocabctl bench
+  // --phases-from-stdin: e.g. "baseline", "replica killed", "restarted").
+  // A call belongs to the phase in which it completed.
+  struct NamedPhase {
+    std::string name;
+    double start_s = 0;  // since the measurement started (the origin of Window::start_s)
+    double end_s = 0;    // the next phase's start, or the last completion
+    int64_t ok = 0;
+    int64_t errors = 0;
+    std::map<std::string, int64_t> errors_by_code;
+    std::map<std::string, std::string> first_error_message;
+    LatencyHistogram latency{7};  // OK calls, nanoseconds (0.39 % bound)
+
+    double requests_per_s() const { return end_s > start_s ? (ok + errors) / (end_s - start_s) : 0; }
   };
 
   struct Result {
@@ -148,6 +164,9 @@ class LoadGenerator {
     // Open loop: largest delay between an arrival and its call start.
     int64_t max_start_lag_ns = 0;
     Workload::VerifyReport verify;
+
+    // Named phases of the measurement (MarkPhase), in order.
+    std::vector<NamedPhase> phases;
 
     double requests_per_s() const { return elapsed_s > 0 ? (ok + errors) / elapsed_s : 0; }
   };
@@ -174,6 +193,16 @@ class LoadGenerator {
   // about every 200 ms from this thread.
   Result Run(int concurrency = 0, const ProgressFn& progress = nullptr);
 
+  // Starts a named phase of the measurement running now (or, when none runs
+  // yet, at the start of the next one): every call finishing from now until
+  // the next MarkPhase is counted in Result::phases under `name`.
+  // Thread-safe; meant to be called while Run() runs.
+  void MarkPhase(const std::string& name);
+  // Ends the measurement running now (or the next one) early, as if its
+  // --duration had passed: no new call starts; calls in flight finish.
+  // Thread-safe.
+  void Stop();
+
   Workload& workload() { return *workload_; }
   const Options& options() const { return options_; }
 
@@ -190,6 +219,13 @@ class LoadGenerator {
   std::unique_ptr<Workload> workload_;
   std::vector<std::shared_ptr<grpc::Channel>> channels_;
   std::atomic<uint64_t> sequence_{0};  // round-robin over channels and payloads
+  // The measured phase running now (MarkPhase, Stop), and what was asked
+  // while none ran.
+  std::mutex control_mu_;
+  Phase* measuring_ = nullptr;         // guarded by control_mu_
+  std::string pending_phase_;          // guarded by control_mu_
+  bool has_pending_phase_ = false;     // guarded by control_mu_
+  bool stop_requested_ = false;        // guarded by control_mu_
 };
 
 // Parses "10s", "500ms", "2m", "1h", "250us", "0" (plain numbers are

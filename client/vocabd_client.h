@@ -25,7 +25,10 @@ namespace vocabd {
 // DEFAULT_SERVICE_CONFIG is the same policy. gRPC's retry support
 // (gRFC A6) re-sends a call that failed with UNAVAILABLE -- the server was
 // unreachable, refused the connection, was draining (GOAWAY) or died with
-// the call in flight -- up to maxAttempts times in all, after a
+// the call in flight -- or that the server ended CANCELLED (a draining
+// server's transport cancels the calls it received but had not started;
+// a call the client itself cancelled or whose deadline passed is never
+// re-sent) up to maxAttempts times in all, after a
 // randomized exponential backoff (50 ms x 2^n, at most 1 s), on another
 // address when the channel has several (round_robin). It applies to every
 // RPC that has no effect beyond its answer: all of EmbeddingService,
@@ -53,7 +56,7 @@ inline constexpr char kDefaultServiceConfig[] = R"json({
         "initialBackoff": "0.05s",
         "maxBackoff": "1s",
         "backoffMultiplier": 2,
-        "retryableStatusCodes": ["UNAVAILABLE"]
+        "retryableStatusCodes": ["UNAVAILABLE", "CANCELLED"]
       }
     }
   ]

@@ -37,10 +37,12 @@ RUN_PACKAGES=(
   libcli11-dev libssl-dev openssl libcpp-httplib-dev prometheus-cpp-dev libpcre2-dev libicu-dev
   python3-grpcio python3-protobuf python3-setuptools python3-numpy
 )
-# The Release test suite (GoogleTest, pytest, the benchmarks' build).
+# The Release test suite (GoogleTest, pytest, the benchmarks' build; nginx
+# and iproute2 for the fleet test, tests/deploy/fleet_test.py).
 TEST_PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev libopenblas-dev
   python3-pytest python3-pip python3-yaml python3-sentencepiece python3-regex curl
+  nginx iproute2
 )
 # The ASan+UBSan / fuzz build (clang) and TSan.
 SANITIZER_PACKAGES=(clang libclang-rt-14-dev)

@@ -233,6 +233,75 @@ TEST_F(LoadGeneratorTest, DurationModeWithWarmupAndWindows) {
   EXPECT_GT(r.windows[0].p99_ns, 0);
 }
 
+// vocabctl bench --phases-from-stdin: MarkPhase splits the measurement's
+// calls by completion time; Stop ends a run long before its --duration.
+// The marks are placed from the progress callback (the Run thread), so the
+// order of calls and marks is fixed without sleeping.
+TEST_F(LoadGeneratorTest, NamedPhasesSplitTheCallsAndStopEndsTheRun) {
+  auto o = Opts();
+  o.duration = 120s;  // ended by Stop()
+  o.concurrency = 2;
+  BenchPayloadOptions p;
+  p.rpc = "embed";
+  p.tokens = 4;
+  auto gen = Make(o, p);
+  gen->MarkPhase("before");  // no measurement yet: starts with the next one
+  int64_t marked_at = -1;
+  auto r = gen->Run(0, [&](const LoadGenerator::Progress& pr) {
+    if (pr.warmup) return;
+    if (marked_at < 0 && pr.completed >= 20) {
+      gen->MarkPhase("after");
+      marked_at = pr.completed;
+    } else if (marked_at >= 0 && pr.completed >= marked_at + 20) {
+      gen->Stop();
+    }
+  });
+  ASSERT_EQ(r.phases.size(), 2u);
+  const auto& before = r.phases[0];
+  const auto& after = r.phases[1];
+  EXPECT_EQ(before.name, "before");
+  EXPECT_EQ(after.name, "after");
+  EXPECT_EQ(before.start_s, 0.0);
+  EXPECT_GT(after.start_s, 0.0);
+  EXPECT_EQ(before.end_s, after.start_s);
+  EXPECT_EQ(after.end_s, r.elapsed_s);
+  EXPECT_GE(before.ok, 1);
+  EXPECT_GE(after.ok, 1);
+  EXPECT_EQ(before.ok + after.ok, r.ok);
+  EXPECT_EQ(before.errors + after.errors, 0);
+  EXPECT_EQ(before.latency.count(), before.ok);
+  EXPECT_EQ(after.latency.count(), after.ok);
+  EXPECT_LE(before.latency.ValueAtPercentile(50), before.latency.ValueAtPercentile(99));
+  EXPECT_GT(after.requests_per_s(), 0);
+  // The run ended at Stop() (within a second of the mark), not at its 120 s.
+  EXPECT_LT(r.elapsed_s, 60.0);
+}
+
+TEST_F(LoadGeneratorTest, NamedPhasesCountErrorsByCodeInOpenLoop) {
+  auto o = Opts();
+  o.duration = 120s;
+  o.rate = 200;
+  o.concurrency = 4;
+  BenchPayloadOptions p;
+  p.rpc = "score";
+  p.hidden = 7;  // the model's hidden_size is 64: INVALID_ARGUMENT
+  auto gen = Make(o, p);
+  gen->MarkPhase("bad hidden");
+  auto r = gen->Run(0, [&](const LoadGenerator::Progress& pr) {
+    if (pr.completed >= 10) gen->Stop();
+  });
+  ASSERT_EQ(r.phases.size(), 1u);
+  const auto& ph = r.phases[0];
+  EXPECT_EQ(ph.name, "bad hidden");
+  EXPECT_EQ(ph.ok, 0);
+  EXPECT_GE(ph.errors, 10);
+  EXPECT_EQ(ph.errors, r.errors);
+  ASSERT_THAT(ph.errors_by_code, Contains(Key("INVALID_ARGUMENT")));
+  EXPECT_EQ(ph.errors_by_code.at("INVALID_ARGUMENT"), ph.errors);
+  EXPECT_THAT(ph.first_error_message.at("INVALID_ARGUMENT"), HasSubstr("hidden"));
+  EXPECT_LT(r.elapsed_s, 60.0);  // Stop() ended the open-loop schedule, not the 120 s
+}
+
 TEST_F(LoadGeneratorTest, VerifyAcceptsEveryRpcFromTheRealServer) {
   auto bin = BenchReference::Load(testing::Stories260KBin());
   ASSERT_TRUE(bin.ok()) << bin.status();

@@ -240,6 +240,19 @@ class K8sManifestsTest(unittest.TestCase):
         self.assertGreater(self.pod["spec"]["terminationGracePeriodSeconds"] * 1000,
                            drain_ms + pre_stop * 1000)
 
+    def test_probe_timing_fits_the_fleet_recovery_budget(self):
+        # deploy/k8s/README.md "Readiness and drain": a restarted replica must
+        # be Ready and take calls within 10 s (tests/deploy/fleet_test.py), so
+        # startup period + readiness period stay well inside it; the TLS
+        # overlay's exec probes keep the same timing.
+        timing = {p: (self.container[p]["periodSeconds"], self.container[p]["failureThreshold"])
+                  for p in ("startupProbe", "readinessProbe", "livenessProbe")}
+        self.assertLessEqual(timing["startupProbe"][0] + timing["readinessProbe"][0], 5)
+        self.assertLessEqual(timing["readinessProbe"][0] * timing["readinessProbe"][1], 5)
+        _, tls = self.overlay_container("tls")
+        for probe, t in timing.items():
+            self.assertEqual((tls[probe]["periodSeconds"], tls[probe]["failureThreshold"]), t, probe)
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -1,9 +1,11 @@
-"""The default service config (DEFAULT_SERVICE_CONFIG) retries UNAVAILABLE on
-the RPCs that are safe to retry and never on LoadModel / UnloadModel; it is
-the same policy vocabctl uses (client/vocabd_client.h kDefaultServiceConfig).
+"""The default service config (DEFAULT_SERVICE_CONFIG) retries UNAVAILABLE and
+CANCELLED on the RPCs that are safe to retry and never LoadModel /
+UnloadModel; it is the same policy vocabctl uses (client/vocabd_client.h
+kDefaultServiceConfig).
 
 A fake ModelService / EmbeddingService on 127.0.0.1 answers the first
-`fail_first` attempts of each method with UNAVAILABLE and counts attempts.
+`fail_first` attempts of each method with `code` (UNAVAILABLE) and counts
+attempts.
 """
 import json
 import os
@@ -18,8 +20,9 @@ from conftest import SOURCE_DIR
 
 
 class _Flaky:
-    def __init__(self, fail_first):
+    def __init__(self, fail_first, code=grpc.StatusCode.UNAVAILABLE):
         self.fail_first = fail_first
+        self.code = code
         self.attempts = {}
         self.lock = threading.Lock()
 
@@ -28,7 +31,7 @@ class _Flaky:
             n = self.attempts.get(method, 0) + 1
             self.attempts[method] = n
         if n <= self.fail_first:
-            context.abort(grpc.StatusCode.UNAVAILABLE, f"{method}: attempt {n} refused")
+            context.abort(self.code, f"{method}: attempt {n} refused")
 
 
 def _serve(flaky):
@@ -77,7 +80,7 @@ def test_default_policy_equals_vocabctls():
     cpp = re.search(r'kDefaultServiceConfig\[\] = R"json\((.*?)\)json"', header, re.S).group(1)
     assert json.loads(vocabd.DEFAULT_SERVICE_CONFIG) == json.loads(cpp)
     policy = json.loads(cpp)["methodConfig"][0]["retryPolicy"]
-    assert policy["retryableStatusCodes"] == ["UNAVAILABLE"]
+    assert policy["retryableStatusCodes"] == ["UNAVAILABLE", "CANCELLED"]
     assert policy["maxAttempts"] == 5
 
 
@@ -88,6 +91,21 @@ def test_idempotent_rpcs_are_retried_on_unavailable(flaky_server):
         assert c.get_model("m").name == "m"
         assert c.embed([1, 2]).shape == (2, 1)
     assert flaky.attempts == {"GetModel": 3, "Embed": 3}
+
+
+def test_idempotent_rpcs_are_retried_when_the_server_cancels():
+    # What a draining server's transport answers a call it received but had
+    # not started (tests/deploy/fleet_test.py sees it on SIGTERM).
+    from vocabd import VocabdClient
+    flaky = _Flaky(fail_first=2, code=grpc.StatusCode.CANCELLED)
+    server, target = _serve(flaky)
+    try:
+        with VocabdClient(target, timeout=10) as c:
+            assert c.embed([1, 2]).shape == (2, 1)
+            assert c.get_model("m").name == "m"
+    finally:
+        server.stop(None)
+    assert flaky.attempts == {"Embed": 3, "GetModel": 3}
 
 
 def test_load_and_unload_are_never_retried(flaky_server):

@@ -21,10 +21,12 @@ from vocabd.v1 import (embedding_pb2, embedding_pb2_grpc, model_pb2, model_pb2_g
 # The gRPC service config every VocabdClient channel uses by default: the
 # same policy as vocabctl (client/vocabd_client.h kDefaultServiceConfig).
 # gRPC re-sends a call that failed with UNAVAILABLE (server unreachable,
-# connection refused, draining, or gone with the call in flight) up to
-# maxAttempts times in all, after a randomized exponential backoff (50 ms x
-# 2^n, at most 1 s), on another address when the channel has several
-# (lb_policy="round_robin"). Retried: every RPC without effects beyond its
+# connection refused, draining, or gone with the call in flight) or that the
+# server ended CANCELLED (a draining server's transport cancels the calls it
+# had received but not started; a call the client cancelled or whose
+# deadline passed is never re-sent) up to maxAttempts times in all, after a
+# randomized exponential backoff (50 ms x 2^n, at most 1 s), on another
+# address when the channel has several (lb_policy="round_robin"). Retried: every RPC without effects beyond its
 # answer (EmbeddingService, ScoringService, PositionService,
 # TokenizerService, grpc.health.v1.Health, ModelService ListModels and
 # GetModel); streams only until their first response. Never retried:
@@ -47,7 +49,7 @@ DEFAULT_SERVICE_CONFIG = json.dumps({
             "initialBackoff": "0.05s",
             "maxBackoff": "1s",
             "backoffMultiplier": 2,
-            "retryableStatusCodes": ["UNAVAILABLE"],
+            "retryableStatusCodes": ["UNAVAILABLE", "CANCELLED"],
         },
     }],
 })
@@ -336,9 +338,9 @@ class VocabdClient:
     (a "dns:///name:port" that resolves to each replica, such as a
     Kubernetes headless Service, or "ipv4:10.0.0.2:50051,10.0.0.3:50051");
     None = gRPC's default, pick_first. service_config: gRPC service config
-    JSON (default DEFAULT_SERVICE_CONFIG: retries UNAVAILABLE on the RPCs
-    that are safe to retry); None = every call sent once. options: extra
-    gRPC channel arguments.
+    JSON (default DEFAULT_SERVICE_CONFIG: retries UNAVAILABLE and
+    server-side CANCELLED on the RPCs that are safe to retry); None = every
+    call sent once. options: extra gRPC channel arguments.
     """
 
     def __init__(self, target, tls=False, token=None, *, timeout=None, model="",
