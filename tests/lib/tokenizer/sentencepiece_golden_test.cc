@@ -340,7 +340,7 @@ TEST(PreTokenizerSplitTest, EveryEntryMatchesPythonRegex) {
     EXPECT_EQ(mismatches, 0) << name;
     ++entries;
   }
-  EXPECT_EQ(entries, 18);
+  EXPECT_EQ(entries, 28);
   for (const std::string& n : tokenizer_internal::PreTokenizerNames()) {
     EXPECT_TRUE(tokenizer_internal::FindPreTokenizer(n).ok()) << n;
   }
