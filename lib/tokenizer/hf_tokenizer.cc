@@ -947,6 +947,21 @@ class BpeModel final : public HfModel {
   std::optional<int32_t> unk;
   std::optional<std::string> prefix, suffix;
   bool fuse_unk = false, byte_fallback = false, ignore_merges = false;
+  // Without affixes: the id of each BMP character's token (-1: none), so
+  // the common case skips a string lookup per character.
+  std::vector<int32_t> char_id;
+
+  void BuildCharCache() {
+    char_id.clear();
+    if ((prefix && !prefix->empty()) || (suffix && !suffix->empty())) return;
+    char_id.assign(0x10000, -1);
+    for (const auto& [piece, id] : vocab) {
+      size_t p = 0;
+      if (piece.empty()) continue;
+      const uint32_t cp = DecodeUtf8(piece, &p);
+      if (p == piece.size() && cp < 0x10000) char_id[cp] = id;
+    }
+  }
 
   static uint64_t Key(int32_t a, int32_t b) {
     return (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b);
@@ -961,7 +976,10 @@ class BpeModel final : public HfModel {
       }
     }
     std::vector<MTok> syms;
-    std::optional<MTok> pending_unk;
+    // A pending unk: its id and byte length (fuse_unk grows it).
+    bool pending = false;
+    int32_t pending_id = 0;
+    uint32_t pending_len = 0;
     uint32_t at = 0;  // running offset, as tokenizers' Word accumulates symbol lengths
     auto add = [&](int32_t id, uint32_t len) {
       syms.push_back({id, at, at + len});
@@ -971,16 +989,23 @@ class BpeModel final : public HfModel {
     std::string s;
     while (i < word.size()) {
       const size_t len = std::min<size_t>(Utf8Length(static_cast<unsigned char>(word[i])), word.size() - i);
+      if (!char_id.empty()) {
+        size_t q = i;
+        const uint32_t cp = DecodeUtf8(word, &q);
+        if (cp < 0x10000 && char_id[cp] >= 0) {
+          if (pending) add(pending_id, pending_len), pending = false;
+          add(char_id[cp], static_cast<uint32_t>(len));
+          i += len;
+          continue;
+        }
+      }
       const bool first = i == 0, last = i + len == word.size();
       s.assign(word.substr(i, len));
       if (!first && prefix) s = *prefix + s;
       if (last && suffix) s += *suffix;
       i += len;
       if (auto it = vocab.find(s); it != vocab.end()) {
-        if (pending_unk) {
-          add(pending_unk->id, pending_unk->e);
-          pending_unk.reset();
-        }
+        if (pending) add(pending_id, pending_len), pending = false;
         add(it->second, static_cast<uint32_t>(len));
         continue;
       }
@@ -997,16 +1022,17 @@ class BpeModel final : public HfModel {
         }
       }
       if (unk) {
-        // pending: id, and e = its byte length
-        if (pending_unk && fuse_unk) {
-          pending_unk->e += static_cast<uint32_t>(len);
+        if (pending && fuse_unk) {
+          pending_len += static_cast<uint32_t>(len);
         } else {
-          if (pending_unk) add(pending_unk->id, pending_unk->e);
-          pending_unk = MTok{*unk, 0, static_cast<uint32_t>(len)};
+          if (pending) add(pending_id, pending_len);
+          pending = true;
+          pending_id = *unk;
+          pending_len = static_cast<uint32_t>(len);
         }
       }
     }
-    if (pending_unk) add(pending_unk->id, pending_unk->e);
+    if (pending) add(pending_id, pending_len);
     MergeAll(&syms);
     for (MTok t : syms) {
       t.b = std::min<uint32_t>(t.b, static_cast<uint32_t>(word.size()));
@@ -1814,6 +1840,7 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> MakeHfTokenizer(const json& j, const 
         if (it != model_ids.end() && v.types[it->second] == TokenType::kNormal) v.types[it->second] = TokenType::kByte;
       }
     }
+    bpe->BuildCharCache();
     p.model = std::move(bpe);
     p.kind = "bpe";
   } else if (type == "WordPiece") {
