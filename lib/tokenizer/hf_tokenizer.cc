@@ -25,6 +25,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "lib/tokenizer/kinds.h"
+#include "lib/tokenizer/piece_trie.h"
 #include "lib/tokenizer/split_regex.h"
 #include "lib/tokenizer/spm_normalizer.h"
 #include "lib/tokenizer/vocab_tokenizer.h"
@@ -1166,7 +1167,7 @@ class UnigramModel final : public HfModel {
   std::optional<int32_t> unk;
   bool byte_fallback = false;
   double min_score = 0;
-  size_t max_len = 0;
+  PieceTrie trie;  // every piece -> its id (the last of repeated pieces)
 
   absl::Status Tokenize(std::string_view text, std::vector<MTok>* out) const override {
     const size_t n = text.size();
@@ -1183,13 +1184,16 @@ class UnigramModel final : public HfModel {
       const double here = best[s].score;
       const size_t mblen = std::min<size_t>(Utf8Length(static_cast<unsigned char>(text[s])), n - s);
       bool single = false;
-      const size_t lim = std::min(max_len, n - s);
-      for (size_t len = 1; len <= lim; ++len) {
-        auto it = ids.find(absl::string_view(text.data() + s, len));
-        if (it == ids.end()) continue;
+      int32_t node = 0;
+      for (size_t k = s; k < n; ++k) {
+        node = trie.Child(node, static_cast<uint8_t>(text[k]));
+        if (node < 0) break;
+        const int32_t id = trie.Value(node);
+        if (id < 0) continue;
+        const size_t len = k + 1 - s;
         Best& t = best[s + len];
-        const double cand = pieces[it->second].second + here;
-        if (t.start < 0 || cand > t.score) t = {cand, static_cast<int64_t>(s), it->second};
+        const double cand = pieces[id].second + here;
+        if (t.start < 0 || cand > t.score) t = {cand, static_cast<int64_t>(s), id};
         if (len == mblen) single = true;
       }
       if (!single) {
@@ -1860,7 +1864,14 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> MakeHfTokenizer(const json& j, const 
     for (size_t i = 0; i < unigram.size(); ++i) {
       ug->ids[unigram[i].first] = static_cast<int32_t>(i);
       ug->min_score = std::min(ug->min_score, unigram[i].second);
-      ug->max_len = std::max(ug->max_len, unigram[i].first.size());
+    }
+    {
+      std::vector<std::pair<std::string, int32_t>> entries;
+      entries.reserve(ug->ids.size());
+      for (const auto& [piece, id] : ug->ids) {
+        if (!piece.empty()) entries.emplace_back(piece, id);
+      }
+      ug->trie.Build(entries);
     }
     if (unigram.empty()) ug->min_score = 0;
     int64_t unk_id = -1;
