@@ -946,6 +946,7 @@ class BpeModel final : public HfModel {
   absl::flat_hash_map<std::string, int32_t> vocab;
   absl::flat_hash_map<uint64_t, std::pair<int32_t, int32_t>> merges;  // (a, b) -> (rank, new id)
   std::optional<int32_t> unk;
+  std::optional<std::string> missing_unk;  // unk_token named but not in model.vocab
   std::optional<std::string> prefix, suffix;
   bool fuse_unk = false, byte_fallback = false, ignore_merges = false;
   // Without affixes: the id of each BMP character's token (-1: none), so
@@ -1021,6 +1022,10 @@ class BpeModel final : public HfModel {
           for (int32_t id : ids) add(id, 1);
           continue;
         }
+      }
+      if (missing_unk) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("model.unk_token \"", *missing_unk, "\" is not in model.vocab (needed for \"", s, "\")"));
       }
       if (unk) {
         if (pending && fuse_unk) {
@@ -1796,10 +1801,14 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> MakeHfTokenizer(const json& j, const 
     if (has_prefix) bpe->prefix = prefix;
     if (has_suffix) bpe->suffix = suffix;
     if (has_unk) {
-      auto it = model_ids.find(unk_token);
-      if (it == model_ids.end()) return mn.Error("unk_token", absl::StrCat("= \"", unk_token, "\" is not in model.vocab"));
-      bpe->unk = it->second;
-      v.unk = it->second;
+      // As tokenizers: an unk_token missing from the vocabulary is an error
+      // only when an unknown character needs it.
+      if (auto it = model_ids.find(unk_token); it != model_ids.end()) {
+        bpe->unk = it->second;
+        v.unk = it->second;
+      } else {
+        bpe->missing_unk = unk_token;
+      }
     }
     if (absl::Status s = mn.Bool("fuse_unk", &bpe->fuse_unk); !s.ok()) return s;
     if (absl::Status s = mn.Bool("byte_fallback", &bpe->byte_fallback); !s.ok()) return s;

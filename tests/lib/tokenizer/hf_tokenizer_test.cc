@@ -656,7 +656,6 @@ TEST(HfTokenizerTest, RefusesWhatItDoesNotKnowNamingThePath) {
            {R"({"type": "WordLevel", "vocab": {}})", "model.type = \"WordLevel\" is not supported"},
            {R"({"type": "BPE", "vocab": {"a": 0}, "merges": ["a b"]})", "model.merges[0] = \"a b\": \"b\" is not in model.vocab"},
            {R"({"type": "BPE", "vocab": {"a": 0}, "merges": [], "dropout": 0.1})", "model.dropout = 0.1 is not supported"},
-           {R"({"type": "BPE", "vocab": {"a": 0}, "merges": [], "unk_token": "<unk>"})", "model.unk_token = \"<unk>\" is not in model.vocab"},
            {R"({"type": "Unigram", "vocab": [["a", "x"]]})", "model.vocab[0] = [\"a\",\"x\"] is not [piece, score]"},
            {R"({"type": "Unigram", "vocab": [["a", -1.0]], "unk_id": 5})", "model.unk_id = 5 is outside model.vocab"},
        }) {
@@ -679,6 +678,15 @@ TEST(HfTokenizerTest, BpeModelOptions) {
     return std::move(t).value();
   };
   auto ids = [](const Tokenizer& t, const char* text) { return *t.EncodeIds(text, false); };
+  // An unk_token missing from the vocabulary matters only when needed.
+  auto no_unk = make(R"({"type": "BPE", "vocab": {"a": 0}, "merges": [], "unk_token": "<unk>"})");
+  EXPECT_THAT(ids(*no_unk, "aa"), ElementsAreArray({0, 0}));
+  auto needs = no_unk->EncodeIds("ab", false);
+  ASSERT_FALSE(needs.ok());
+  EXPECT_THAT(needs.status().message(), HasSubstr("model.unk_token \"<unk>\" is not in model.vocab"));
+  // Without unk_token, unknown characters are dropped.
+  auto drop = make(R"({"type": "BPE", "vocab": {"a": 0}, "merges": []})");
+  EXPECT_THAT(ids(*drop, "bab"), ElementsAreArray({0}));
   // Suffix "</w>" on the last character; prefix "##" on the others.
   auto sfx = make(R"({"type": "BPE", "vocab": {"a": 0, "b": 1, "b</w>": 2, "ab</w>": 3, "<unk>": 4, "a</w>": 5},
                       "merges": ["a b</w>"], "end_of_word_suffix": "</w>", "unk_token": "<unk>"})");
