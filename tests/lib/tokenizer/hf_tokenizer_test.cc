@@ -667,6 +667,26 @@ TEST(HfTokenizerTest, RefusesWhatItDoesNotKnowNamingThePath) {
   }
 }
 
+// Sequences nest at most 16 deep (every component kind).
+TEST(HfTokenizerTest, SequencesNestAtMost16Deep) {
+  auto nested = [](int levels, const char* key, const char* leaf) {
+    std::string out;
+    for (int i = 0; i < levels; ++i) out += std::string(R"({"type": "Sequence", ")") + key + R"(": [)";
+    out += leaf;
+    for (int i = 0; i < levels; ++i) out += "]}";
+    return json::parse(out);
+  };
+  EXPECT_TRUE(tokenizer_internal::HfPreTokenizeStr(nested(16, "pretokenizers", R"({"type": "WhitespaceSplit"})"), "a b").ok());
+  auto deep = tokenizer_internal::HfPreTokenizeStr(nested(17, "pretokenizers", R"({"type": "WhitespaceSplit"})"), "a b");
+  ASSERT_FALSE(deep.ok());
+  EXPECT_THAT(deep.status().message(), HasSubstr("is a Sequence nested more than 16 levels deep"));
+  auto norm = tokenizer_internal::HfNormalizeStr(nested(17, "normalizers", R"({"type": "NFC"})"), "a");
+  ASSERT_FALSE(norm.ok());
+  EXPECT_THAT(norm.status().message(), HasSubstr("normalizer.normalizers[0].normalizers[0]"));
+  auto dec = tokenizer_internal::HfDecode(nested(17, "decoders", R"({"type": "Fuse"})"), {"a"});
+  ASSERT_FALSE(dec.ok());
+}
+
 // BPE model options on a small vocabulary: continuing_subword_prefix,
 // end_of_word_suffix, fuse_unk, byte_fallback, ignore_merges (expected ids
 // worked out by hand from tokenizers' BPE::merge_word / tokenize).
