@@ -3,6 +3,7 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -72,6 +73,32 @@ void SplitRegex::Split(std::string_view text, SplitSpan w, std::vector<SplitSpan
   piece(last, len);
 }
 
+void SplitRegex::Matches(std::string_view text, SplitSpan w, std::vector<SplitSpan>* out) const {
+  MatchData m(code_->code);
+  const auto* subject = reinterpret_cast<PCRE2_SPTR>(text.data() + w.begin);
+  const size_t len = w.end - w.begin;
+  size_t pos = 0;
+  std::optional<size_t> last_end;
+  while (pos <= len) {
+    const int rc = pcre2_match(code_->code, subject, len, pos, PCRE2_NO_UTF_CHECK, m.md, nullptr);
+    if (rc < 0) break;
+    const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(m.md);
+    const size_t mb = ov[0], me = ov[1];
+    // An empty match right where the previous match ended is not one
+    // (Oniguruma's and python3-regex's iteration).
+    if (!(me == mb && last_end == mb)) {
+      out->push_back({static_cast<uint32_t>(w.begin + mb), static_cast<uint32_t>(w.begin + me)});
+      last_end = me;
+    }
+    if (me == mb) {
+      if (mb >= len) break;
+      pos = mb + Utf8Length(static_cast<unsigned char>(text[w.begin + mb]));
+    } else {
+      pos = me;
+    }
+  }
+}
+
 void SplitRegex::SplitAll(std::string_view text, std::vector<SplitSpan>* spans) const {
   std::vector<SplitSpan> next;
   next.reserve(spans->size() * 2);
@@ -105,10 +132,21 @@ constexpr char kBloom[] = R"( ?[^(\s|.,!?…。，、।۔،)]+)";
 constexpr char kGpt4o[] =
     R"([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 
+// Qwen2's without the English contractions (ufakzeka: Turkish apostrophe
+// suffixes stay attached).
+constexpr char kQwen2NoContractions[] =
+    R"([^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+// DeepSeek-V3's main expression (after the digit and CJK stages).
+constexpr char kDeepseekV3Main[] =
+    R"([!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~][A-Za-z]+|[^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+| ?[\p{P}\p{S}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+
 struct Entry {
   std::vector<std::string> names;
   std::vector<std::string> regexes;
   bool ignore_merges;
+  // llama.cpp turns add_bos on for these before reading
+  // tokenizer.ggml.add_bos_token (llama3, tekken, chameleon).
+  bool add_bos_default = false;
 };
 
 const std::vector<Entry>& Table() {
@@ -119,11 +157,13 @@ const std::vector<Entry>& Table() {
        false},
       {{"gpt-2", "gpt2", "phi-2", "jina-es", "jina-de", "gigachat", "jina-v2-es", "jina-v2-de",
         "a.x-4.0", "mellum", "jina-v1-en", "jina-v2-code", "roberta-bpe", "mpt", "olmo", "jais",
-        "trillion", "granite-docling", "exaone4"},
+        "trillion", "granite-docling", "exaone4", "modern-bert"},
        {kGpt2},
        false},
-      {{"llama3", "llama-v3", "llama-bpe", "falcon3", "falcon-h1", "pixtral", "midm-2.0", "lfm2"},
+      {{"llama3", "llama-v3", "llama-bpe", "falcon3", "falcon-h1", "pixtral", "midm-2.0", "lfm2",
+        "jina-v5-nano"},
        {kLlama3},
+       true,
        true},
       {{"dbrx", "smaug-bpe", "glm4", "chatglm-bpe"}, {kLlama3}, false},
       // (code points that Unicode normalization would rewrite are escaped)
@@ -135,29 +175,60 @@ const std::vector<Entry>& Table() {
       {{"deepseek-coder"},
        {"[\r\n]", R"(\s?\p{L}+)", R"(\s?\p{P}+)", "[一-龥ࠀ-一가-퟿]+", R"(\p{N})"},
        false},
-      {{"deepseek-v3", "hunyuan-dense"},
+      {{"deepseek-v3", "hunyuan-dense", "hy_v4", "joyai-llm"},
+       {R"(\p{N}{1,3})", "[一-龥぀-ゟ゠-ヿ]+", kDeepseekV3Main},
+       false},
+      {{"spark2_5"},
        {R"(\p{N}{1,3})", "[一-龥぀-ゟ゠-ヿ]+",
-        R"([!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~][A-Za-z]+|[^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+| ?[\p{P}\p{S}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)"},
+        R"([!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~][A-Za-z]+|[^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+| ?[\p{P}\p{S}]+|[\r\n]|\s+(?!\S)|\s+)",
+        R"(\p{N})"},
        false},
       {{"falcon"},
        {R"([\p{P}\$\+<=>\^~\|`]+)", kGpt2NoTail, "[0-9][0-9][0-9]"},
        false},
-      {{"starcoder", "refact", "command-r", "smollm", "codeshell", "exaone", "minerva-7b"},
+      {{"starcoder", "refact", "command-r", "smollm", "codeshell", "exaone", "minerva-7b",
+        "mellum2"},
        {R"(\p{N})", kGpt2NoTail},
        false},
-      {{"qwen2", "deepseek-r1-qwen", "kormo", "stablelm2", "hunyuan", "megrez", "grok-2"},
+      {{"qwen2", "deepseek-r1-qwen", "kormo", "stablelm2", "hunyuan", "megrez", "grok-2",
+        "f2llmv2", "solar-open"},
        {kQwen2},
+       false},
+      {{"qwen35"},
+       {R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)"},
+       false},
+      {{"minicpm5"},
+       {R"(\p{N}{1,3})",
+        R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}+| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)"},
+       true},
+      {{"jais-2"},
+       {R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s{512}(?!\S)|\s{256}(?!\S)|\s{128}(?!\S)|\s{64}(?!\S)|\s{32}(?!\S)|\s{16}(?!\S)|\s{8}(?!\S)|\s{4}(?!\S)|\s{1,2}(?!\S)|\s{1})"},
+       false},
+      {{"ufakzeka"}, {kQwen2NoContractions}, false},
+      {{"laguna"}, {R"([^\n]+|[\n]+)", kQwen2}, false},
+      {{"exaone-moe"},
+       {R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?(?:\p{L}\p{M}*(?: \p{L}\p{M}*)*)+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]?|\s*[\r\n]|\s+(?!\S)|\s+)"},
        false},
       {{"poro-chat", "bloom", "gpt3-finnish"}, {kBloom}, false},
       {{"viking"}, {kBloom, R"(\p{N})"}, false},
       {{"tekken"},
        {R"([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)"},
+       true,
        true},
       {{"chameleon"},
        {"<sentinel:[0-9]+>", "(IMGIMG)((A|B|C|D|E|F|G|H|I){1,4})Z", "([\\t\\n]|    |  )",
         R"(\p{N})", R"([\p{P}!-/:-@\[-`{-~])", kGpt2NoTail},
-       false},
-      {{"gpt-4o", "llama4", "minimax-m2"}, {kGpt4o}, false},
+       false,
+       true},
+      {{"gpt-4o", "llama4", "minimax-m2", "kanana2", "talkie"}, {kGpt4o}, false},
+      // llama.cpp adds \p{M} to its rewrite of gpt-4o's expression; Hugging
+      // Face's is gpt-4o's, which has it.
+      {{"granite-embed-multi-97m"}, {kGpt4o}, true},
+      {{"tiny_aya", "cohere2moe"}, {R"(\d{1,3}(?=(?:\d{3})*\b))", kGpt4o}, false},
+      {{"youtu"},
+       {R"([가-힣ㄱ-ㆎ]+|[！…“”‘’—：；，、-〿︰-﹏]+|[ㄅ-ㄯ]+|[一-龥぀-ゟ゠-ヿ]+)",
+        R"([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)"},
+       true},
       {{"superbpe"}, {R"(\p{N}+)", R"((?=(\d{3})+(?!\d)))"}, false},
       {{"bailingmoe", "bailingmoe2", "llada-moe"},
        {R"('(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]++[\r\n]*|\s*[\r\n]|\s+(?!\S)|\s+)"},
@@ -172,13 +243,17 @@ const std::vector<Entry>& Table() {
 // Names llama.cpp splits with hand-written code rather than an expression:
 // refused (no reference expression to check against).
 constexpr const char* kHandWritten[] = {"kimi-k2", "afmoe"};
+// Names llama.cpp runs as BPE over raw UTF-8 with spaces escaped as "▁"
+// (not GPT-2 byte-level): refused, vocabd's GGUF BPE is byte-level.
+constexpr const char* kRawUtf8[] = {"gemma4", "granite-embed-multi-311m", "sarvam-moe",
+                                    "whitespace"};
 
 }  // namespace
 
 absl::StatusOr<PreTokenizer> FindPreTokenizer(const std::string& pre) {
   for (const Entry& e : Table()) {
     for (const std::string& n : e.names) {
-      if (n == pre) return PreTokenizer{e.regexes, e.ignore_merges};
+      if (n == pre) return PreTokenizer{e.regexes, e.ignore_merges, e.add_bos_default};
     }
   }
   for (const char* h : kHandWritten) {
@@ -187,6 +262,14 @@ absl::StatusOr<PreTokenizer> FindPreTokenizer(const std::string& pre) {
           "pre-tokenizer \"", pre,
           "\" is not supported: llama.cpp splits it with hand-written code, not an expression "
           "vocabd can check against a reference"));
+    }
+  }
+  for (const char* h : kRawUtf8) {
+    if (pre == h) {
+      return absl::NotFoundError(absl::StrCat(
+          "pre-tokenizer \"", pre,
+          "\" is not supported: llama.cpp runs it as BPE over raw UTF-8 with spaces escaped, not "
+          "byte-level BPE"));
     }
   }
   return absl::NotFoundError(absl::StrCat("pre-tokenizer \"", pre, "\" is not known (known: ",

@@ -35,6 +35,11 @@ class SplitRegex {
   // Appends the pieces of text[w.begin, w.end) to *out (offsets into text).
   // text must be valid UTF-8.
   void Split(std::string_view text, SplitSpan w, std::vector<SplitSpan>* out) const;
+  // Appends every match in text[w.begin, w.end) to *out (offsets into
+  // text), empty matches included, left to right, non-overlapping (after an
+  // empty match the search goes on one character later; an empty match
+  // where the previous match ended is skipped).
+  void Matches(std::string_view text, SplitSpan w, std::vector<SplitSpan>* out) const;
   // Every span of `in`, split; the result replaces *spans.
   void SplitAll(std::string_view text, std::vector<SplitSpan>* spans) const;
 
@@ -52,6 +57,9 @@ class SplitRegex {
 struct PreTokenizer {
   std::vector<std::string> regexes;
   bool ignore_merges = false;
+  // llama.cpp's add_bos default for the name (llama3, tekken, chameleon:
+  // true), used when the GGUF has no tokenizer.ggml.add_bos_token.
+  bool add_bos_default = false;
 };
 // NOT_FOUND naming `pre` and listing the known names when it is not in the
 // table.

@@ -136,6 +136,27 @@ std::pair<std::string_view, size_t> SpmNormalizer::NormalizePrefix(std::string_v
   return {in.substr(0, len), len};
 }
 
+bool SpmNormalizer::ShortestPrefixReplacement(std::string_view in,
+                                              std::string_view* replacement) const {
+  if (units_.empty()) return false;
+  const size_t n = units_.size();
+  uint32_t pos = Offset(units_[0]);
+  for (size_t i = 0; i < in.size(); ++i) {
+    const auto b = static_cast<unsigned char>(in[i]);
+    pos ^= b;
+    if (pos >= n) return false;
+    const uint32_t u = units_[pos];
+    if (Label(u) != b) return false;
+    pos ^= Offset(u);
+    if (HasLeaf(u)) {
+      const char* s = normalized_.data() + Value(units_[pos]);  // checked by Create
+      *replacement = std::string_view(s, std::strlen(s));
+      return true;
+    }
+  }
+  return false;
+}
+
 void SpmNormalizer::Normalize(std::string_view in, std::string* norm,
                               std::vector<uint32_t>* orig) const {
   norm->clear();

@@ -79,6 +79,11 @@ class SpmNormalizer {
   // a user-defined piece, a trie key, or one character.
   std::pair<std::string_view, size_t> NormalizePrefix(std::string_view in) const;
 
+  // Hugging Face's Precompiled lookup (spm_precompiled transform): the
+  // replacement of the SHORTEST trie key that prefixes `in`, or false when
+  // no key does.
+  bool ShortestPrefixReplacement(std::string_view in, std::string_view* replacement) const;
+
   const SpmNormalizerOptions& options() const { return o_; }
   bool has_charsmap() const { return !units_.empty(); }
 

@@ -17,6 +17,7 @@
 #include "lib/core/json_limits.h"
 #include "lib/core/mapped_file.h"
 #include "lib/core/status_macros.h"
+#include "lib/tokenizer/hf_tokenizer.h"
 #include "lib/tokenizer/kinds.h"
 #include "lib/tokenizer/split_regex.h"
 #include "nlohmann/json.hpp"
@@ -180,7 +181,7 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> FromGguf(const GgufFile& g, const std
     }
     o.split_regexes = std::move(pt->regexes);
     o.ignore_merges = pt->ignore_merges;
-    v.add_bos = GgufBool(g, "tokenizer.ggml.add_bos_token").value_or(false);
+    v.add_bos = GgufBool(g, "tokenizer.ggml.add_bos_token").value_or(pt->add_bos_default);
     v.add_eos = GgufBool(g, "tokenizer.ggml.add_eos_token").value_or(false);
     split_user_defined();
     return tokenizer_internal::MakeBpe(std::move(v), merges->array_s, o);
@@ -286,9 +287,6 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> LoadLlama2c(const MappedFile& f,
 // deeper files are refused before parsing (a 100,000-level file overflowed
 // the stack).
 constexpr int64_t kMaxTokenizerJsonDepth = 128;
-// Sequence inside Sequence (normalizers, pre_tokenizers), recursion bound.
-constexpr int kMaxSequenceDepth = 16;
-
 absl::StatusOr<json> ReadJson(const std::string& path) {
   ASSIGN_OR_RETURN(std::unique_ptr<MappedFile> f, MappedFile::Open(path));
   const char* b = reinterpret_cast<const char*>(f->data());
@@ -298,271 +296,15 @@ absl::StatusOr<json> ReadJson(const std::string& path) {
   return j;
 }
 
-// A tokenizer_config.json token: "<s>" or {"content": "<s>", ...}.
-std::optional<std::string> ConfigToken(const json& cfg, const char* key) {
-  auto it = cfg.find(key);
-  if (it == cfg.end()) return std::nullopt;
-  if (it->is_string()) return it->get<std::string>();
-  if (it->is_object() && it->contains("content") && (*it)["content"].is_string()) {
-    return (*it)["content"].get<std::string>();
-  }
-  return std::nullopt;
-}
-
-struct HfPipeline {
-  BpeOptions bpe;
-  bool has_bert_normalizer = false;
-  tokenizer_internal::WordPieceOptions wordpiece;
-  bool bert_pre = false;
-};
-
-absl::Status ParseNormalizer(const json& n, const std::string& file, HfPipeline* p,
-                             int depth = 0) {
-  if (n.is_null()) return absl::OkStatus();
-  const std::string type = n.value("type", "");
-  if (type == "Sequence") {
-    if (depth >= kMaxSequenceDepth) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          file, ": normalizer Sequence nested more than ", kMaxSequenceDepth, " levels deep"));
-    }
-    for (const json& c : n.value("normalizers", json::array())) {
-      RETURN_IF_ERROR(ParseNormalizer(c, file, p, depth + 1));
-    }
-    return absl::OkStatus();
-  }
-  if (type == "Prepend" && n.value("prepend", "") == tokenizer_internal::kMetaSpace) {
-    p->bpe.metaspace = true;
-    p->bpe.prepend_metaspace = true;
-    return absl::OkStatus();
-  }
-  if (type == "Replace" && n.contains("pattern") && n["pattern"].value("String", "") == " " &&
-      n.value("content", "") == tokenizer_internal::kMetaSpace) {
-    p->bpe.metaspace = true;
-    return absl::OkStatus();
-  }
-  if (type == "BertNormalizer") {
-    p->has_bert_normalizer = true;
-    auto& w = p->wordpiece;
-    w.clean_text = n.value("clean_text", true);
-    w.handle_chinese_chars = n.value("handle_chinese_chars", true);
-    w.lowercase = n.value("lowercase", true);
-    w.strip_accents = n.contains("strip_accents") && n["strip_accents"].is_boolean()
-                          ? n["strip_accents"].get<bool>()
-                          : w.lowercase;
-    return absl::OkStatus();
-  }
-  return absl::InvalidArgumentError(absl::StrCat(
-      file, ": normalizer ", n.dump().substr(0, 200),
-      " is not supported (supported: Sequence, Prepend(\"▁\"), Replace(\" \" -> \"▁\"), "
-      "BertNormalizer)"));
-}
-
-absl::Status ParsePreTokenizer(const json& n, const std::string& file, HfPipeline* p,
-                               int depth = 0) {
-  if (n.is_null()) return absl::OkStatus();
-  const std::string type = n.value("type", "");
-  if (type == "Sequence") {
-    if (depth >= kMaxSequenceDepth) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          file, ": pre_tokenizer Sequence nested more than ", kMaxSequenceDepth, " levels deep"));
-    }
-    for (const json& c : n.value("pretokenizers", json::array())) {
-      RETURN_IF_ERROR(ParsePreTokenizer(c, file, p, depth + 1));
-    }
-    return absl::OkStatus();
-  }
-  if (type == "ByteLevel") {
-    if (n.value("add_prefix_space", false)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          file, ": pre_tokenizer ByteLevel with add_prefix_space=true is not supported"));
-    }
-    p->bpe.byte_level = true;
-    if (n.value("use_regex", true)) p->bpe.split_regexes.push_back(tokenizer_internal::kGpt2SplitRegex);
-    return absl::OkStatus();
-  }
-  if (type == "Split") {
-    const json& pat = n.value("pattern", json::object());
-    const std::string behavior = n.value("behavior", "Isolated");
-    if (behavior != "Isolated" || n.value("invert", false)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          file, ": pre_tokenizer Split behavior ", behavior,
-          " (invert ", n.value("invert", false), ") is not supported (supported: Isolated)"));
-    }
-    if (pat.contains("Regex") && pat["Regex"].is_string()) {
-      p->bpe.split_regexes.push_back(pat["Regex"].get<std::string>());
-    } else if (pat.contains("String") && pat["String"].is_string()) {
-      // A literal: quote it for PCRE2.
-      p->bpe.split_regexes.push_back(absl::StrCat("\\Q", pat["String"].get<std::string>(), "\\E"));
-    } else {
-      return absl::InvalidArgumentError(absl::StrCat(file, ": pre_tokenizer Split without a pattern"));
-    }
-    return absl::OkStatus();
-  }
-  if (type == "Digits") {
-    p->bpe.split_regexes.push_back(n.value("individual_digits", false) ? "\\p{N}" : "\\p{N}+");
-    return absl::OkStatus();
-  }
-  if (type == "Metaspace") {
-    if (n.value("replacement", std::string(tokenizer_internal::kMetaSpace)) !=
-        tokenizer_internal::kMetaSpace) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(file, ": pre_tokenizer Metaspace with a replacement other than \"▁\""));
-    }
-    p->bpe.metaspace = true;
-    const std::string scheme = n.value("prepend_scheme", n.value("add_prefix_space", true) ? "always" : "never");
-    p->bpe.prepend_metaspace = scheme != "never";
-    p->bpe.metaspace_split = n.value("split", true);
-    return absl::OkStatus();
-  }
-  if (type == "BertPreTokenizer") {
-    p->bert_pre = true;
-    return absl::OkStatus();
-  }
-  return absl::InvalidArgumentError(absl::StrCat(
-      file, ": pre_tokenizer \"", type,
-      "\" is not supported (supported: Sequence, ByteLevel, Split, Digits, Metaspace, "
-      "BertPreTokenizer)"));
-}
-
+// tokenizer.json (+ tokenizer_config.json beside it): hf_tokenizer.h.
 absl::StatusOr<std::unique_ptr<Tokenizer>> LoadHfJson(const std::string& path) {
   ASSIGN_OR_RETURN(json j, ReadJson(path));
-  if (!j.is_object() || !j.contains("model") || !j["model"].is_object()) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": no \"model\" object"));
-  }
-  const json& m = j["model"];
-  const std::string type = m.value("type", m.contains("merges") ? "BPE" : "");
-  if (type != "BPE" && type != "WordPiece") {
-    return absl::InvalidArgumentError(absl::StrCat(
-        path, ": model.type \"", type, "\" is not supported (supported: BPE, WordPiece)"));
-  }
-  const json& mv = m.value("vocab", json());
-  if (!mv.is_object()) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": model.vocab is not an object"));
-  }
-  Vocab v;
-  v.source = path;
-  // Ids: model.vocab, then added_tokens (which may extend it).
-  int64_t n = 0;
-  for (auto it = mv.begin(); it != mv.end(); ++it) {
-    if (!it.value().is_number_integer()) {
-      return absl::InvalidArgumentError(absl::StrCat(path, ": model.vocab[\"", it.key(), "\"] is not an integer"));
-    }
-    n = std::max<int64_t>(n, it.value().get<int64_t>() + 1);
-  }
-  const json& added = j.value("added_tokens", json::array());
-  for (const json& a : added) n = std::max<int64_t>(n, a.value("id", int64_t{-1}) + 1);
-  if (n <= 0 || n > (1 << 24)) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": vocabulary size ", n));
-  }
-  v.pieces.assign(n, "");
-  v.types.assign(n, TokenType::kUnused);
-  for (auto it = mv.begin(); it != mv.end(); ++it) {
-    const int64_t id = it.value().get<int64_t>();
-    if (id < 0) return absl::InvalidArgumentError(absl::StrCat(path, ": model.vocab id ", id));
-    v.pieces[id] = it.key();
-    v.types[id] = TokenType::kNormal;
-  }
-  std::map<std::string, int32_t> added_by_content;
-  for (const json& a : added) {
-    const int64_t id = a.value("id", int64_t{-1});
-    const std::string content = a.value("content", "");
-    if (id < 0 || content.empty()) {
-      return absl::InvalidArgumentError(absl::StrCat(path, ": added_tokens entry ", a.dump().substr(0, 100)));
-    }
-    v.pieces[id] = content;
-    v.types[id] = a.value("special", false) ? TokenType::kControl : TokenType::kUserDefined;
-    v.split_tokens.push_back(static_cast<int32_t>(id));
-    added_by_content[content] = static_cast<int32_t>(id);
-  }
-  auto find_token = [&](const std::string& s) -> std::optional<int32_t> {
-    if (auto it = added_by_content.find(s); it != added_by_content.end()) return it->second;
-    if (auto it = mv.find(s); it != mv.end()) return it->get<int32_t>();
-    return std::nullopt;
-  };
-  // BOS/EOS: the post-processor says what add_special_tokens adds;
-  // tokenizer_config.json names bos/eos and may switch add_bos/add_eos.
-  const json& post = j.value("post_processor", json());
-  auto template_ids = [&](const json& tp) {
-    std::vector<std::pair<bool, std::string>> out;  // (before sequence A?, token)
-    bool seen_a = false;
-    for (const json& e : tp.value("single", json::array())) {
-      if (e.contains("Sequence")) seen_a = true;
-      if (e.contains("SpecialToken")) out.emplace_back(!seen_a, e["SpecialToken"].value("id", ""));
-    }
-    return out;
-  };
-  std::vector<const json*> posts;
-  if (post.is_object() && post.value("type", "") == "Sequence") {
-    for (const json& c : post.value("processors", json::array())) posts.push_back(&c);
-  } else if (post.is_object()) {
-    posts.push_back(&post);
-  }
-  for (const json* pp : posts) {
-    const std::string pt = pp->value("type", "");
-    if (pt == "TemplateProcessing") {
-      for (const auto& [before, tok] : template_ids(*pp)) {
-        auto id = find_token(tok);
-        if (!id) continue;
-        if (before) { v.bos = id; v.add_bos = true; } else { v.eos = id; v.add_eos = true; }
-      }
-    } else if (pt == "BertProcessing" || pt == "RobertaProcessing") {
-      const json& cls = pp->value("cls", json::array());
-      const json& sep = pp->value("sep", json::array());
-      if (cls.size() == 2 && cls[1].is_number_integer()) { v.bos = cls[1].get<int32_t>(); v.add_bos = true; }
-      if (sep.size() == 2 && sep[1].is_number_integer()) { v.eos = sep[1].get<int32_t>(); v.add_eos = true; }
-    }
-  }
-  const std::string dir = fs::path(path).parent_path().string();
-  const std::string cfg_path = (fs::path(dir) / "tokenizer_config.json").string();
+  json cfg;
+  const std::string cfg_path = (fs::path(path).parent_path() / "tokenizer_config.json").string();
   if (IsRegularFile(cfg_path)) {
-    ASSIGN_OR_RETURN(json cfg, ReadJson(cfg_path));
-    if (cfg.is_object()) {
-      if (auto b = ConfigToken(cfg, "bos_token")) { if (auto id = find_token(*b)) v.bos = id; }
-      if (auto e = ConfigToken(cfg, "eos_token")) { if (auto id = find_token(*e)) v.eos = id; }
-      if (cfg.contains("add_bos_token") && cfg["add_bos_token"].is_boolean()) v.add_bos = cfg["add_bos_token"].get<bool>();
-      if (cfg.contains("add_eos_token") && cfg["add_eos_token"].is_boolean()) v.add_eos = cfg["add_eos_token"].get<bool>();
-      v.source = absl::StrCat(path, " + tokenizer_config.json");
-    }
+    ASSIGN_OR_RETURN(cfg, ReadJson(cfg_path));
   }
-  if (m.contains("unk_token") && m["unk_token"].is_string()) v.unk = find_token(m["unk_token"].get<std::string>());
-
-  HfPipeline p;
-  p.bpe.byte_level = false;
-  RETURN_IF_ERROR(ParseNormalizer(j.value("normalizer", json()), path, &p));
-  RETURN_IF_ERROR(ParsePreTokenizer(j.value("pre_tokenizer", json()), path, &p));
-  if (type == "BPE") {
-    std::vector<std::string> merges;
-    for (const json& e : m.value("merges", json::array())) {
-      if (e.is_string()) {
-        merges.push_back(e.get<std::string>());
-      } else if (e.is_array() && e.size() == 2 && e[0].is_string() && e[1].is_string()) {
-        merges.push_back(absl::StrCat(e[0].get<std::string>(), " ", e[1].get<std::string>()));
-      } else {
-        return absl::InvalidArgumentError(absl::StrCat(path, ": model.merges entry ", e.dump().substr(0, 100)));
-      }
-    }
-    p.bpe.byte_fallback = m.value("byte_fallback", false);
-    p.bpe.ignore_merges = m.value("ignore_merges", false);
-    if (p.bpe.byte_level && p.bpe.metaspace) {
-      return absl::InvalidArgumentError(absl::StrCat(path, ": both ByteLevel and Metaspace"));
-    }
-    return tokenizer_internal::MakeBpe(std::move(v), merges, p.bpe);
-  }
-  if (type == "WordPiece") {
-    if (!p.bert_pre) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(path, ": WordPiece without BertPreTokenizer is not supported"));
-    }
-    p.wordpiece.continuing_prefix = m.value("continuing_subword_prefix", "##");
-    p.wordpiece.max_input_chars_per_word = m.value("max_input_chars_per_word", 100);
-    if (!p.has_bert_normalizer) {
-      p.wordpiece.lowercase = p.wordpiece.strip_accents = false;
-      p.wordpiece.clean_text = p.wordpiece.handle_chinese_chars = false;
-    }
-    return tokenizer_internal::MakeWordPiece(std::move(v), p.wordpiece);
-  }
-  return absl::InvalidArgumentError(absl::StrCat(
-      path, ": model.type \"", type, "\" is not supported (supported: BPE, WordPiece)"));
+  return tokenizer_internal::MakeHfTokenizer(j, cfg, path);
 }
 
 absl::StatusOr<std::unique_ptr<Tokenizer>> LoadSentencePieceModel(const std::string& path) {

@@ -16,10 +16,11 @@
 //                                        vocabulary-only GGUF loads.
 //   a folder (Hugging Face)              tokenizer.json (+ tokenizer_config
 //                                        .json), else tokenizer.model
-//   tokenizer.json                       HF `tokenizers`: BPE (byte-level or
-//                                        Metaspace with byte_fallback),
-//                                        WordPiece; added_tokens; the
-//                                        post-processor's BOS/EOS
+//   tokenizer.json                       HF `tokenizers`, every normalizer,
+//                                        pre-tokenizer, model (BPE,
+//                                        WordPiece, Unigram), post-processor
+//                                        and decoder kind (hf_tokenizer.h);
+//                                        added_tokens
 //   *.model                              sentencepiece ModelProto
 //   anything else                        llama2.c tokenizer: u32
 //                                        max_token_length, then per token

@@ -370,7 +370,7 @@ TEST_F(HttpHardeningTest, RepositoryTokenizerSequencesNestedTooDeepAreRefused) {
   const grpc::Status tokenized = Tokenize(server_->target(), "seq-tok");
   const std::string said = loaded.error_message() + " | " + tokenized.error_message();
   EXPECT_FALSE(tokenized.ok());
-  EXPECT_THAT(said, HasSubstr("pre_tokenizer Sequence nested more than 16 levels deep"));
+  EXPECT_THAT(said, HasSubstr("is a Sequence nested more than 16 levels deep"));
 }
 
 // ------------------------------------------- limits (small, for speed) ----

@@ -340,7 +340,7 @@ TEST(PreTokenizerSplitTest, EveryEntryMatchesPythonRegex) {
     EXPECT_EQ(mismatches, 0) << name;
     ++entries;
   }
-  EXPECT_EQ(entries, 18);
+  EXPECT_EQ(entries, 28);
   for (const std::string& n : tokenizer_internal::PreTokenizerNames()) {
     EXPECT_TRUE(tokenizer_internal::FindPreTokenizer(n).ok()) << n;
   }
@@ -360,6 +360,7 @@ namespace {
 class TinyGguf {
  public:
   void Str(const std::string& k, const std::string& v) { Key(k, 8); S(v); ++n_; }
+  void U32(const std::string& k, uint32_t v) { Key(k, 4); Put(v); ++n_; }
   void Strs(const std::string& k, const std::vector<std::string>& v) {
     Key(k, 9); Put(uint32_t{8}); Put(uint64_t{v.size()});
     for (const auto& x : v) S(x);
@@ -474,6 +475,43 @@ TEST(SentencePieceCharsmapTest, FlushIncrementalReturnsTheHeldBackTail) {
   EXPECT_EQ(streamed + *tail, ReplaceInvalidUtf8(*(*tok)->Decode(ids, false)));
   EXPECT_EQ(*FlushIncremental(**tok, *enc, false), "");  // nothing held back
   EXPECT_FALSE(FlushIncremental(**tok, std::vector<int32_t>{-1}, false).ok());
+}
+
+}  // namespace
+}  // namespace vocabd
+
+namespace vocabd {
+namespace {
+
+// A byte-level GGUF vocabulary ("gpt2") with a given tokenizer.ggml.pre:
+// llama.cpp's add_bos default for the name (llama3, tekken, chameleon: on)
+// applies when tokenizer.ggml.add_bos_token is absent; names llama.cpp runs
+// over raw UTF-8 are refused naming the reason.
+TEST(PreTokenizerSplitTest, GgufNamesCarryLlamaCppDefaults) {
+  auto load = [](const std::string& pre) {
+    TinyGguf g;
+    g.Str("tokenizer.ggml.model", "gpt2");
+    g.Str("tokenizer.ggml.pre", pre);
+    g.Strs("tokenizer.ggml.tokens", {"a", "b", "ab", "<s>"});
+    g.Strs("tokenizer.ggml.merges", {"a b"});
+    g.I32s("tokenizer.ggml.token_type", {1, 1, 1, 3});
+    g.U32("tokenizer.ggml.bos_token_id", 3);
+    return LoadTokenizer(g.Write("pre_" + pre));
+  };
+  for (const auto& [pre, bos] : std::vector<std::pair<std::string, bool>>{
+           {"llama-bpe", true}, {"tekken", true}, {"chameleon", true}, {"qwen2", false},
+           {"deepseek-v3", false}, {"tiny_aya", false}, {"youtu", false}}) {
+    auto t = load(pre);
+    ASSERT_TRUE(t.ok()) << pre << ": " << t.status();
+    auto ids = (*t)->EncodeIds("ab", /*add_special_tokens=*/true);
+    ASSERT_TRUE(ids.ok());
+    EXPECT_EQ(ids->front() == 3, bos) << pre;
+  }
+  for (const char* pre : {"gemma4", "sarvam-moe", "granite-embed-multi-311m", "whitespace"}) {
+    auto t = load(pre);
+    ASSERT_FALSE(t.ok()) << pre;
+    EXPECT_THAT(t.status().message(), HasSubstr("raw UTF-8")) << pre;
+  }
 }
 
 }  // namespace

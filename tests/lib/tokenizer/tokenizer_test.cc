@@ -382,6 +382,9 @@ TEST(TokenizerTest, HfMetaspaceBpeJsonGivesTheFixtureIds) {
     "pre_tokenizer": null,
     "post_processor": {"type": "TemplateProcessing", "single": [
         {"SpecialToken": {"id": "<s>", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}}]},
+    "decoder": {"type": "Sequence", "decoders": [
+        {"type": "Replace", "pattern": {"String": "\u2581"}, "content": " "},
+        {"type": "ByteFallback"}, {"type": "Fuse"}, {"type": "Strip", "content": " ", "start": 1, "stop": 0}]},
     "model": {"type": "BPE", "unk_token": "<unk>", "byte_fallback": true, "fuse_unk": true}
   })");
   j["model"]["vocab"] = vocab;
@@ -855,19 +858,20 @@ TEST(TokenizerTest, MalformedGgufTokenizerMetadataNamesTheKey) {
 
 TEST(TokenizerTest, UnsupportedTokenizerJsonPartsAreNamed) {
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {R"({"model": {"type": "Unigram", "vocab": {}}})", "model.type \"Unigram\" is not supported"},
+      {R"({"model": {"type": "WordLevel", "vocab": {}}})", "model.type = \"WordLevel\" is not supported"},
+      {R"({"model": {"type": "Unigram", "vocab": {}}})", "model.vocab is not an array of [piece, score]"},
       {R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": []},
-           "normalizer": {"type": "NFKC"}})", "normalizer"},
+           "normalizer": {"type": "NFKC2"}})", "normalizer.type = \"NFKC2\" is not supported"},
       {R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": []},
-           "pre_tokenizer": {"type": "Whitespace"}})", "pre_tokenizer \"Whitespace\" is not supported"},
-      {R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": [7]}})", "model.merges entry 7"},
-      {R"({"model": {"type": "BPE", "vocab": {"a": "x"}, "merges": []}})", "model.vocab[\"a\"] is not an integer"},
+           "pre_tokenizer": {"type": "Whitespaces"}})", "pre_tokenizer.type = \"Whitespaces\" is not supported"},
+      {R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": [7]}})", "model.merges[0] = 7 is not a merge"},
+      {R"({"model": {"type": "BPE", "vocab": {"a": "x"}, "merges": []}})", "model.vocab[\"a\"] = \"x\" is not a token id"},
       {R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": []},
            "pre_tokenizer": {"type": "Split", "pattern": {"Regex": "("}, "behavior": "Isolated"}})",
        "split regex \"(\""},
       {R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": []},
-           "pre_tokenizer": {"type": "Split", "pattern": {"Regex": "a"}, "behavior": "Removed"}})",
-       "Split behavior Removed"},
+           "pre_tokenizer": {"type": "Split", "pattern": {"Regex": "a"}, "behavior": "Sideways"}})",
+       "pre_tokenizer.behavior = \"Sideways\" is not a behavior"},
       {R"({"model": 3})", "no \"model\" object"},
       {R"(not json)", "not valid JSON"},
   };
