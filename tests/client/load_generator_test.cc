@@ -468,7 +468,7 @@ class VerifyDtypeTest : public ::testing::Test {
                                    const std::string& dtype = "f32") {
     LoadGenerator::Options o;
     o.target = server_->target();
-    o.requests = 8;
+    o.requests = 4;
     o.concurrency = 2;
     o.verify_every = 1;
     BenchPayloadOptions p;
@@ -505,15 +505,16 @@ TEST_F(VerifyDtypeTest, EveryServedTypeVerifiesWithoutMismatches) {
     const v1::ModelInfo info = Info(name);
     auto ref = Reference(info);
     ASSERT_NE(ref, nullptr) << name;
-    for (const char* rpc : {"embed", "logits", "score"}) {
-      for (const char* dtype : {"f32", "bf16"}) {
-        if (std::string(rpc) == "score" && std::string(dtype) == "bf16") continue;
+    // Embed rows exactly (f32), logits through the bf16 output rounding.
+    for (const auto& [rpc, dtype] : std::vector<std::pair<std::string, std::string>>{
+             {"embed", "f32"}, {"logits", "bf16"}, {"score", "f32"}}) {
+      {
         SCOPED_TRACE(absl::StrCat(name, " (embedding ", quant::GgmlTypeName(ref->embedding_type()),
                                   ", head ", quant::GgmlTypeName(ref->head_type()), ") ", rpc,
                                   " ", dtype));
         const LoadGenerator::Result r = Run(info, rpc, ref, dtype);
         EXPECT_EQ(r.errors, 0) << (r.first_error_message.empty() ? "" : r.first_error_message.begin()->second);
-        EXPECT_EQ(r.verify.checked, 8) << r.verify.first_mismatch;
+        EXPECT_EQ(r.verify.checked, 4) << r.verify.first_mismatch;
         EXPECT_EQ(r.verify.mismatches, 0) << r.verify.first_mismatch;
         EXPECT_EQ(r.verify.skipped, 0) << r.verify.first_mismatch;
       }
@@ -542,7 +543,7 @@ TEST_F(VerifyDtypeTest, ServedTypesComeFromGetModel) {
   auto as_stored = Reference(Info("stories-q8_0"), /*serve_as=*/false);
   ASSERT_NE(as_stored, nullptr);
   const LoadGenerator::Result r = Run(Info("stories-q8_0"), "embed", as_stored);
-  EXPECT_EQ(r.verify.mismatches, 8);
+  EXPECT_EQ(r.verify.mismatches, 4);
   // A model whose GetModel answer names a type the rows cannot hold.
   v1::ModelInfo bad = Info("Q4_K");
   for (auto& t : *bad.mutable_served_tensors()) {
