@@ -315,6 +315,8 @@ absl::StatusOr<int> RunBench(VocabdClient& client, const GlobalOptions& global,
           ref->checkpoint().config().hidden_size, " but model '", info.name(), "' has ", info.vocab_size(),
           " x ", info.hidden_size()));
     }
+    // Read the tables in the types the server serves them in.
+    RETURN_IF_ERROR(ref->ServeAs(info));
     reference = std::move(ref);
   }
   ASSIGN_OR_RETURN(std::unique_ptr<Workload> workload, MakeBenchWorkload(o.payload, info, reference));

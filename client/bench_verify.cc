@@ -12,6 +12,8 @@
 #include "lib/core/dtype.h"
 #include "lib/core/shape.h"
 #include "lib/core/status_macros.h"
+#include "lib/quant/dequantize.h"
+#include "lib/quant/quantize.h"
 
 namespace vocabd {
 namespace {
@@ -28,11 +30,34 @@ double RoundingOf(v1::DType dtype) {
 // Largest |l - ref| accepted for a logit whose terms sum to `abs_sum`.
 double LogitTolerance(double abs_sum) { return 2e-5 * (1.0 + abs_sum); }
 
+// The type a table is served in under --weights-dtype auto without bf16
+// dot products: quantized tables as stored, float tables as F32.
+quant::GgmlType DefaultServedType(const WeightTensor& t) {
+  return t.quant_type.has_value() ? *t.quant_type : quant::GgmlType::kF32;
+}
+
+// f rounded to `dtype` (BF16/F16: nearest even; F32: f).
+float RoundTo(float f, DType dtype) {
+  if (dtype != DType::kBF16 && dtype != DType::kF16) return f;
+  uint16_t bits = 0;
+  ConvertFromF32(&f, 1, dtype, &bits);
+  float out = 0;
+  ConvertToF32(dtype, &bits, 1, &out);
+  return out;
+}
+
+// How far the server's float32 final norm may move y relative to the
+// reference's float64 one before it could round differently: a bf16 or an
+// int8 code boundary within this relative distance of y makes y
+// ambiguous (both roundings accepted).
+constexpr double kNormRelativeError = 2e-5;
+
 }  // namespace
 
 struct BenchReference::RowLogits {
   std::vector<double> logits;  // masked ids: -inf
   std::vector<double> abs_sum;  // sum_k |y_k W_jk| / T
+  std::vector<double> tolerance;  // accepted |logit_j - ref_j| (before output rounding)
   double logsumexp = 0;
   double max_tolerance = 0;
 };
@@ -43,7 +68,74 @@ absl::StatusOr<std::unique_ptr<BenchReference>> BenchReference::Load(const std::
 }
 
 BenchReference::BenchReference(std::unique_ptr<Checkpoint> checkpoint)
-    : checkpoint_(std::move(checkpoint)) {}
+    : checkpoint_(std::move(checkpoint)),
+      embedding_type_(DefaultServedType(checkpoint_->embedding())),
+      head_type_(DefaultServedType(checkpoint_->lm_head())) {}
+
+absl::Status BenchReference::ServeAs(const v1::ModelInfo& info) {
+  const bool tied = checkpoint_->Find(kLmHead) == nullptr;
+  const int64_t hidden = checkpoint_->config().hidden_size;
+  bool have_embedding = false, have_head = false;
+  for (const v1::ServedTensor& t : info.served_tensors()) {
+    const bool is_embedding = t.name() == kEmbedTokens;
+    const bool is_head = t.name() == kLmHead;
+    if (!is_embedding && !is_head) continue;
+    if (is_head && tied) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "--verify: model '", info.name(), "' serves ", kLmHead,
+          " but the checkpoint has a tied head (not the file the server loaded?)"));
+    }
+    const std::optional<quant::GgmlType> type = quant::ParseGgmlTypeName(t.ggml_type());
+    if (!type.has_value() || !quant::IsServedType(*type) || quant::RowBytes(*type, hidden) < 0) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "--verify: model '", info.name(), "' serves ", t.name(), " as \"", t.ggml_type(),
+          "\", which the reference cannot read for hidden_size ", hidden));
+    }
+    if (is_embedding) {
+      embedding_type_ = *type;
+      have_embedding = true;
+      if (tied) {
+        head_type_ = *type;
+        have_head = true;
+      }
+    } else {
+      head_type_ = *type;
+      have_head = true;
+    }
+  }
+  if (!have_embedding || !have_head) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "--verify: model '", info.name(), "' lists no served type for ",
+        have_embedding ? kLmHead : kEmbedTokens));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status BenchReference::ServedRow(const WeightTensor& table, quant::GgmlType type,
+                                       int64_t row, float* out) const {
+  const int64_t hidden = checkpoint_->config().hidden_size;
+  const quant::GgmlType stored = table.ggml_type();
+  const int64_t row_bytes = quant::RowBytes(stored, hidden);
+  if (row_bytes < 0 || table.shape.empty() || row < 0 || row >= table.shape[0] ||
+      static_cast<size_t>((row + 1) * row_bytes) > table.nbytes) {
+    return absl::UnimplementedError(absl::StrCat("verify: cannot read row ", row, " of a ",
+                                                 table.type_name(), " table"));
+  }
+  const auto* src = static_cast<const uint8_t*>(table.data) + row * row_bytes;
+  if (!quant::DequantizeRow(stored, src, hidden, out)) {
+    return absl::UnimplementedError(absl::StrCat("verify: cannot dequantize ", table.type_name()));
+  }
+  if (type != stored) {  // converted at load (--weights-dtype, F16 -> F32)
+    std::vector<uint8_t> blocks(static_cast<size_t>(quant::RowBytes(type, hidden)));
+    if (!quant::QuantizeRow(type, out, hidden, blocks.data()) ||
+        !quant::DequantizeRow(type, blocks.data(), hidden, out)) {
+      return absl::UnimplementedError(
+          absl::StrCat("verify: cannot serve a ", table.type_name(), " table as ",
+                       quant::GgmlTypeName(type)));
+    }
+  }
+  return absl::OkStatus();
+}
 
 absl::Status BenchReference::CheckEmbed(const v1::EmbedRequest& request,
                                         const v1::EmbedResponse& response) const {
@@ -88,14 +180,27 @@ absl::Status BenchReference::CheckEmbed(const v1::EmbedRequest& request,
   }
   const WeightTensor& table = checkpoint_->embedding();
   const DType wire = out_dtype == v1::BF16 ? DType::kBF16 : out_dtype == v1::F16 ? DType::kF16 : DType::kF32;
+  // The scale as the family rounds it (lib/embedding/embedding_scale.h):
+  // Gemma rounds the scale and each product to the table's stored dtype,
+  // Granite each product, GGUF models neither.
+  const DType stored = table.stored_dtype;
+  DType product_dtype = stored;
+  float factor = scale_f;
+  switch (cfg.embedding_scale_rounding) {
+    case EmbeddingScaleRounding::kScaleAndProduct: factor = RoundTo(scale_f, stored); break;
+    case EmbeddingScaleRounding::kProduct: break;
+    case EmbeddingScaleRounding::kFloat32: product_dtype = DType::kF32; break;
+  }
   std::vector<float> row(static_cast<size_t>(hidden));
   std::vector<uint8_t> converted(static_cast<size_t>(hidden) * 4);
   for (size_t t = 0; t < ids.size(); ++t) {
     if (ids[t] < 0 || ids[t] >= cfg.vocab_size) {
       return absl::UnimplementedError(absl::StrCat("verify: token id ", ids[t], " out of range"));
     }
-    const float* src = table.f32() + ids[t] * hidden;
-    for (int64_t c = 0; c < hidden; ++c) row[c] = scale_f == 1.0f ? src[c] : src[c] * scale_f;
+    RETURN_IF_ERROR(ServedRow(table, embedding_type_, ids[t], row.data()));
+    if (factor != 1.0f) {
+      for (int64_t c = 0; c < hidden; ++c) row[c] = RoundTo(row[c] * factor, product_dtype);
+    }
     // Round through the wire dtype exactly as an encoder would.
     ConvertFromF32(row.data(), row.size(), wire, converted.data());
     ConvertToF32(wire, converted.data(), row.size(), row.data());
@@ -110,49 +215,115 @@ absl::Status BenchReference::CheckEmbed(const v1::EmbedRequest& request,
   return absl::OkStatus();
 }
 
-absl::Status BenchReference::ComputeRow(const float* x, bool apply_norm, float temperature,
-                                        int64_t vocab_limit, RowLogits* out) const {
+absl::Status BenchReference::ComputeRows(const float* x, int64_t rows, bool apply_norm,
+                                         float temperature, int64_t vocab_limit,
+                                         std::vector<RowLogits>* out) const {
   const ModelConfig& cfg = checkpoint_->config();
   const int64_t hidden = cfg.hidden_size;
   const int64_t vocab = cfg.vocab_size;
-  std::vector<double> y(x, x + hidden);
-  if (apply_norm && cfg.final_norm_kind != NormKind::kNone) {
+  if (!cfg.logit_transform.identity() || checkpoint_->Find(kLmHeadBias) != nullptr) {
+    return absl::UnimplementedError("verify: lm_head.bias and logit transforms are not modelled");
+  }
+  const bool normed = apply_norm && cfg.final_norm_kind != NormKind::kNone;
+  const WeightTensor* norm = nullptr;
+  if (normed) {
     if (cfg.final_norm_kind != NormKind::kRmsNorm) {
       return absl::UnimplementedError("verify: only RMSNorm final norms are modelled");
     }
-    const WeightTensor* w = checkpoint_->Find(kFinalNorm);
-    if (w == nullptr || w->dtype != DType::kF32) {
+    norm = checkpoint_->Find(kFinalNorm);
+    if (norm == nullptr || norm->dtype != DType::kF32) {
       return absl::UnimplementedError("verify: checkpoint has no F32 final norm weight");
     }
-    double ss = 0;
-    for (double v : y) ss += v * v;
-    const double inv = 1.0 / std::sqrt(ss / static_cast<double>(hidden) + cfg.norm_eps);
-    for (int64_t k = 0; k < hidden; ++k) y[k] = y[k] * inv * w->f32()[k];
+  }
+  const bool quantized_head = quant::IsQuantized(head_type_);
+  if (quantized_head && hidden % 32 != 0) {
+    return absl::UnimplementedError("verify: a quantized head with hidden_size % 32 != 0");
+  }
+  // Per row: the activations the served head multiplies, and for each the
+  // distance to the other value the server's float32 y could round to
+  // (0: none).
+  std::vector<std::vector<double>> ys(static_cast<size_t>(rows));
+  std::vector<std::vector<double>> ambiguities(static_cast<size_t>(rows));
+  for (int64_t r = 0; r < rows; ++r) {
+    std::vector<double>& y = ys[r];
+    y.assign(x + r * hidden, x + (r + 1) * hidden);
+    if (normed) {
+      double ss = 0;
+      for (double v : y) ss += v * v;
+      const double inv = 1.0 / std::sqrt(ss / static_cast<double>(hidden) + cfg.norm_eps);
+      for (int64_t k = 0; k < hidden; ++k) y[k] = y[k] * inv * norm->f32()[k];
+    }
+    std::vector<double>& ambiguity = ambiguities[r];
+    ambiguity.assign(static_cast<size_t>(hidden), 0.0);
+    if (head_type_ == quant::GgmlType::kBF16) {
+      for (int64_t k = 0; k < hidden; ++k) {
+        if (normed) {
+          const double lo = RoundTo(static_cast<float>(y[k] * (1 - kNormRelativeError)), DType::kBF16);
+          const double hi = RoundTo(static_cast<float>(y[k] * (1 + kNormRelativeError)), DType::kBF16);
+          ambiguity[k] = std::abs(hi - lo);
+        }
+        y[k] = RoundTo(static_cast<float>(y[k]), DType::kBF16);
+      }
+    } else if (quantized_head) {
+      for (int64_t b = 0; b < hidden; b += 32) {
+        float yf[32];
+        float amax = 0.0f;
+        for (int i = 0; i < 32; ++i) {
+          yf[i] = static_cast<float>(y[b + i]);
+          amax = std::fmax(amax, std::fabs(yf[i]));
+        }
+        const float da = amax / 127.0f;
+        const float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
+        for (int i = 0; i < 32; ++i) {
+          const float v = yf[i] * inv;
+          if (normed) {
+            const double slack = 127.0 * kNormRelativeError;
+            ambiguity[b + i] = std::abs(std::nearbyint(v + slack) - std::nearbyint(v - slack)) * da;
+          }
+          y[b + i] = static_cast<double>(da) * std::nearbyint(v);
+        }
+      }
+    }
   }
   const double t = (temperature > 0 && temperature != 1.0f) ? temperature : 1.0;
-  const float* head = checkpoint_->lm_head().f32();
-  out->logits.assign(static_cast<size_t>(vocab), 0.0);
-  out->abs_sum.assign(static_cast<size_t>(vocab), 0.0);
-  double m = -std::numeric_limits<double>::infinity();
-  out->max_tolerance = 0;
-  for (int64_t j = 0; j < vocab; ++j) {
-    const float* wj = head + j * hidden;
-    double s = 0, a = 0;
-    for (int64_t k = 0; k < hidden; ++k) {
-      const double p = y[k] * wj[k];
-      s += p;
-      a += std::abs(p);
-    }
-    out->abs_sum[j] = a / t;
-    out->max_tolerance = std::max(out->max_tolerance, LogitTolerance(a / t));
-    out->logits[j] = (vocab_limit > 0 && vocab_limit < vocab && j >= vocab_limit)
-                         ? -std::numeric_limits<double>::infinity()
-                         : s / t;
-    m = std::max(m, out->logits[j]);
+  out->assign(static_cast<size_t>(rows), RowLogits());
+  for (RowLogits& o : *out) {
+    o.logits.assign(static_cast<size_t>(vocab), 0.0);
+    o.abs_sum.assign(static_cast<size_t>(vocab), 0.0);
+    o.tolerance.assign(static_cast<size_t>(vocab), 0.0);
   }
-  double sum = 0;
-  for (double l : out->logits) sum += std::exp(l - m);
-  out->logsumexp = m + std::log(sum);
+  // Each head row is read (dequantized) once for all rows.
+  const WeightTensor& head = checkpoint_->lm_head();
+  std::vector<float> wj(static_cast<size_t>(hidden));
+  for (int64_t j = 0; j < vocab; ++j) {
+    RETURN_IF_ERROR(ServedRow(head, head_type_, j, wj.data()));
+    for (int64_t r = 0; r < rows; ++r) {
+      const std::vector<double>& y = ys[r];
+      const std::vector<double>& ambiguity = ambiguities[r];
+      double s = 0, a = 0, u = 0;
+      for (int64_t k = 0; k < hidden; ++k) {
+        const double p = y[k] * wj[k];
+        s += p;
+        a += std::abs(p);
+        u += ambiguity[k] * std::abs(wj[k]);
+      }
+      RowLogits& o = (*out)[r];
+      o.abs_sum[j] = a / t;
+      double tol = LogitTolerance(a / t) + u / t;
+      if (quantized_head && normed) tol += kNormRelativeError * a / t;
+      o.tolerance[j] = tol;
+      o.max_tolerance = std::max(o.max_tolerance, tol);
+      o.logits[j] = (vocab_limit > 0 && vocab_limit < vocab && j >= vocab_limit)
+                        ? -std::numeric_limits<double>::infinity()
+                        : s / t;
+    }
+  }
+  for (RowLogits& o : *out) {
+    const double m = *std::max_element(o.logits.begin(), o.logits.end());
+    double sum = 0;
+    for (double l : o.logits) sum += std::exp(l - m);
+    o.logsumexp = m + std::log(sum);
+  }
   return absl::OkStatus();
 }
 
@@ -168,13 +339,14 @@ absl::Status BenchReference::CheckLogits(const v1::ComputeLogitsRequest& request
   }
   const double rounding = RoundingOf(response.logits().dtype());
   const bool apply_norm = !request.has_apply_final_norm() || request.apply_final_norm();
-  RowLogits ref;
+  std::vector<RowLogits> refs;
+  RETURN_IF_ERROR(ComputeRows(hidden.data(), rows, apply_norm, request.temperature(),
+                              request.vocab_limit(), &refs));
   for (int64_t r = 0; r < rows; ++r) {
-    RETURN_IF_ERROR(ComputeRow(hidden.data() + r * cfg.hidden_size, apply_norm, request.temperature(),
-                               request.vocab_limit(), &ref));
+    const RowLogits& ref = refs[r];
     for (int64_t j = 0; j < vocab; ++j) {
       double want = ref.logits[j];
-      double tol = LogitTolerance(ref.abs_sum[j]);
+      double tol = ref.tolerance[j];
       if (request.log_softmax()) {
         want -= ref.logsumexp;
         tol += ref.max_tolerance;
@@ -205,11 +377,12 @@ absl::Status BenchReference::CheckScore(const v1::ScoreRequest& request,
   }
   const bool apply_norm = !request.has_apply_final_norm() || request.apply_final_norm();
   const bool has_targets = request.target_ids_size() > 0;
-  RowLogits ref;
+  std::vector<RowLogits> refs;
+  RETURN_IF_ERROR(ComputeRows(hidden.data(), rows, apply_norm, request.temperature(),
+                              request.vocab_limit(), &refs));
   double sum = 0, sum_tol = 0;
   for (int64_t r = 0; r < rows; ++r) {
-    RETURN_IF_ERROR(ComputeRow(hidden.data() + r * cfg.hidden_size, apply_norm, request.temperature(),
-                               request.vocab_limit(), &ref));
+    const RowLogits& ref = refs[r];
     const v1::RowScore& got = response.rows(static_cast<int>(r));
     const double tol = 2 * ref.max_tolerance + 1e-6 * std::abs(ref.logsumexp);
     if (!(std::abs(got.logsumexp() - ref.logsumexp) <= tol)) {

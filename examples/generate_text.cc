@@ -16,12 +16,19 @@
 // score --from-ids` shortcuts, and why its perplexity is huge).
 //
 // Usage (vocabd serving stories260K on 127.0.0.1:50051):
-//   build/examples/generate_text --checkpoint models/stories260K/stories260K.bin "Once upon a time"
+//   build/examples/generate_text "Once upon a time"
 // Options: --target, --model (vocabd's name for it), --steps N (positions,
-// prompt included, as llama2.c run.c -n; default 256).
+// prompt included, as llama2.c run.c -n; default 256), --checkpoint PATH
+// (default: the file vocabd reports loading, GetModel source_files; a
+// relative path is looked up as vocabd does, lib/core/data_path.h). The
+// checkpoint's weight files must have the sha256 vocabd reports for the
+// model: blocks from another checkpoint would silently produce other text.
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <iostream>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -30,7 +37,9 @@
 #include "client/vocabd_client.h"
 #include "examples/tiny_llama/tiny_llama.h"
 #include "examples/tiny_llama/vocabd_steps.h"
+#include "absl/strings/str_join.h"
 #include "lib/checkpoint/checkpoint.h"
+#include "lib/core/data_path.h"
 #include "lib/core/status_macros.h"
 
 namespace {
@@ -38,15 +47,46 @@ namespace {
 using vocabd::VocabdClient;
 namespace v1 = vocabd::v1;
 
+bool IsWeightFile(const std::string& format) {
+  return format == "llama2c" || format == "safetensors" || format == "gguf";
+}
+
+// GetModel, waiting (up to a minute) for sha256 values the server still
+// computes in the background.
+absl::StatusOr<v1::ModelInfo> GetModelWithSha256(VocabdClient& client, const std::string& model) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(1);
+  while (true) {
+    ASSIGN_OR_RETURN(v1::ModelInfo info, client.GetModel(model));
+    bool pending = false;
+    for (const auto& f : info.source_files()) pending = pending || f.sha256_pending();
+    if (!pending || std::chrono::steady_clock::now() > deadline) return info;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+}
+
 // Prints the prompt, then each newly completed piece of text as it is
 // generated; ends with a newline.
-absl::Status Generate(VocabdClient& client, const std::string& model, const std::string& checkpoint,
+absl::Status Generate(VocabdClient& client, const std::string& model, std::string checkpoint,
                       const std::string& prompt, int steps) {
-  ASSIGN_OR_RETURN(v1::ModelInfo info, client.GetModel(model));
+  ASSIGN_OR_RETURN(v1::ModelInfo info, GetModelWithSha256(client, model));
   if (!info.has_tokenizer()) {
     return absl::FailedPreconditionError(absl::StrCat(
         "model '", info.name(), "' has no tokenizer: ", info.tokenizer_missing_reason()));
   }
+  std::vector<std::string> served_sha256;
+  for (const auto& f : info.source_files()) {
+    if (!IsWeightFile(f.format())) continue;
+    if (checkpoint.empty()) {  // the file vocabd loaded (an HF folder: the folder)
+      checkpoint = f.format() == "safetensors" ? f.path().substr(0, f.path().rfind('/') + 1)
+                                               : f.path();
+    }
+    served_sha256.push_back(f.sha256());
+  }
+  if (checkpoint.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "model '", info.name(), "' reports no checkpoint file: pass --checkpoint"));
+  }
+  ASSIGN_OR_RETURN(checkpoint, vocabd::ResolveDataPath(checkpoint, "--checkpoint"));
   // The blocks' weights come from the same checkpoint vocabd serves.
   ASSIGN_OR_RETURN(std::unique_ptr<vocabd::Checkpoint> ckpt, vocabd::LoadCheckpoint(checkpoint));
   if (ckpt->config().vocab_size != info.vocab_size() ||
@@ -54,6 +94,19 @@ absl::Status Generate(VocabdClient& client, const std::string& model, const std:
     return absl::InvalidArgumentError(absl::StrCat(
         checkpoint, " does not match vocabd's model '", info.name(), "' (vocab_size ",
         info.vocab_size(), ", hidden_size ", info.hidden_size(), ")"));
+  }
+  std::vector<std::string> local_sha256;
+  for (const auto& f : ckpt->source_files()) {
+    if (IsWeightFile(f.format)) local_sha256.push_back(f.sha256);
+  }
+  std::sort(served_sha256.begin(), served_sha256.end());
+  std::sort(local_sha256.begin(), local_sha256.end());
+  if (local_sha256 != served_sha256) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        checkpoint, " does not match vocabd's model '", info.name(), "': its weight files have "
+        "sha256 [", absl::StrJoin(local_sha256, ", "), "], the server's [",
+        absl::StrJoin(served_sha256, ", "), "]; pass --checkpoint with the file the server "
+        "loaded (vocabctl models ", info.name(), " lists it)"));
   }
   ASSIGN_OR_RETURN(std::unique_ptr<vocabd::tiny_llama::TinyLlama> llama,
                    vocabd::tiny_llama::TinyLlama::Create(
@@ -99,14 +152,15 @@ int main(int argc, char** argv) {
                "program runs the transformer blocks"};
   std::string target = "127.0.0.1:50051";
   std::string model;
-  std::string checkpoint = "models/stories260K/stories260K.bin";
+  std::string checkpoint;
   std::string prompt;
   int steps = 256;
   app.add_option("prompt", prompt, "text to continue (may be empty)");
   app.add_option("--target", target, "vocabd address")->capture_default_str()->envname("VOCABD_TARGET");
   app.add_option("--model", model, "vocabd's model name (empty = its default model)");
-  app.add_option("--checkpoint", checkpoint, "the same checkpoint, for the block weights")
-      ->capture_default_str();
+  app.add_option("--checkpoint", checkpoint,
+                 "the checkpoint vocabd serves, for the block weights (default: the file the "
+                 "server reports loading; its sha256 must match)");
   app.add_option("--steps", steps, "positions, prompt included (llama2.c run.c -n)")
       ->check(CLI::Range(1, 1 << 20))
       ->capture_default_str();

@@ -21,6 +21,7 @@
 #include <CLI/CLI.hpp>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "lib/checkpoint/checkpoint.h"
 #include "lib/checkpoint/gguf_writer.h"
 #include "lib/core/parallel.h"
@@ -166,9 +167,10 @@ int main(int argc, char** argv) {
     return Fail(std::string(s.message()));
   }
   for (const auto& t : tensors) {
-    std::printf("%-20s %-7s [%ld, %ld] %zu bytes\n", t.name.c_str(),
-                vocabd::quant::GgmlTypeName(t.type), t.shape[0],
-                t.shape.size() > 1 ? t.shape[1] : 1L, t.nbytes);
+    // The shape as written, one entry per dimension ([64] for a norm).
+    std::printf("%-20s %-7s [%s] %zu bytes\n", t.name.c_str(),
+                vocabd::quant::GgmlTypeName(t.type), absl::StrJoin(t.shape, ", ").c_str(),
+                t.nbytes);
   }
   std::printf("wrote %s\n", out_path.c_str());
   return 0;

@@ -10,43 +10,81 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 
 namespace vocabd::cli {
 
-std::string ConnectionHint(const absl::Status& status, bool tls) {
+std::string ConnectionHint(const absl::Status& status, const GlobalOptions& g) {
   // The server names the request field; vocabctl's flag for it (embed, rope,
   // rope-cache) is spelled differently.
   if (absl::StrContains(status.message(), "set allow_beyond_trained_length")) {
     return "vocabctl: pass --allow-beyond-trained-length (or --allow-beyond)";
   }
+  if (absl::StrContains(status.message(), "set allow_non_finite")) {
+    return "vocabctl: pass --allow-non-finite";
+  }
   if (status.code() != absl::StatusCode::kUnavailable) return "";
+  const bool tls = UsesTls(g);
   const absl::string_view m = status.message();
-  // gRPC's TLS name check ("Peer name 127.0.0.1 is not in peer certificate").
+  // What gRPC's TLS client reports (grpc 1.51, OpenSSL 3):
+  //   "Peer name X is not in peer certificate"  X = the target host, or
+  //                                             the --tls-server-name
+  //   "... certificate verify failed"           the server's certificate is
+  //                                             not signed by --ca
+  //   "... wrong version number"                the server is plaintext
+  //   "Socket closed"                           the server ended the
+  //                                             handshake: a plaintext client
+  //                                             against TLS, or a TLS client
+  //                                             without an accepted client
+  //                                             certificate against mTLS
   if (absl::StrContains(m, "not in peer certificate")) {
+    if (!g.tls_server_name.empty()) {
+      return absl::StrCat("the server certificate does not name '", g.tls_server_name,
+                          "' (--tls-server-name): pass a name in its subjectAltName");
+    }
     return "the server certificate does not name the target host: pass --tls-server-name NAME "
            "(a name in its subjectAltName)";
   }
-  // What gRPC reports when one side speaks TLS and the other plaintext: a
-  // plaintext client sees the TLS server close the socket; a TLS client sees
-  // a handshake failure against a plaintext server.
-  const bool plaintext_vs_tls = absl::StrContains(m, "Socket closed") ||
-                                absl::StrContains(m, "Connection reset") ||
-                                absl::StrContains(m, "connection reset");
-  const bool handshake = absl::StrContains(m, "Handshake") || absl::StrContains(m, "handshake") ||
-                         absl::StrContains(m, "SSL") || absl::StrContains(m, "ssl");
-  if (!tls && plaintext_vs_tls) {
+  const bool closed = absl::StrContains(m, "Socket closed") ||
+                      absl::StrContains(m, "Connection reset") ||
+                      absl::StrContains(m, "connection reset");
+  if (!tls) {
+    if (!closed) return "";
     return "the server may require TLS: add --tls (and --ca FILE, --tls-server-name NAME when "
            "the certificate does not name the target host)";
   }
-  if (tls && (handshake || plaintext_vs_tls)) {
-    return "TLS handshake failed: the server may be plaintext (drop --tls/--ca), or its "
-           "certificate does not match --ca or the target name (set --tls-server-name)";
+  if (absl::StrContains(m, "wrong version number") ||
+      absl::StrContains(m, "WRONG_VERSION_NUMBER")) {
+    return "the server speaks plaintext: drop --tls, --ca, --cert and --key";
+  }
+  if (absl::StrContains(m, "certificate verify failed") ||
+      absl::StrContains(m, "CERTIFICATE_VERIFY_FAILED")) {
+    return g.ca.empty() ? "the server certificate is not signed by a system root CA: pass "
+                          "--ca FILE (the CA that signed it)"
+                        : "the server certificate is not signed by the --ca CA";
+  }
+  if (closed) {
+    return g.cert.empty()
+               ? "the server closed the TLS handshake: it may require a client certificate "
+                 "(mutual TLS: pass --cert FILE --key FILE)"
+               : "the server closed the TLS handshake: it did not accept the --cert client "
+                 "certificate (not signed by the CA it trusts, vocabd --tls-client-ca)";
+  }
+  const bool handshake = absl::StrContains(m, "Handshake") || absl::StrContains(m, "handshake") ||
+                         absl::StrContains(m, "SSL") || absl::StrContains(m, "ssl");
+  if (handshake) {
+    return "TLS handshake failed: check --ca, --cert/--key and --tls-server-name against the "
+           "server's certificates";
   }
   return "";
 }
 
-void PrintError(const absl::Status& status, bool tls, bool json) {
-  const std::string hint = ConnectionHint(status, tls);
+bool UsesTls(const GlobalOptions& g) {
+  return g.tls || !g.ca.empty() || !g.cert.empty() || !g.key.empty();
+}
+
+void PrintError(const absl::Status& status, const GlobalOptions& g, bool json) {
+  const std::string hint = ConnectionHint(status, g);
   std::cerr << "error: " << absl::StatusCodeToString(status.code()) << ": " << status.message()
             << "\n";
   if (!hint.empty()) std::cerr << "hint: " << hint << "\n";
@@ -141,8 +179,7 @@ int CommandContext::Main(int argc, char** argv) {
     }
   }
   if (!result.ok()) {
-    const bool tls = g.tls || !g.ca.empty() || !g.cert.empty() || !g.key.empty();
-    PrintError(result.status(), tls, g.json);
+    PrintError(result.status(), g, g.json);
     return kExitError;
   }
   return *result;

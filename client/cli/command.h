@@ -26,14 +26,6 @@ inline constexpr int kExitOk = 0;
 inline constexpr int kExitError = 1;
 inline constexpr int kExitUsage = 2;
 
-// A hint for an UNAVAILABLE status that looks like a TLS/plaintext mismatch
-// (a plaintext client against a TLS server sees "Socket closed"), else "".
-std::string ConnectionHint(const absl::Status& status, bool tls);
-
-// "error: <CODE>: <message>" (+ "hint: ...") on stderr; with json also
-// {"error": {"code": "<CODE>", "message": "...", "hint": "..."}} on stdout.
-void PrintError(const absl::Status& status, bool tls, bool json);
-
 // Options accepted before or after any subcommand.
 struct GlobalOptions {
   std::string target = "127.0.0.1:50051";
@@ -44,6 +36,21 @@ struct GlobalOptions {
   bool tls = false;
   std::string ca, cert, key, tls_server_name, token, token_file, lb_policy;
 };
+
+// True when the connection uses TLS (--tls, or any of --ca/--cert/--key).
+bool UsesTls(const GlobalOptions& g);
+
+// A hint for a failed call, else "": for an UNAVAILABLE status that looks
+// like a TLS mismatch, what to change given the connection options `g`
+// (plaintext vs TLS, the server certificate's CA or name -- naming a
+// --tls-server-name that does not match --, a client certificate an mTLS
+// server requires or refused); for a request flag the server's message
+// names by its field name, vocabctl's flag.
+std::string ConnectionHint(const absl::Status& status, const GlobalOptions& g);
+
+// "error: <CODE>: <message>" (+ "hint: ...") on stderr; with json also
+// {"error": {"code": "<CODE>", "message": "...", "hint": "..."}} on stdout.
+void PrintError(const absl::Status& status, const GlobalOptions& g, bool json);
 
 // For subcommands that take no options of their own.
 struct NoOptions {};

@@ -31,6 +31,7 @@ struct LogitsOptions {
   int top = 5;
   std::string dtype = "f32";
   int64_t vocab_limit = 0;
+  bool allow_non_finite = false;
 };
 
 // Indices of the `n` largest values of row[0, width), highest first, ties by
@@ -59,6 +60,7 @@ absl::StatusOr<int> RunLogits(VocabdClient& client, const GlobalOptions& g,
   request.set_temperature(o.temperature);
   request.set_log_softmax(o.log_softmax);
   request.set_vocab_limit(o.vocab_limit);
+  request.set_allow_non_finite(o.allow_non_finite);
   ASSIGN_OR_RETURN(DType dtype, ParseFloatDType(o.dtype));
   request.set_output_dtype(DTypeToProto(dtype));
   ASSIGN_OR_RETURN(v1::ComputeLogitsResponse response, client.ComputeLogits(request));
@@ -117,6 +119,8 @@ void RegisterLogitsCommand(CLI::App& app, CommandContext& context) {
       ->check(CLI::IsMember({"f32", "f16", "bf16"}))
       ->capture_default_str();
   cmd->add_option("--vocab-limit", o->vocab_limit, "mask ids >= this (0 = none)");
+  cmd->add_flag("--allow-non-finite", o->allow_non_finite,
+                "compute rows holding NaN/Inf (allow_non_finite; default: refused)");
 }
 
 }  // namespace vocabd::cli

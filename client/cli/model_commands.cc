@@ -112,10 +112,32 @@ void PrintModelDetail(const v1::ModelInfo& m) {
   PrintTable(rows);
 }
 
+// The ggml type the LM head is served in ("q8_0", "q4_K", ...) when it is
+// quantized, else ModelInfo.dtype's name ("F32", "BF16").
+std::string HeadWeightType(const v1::ModelInfo& m) {
+  for (const auto& t : m.served_tensors()) {
+    const bool head = t.name() == "lm_head.weight" ||
+                      (m.tie_word_embeddings() && t.name() == "model.embed_tokens.weight");
+    if (head && t.ggml_type() != "f32" && t.ggml_type() != "bf16" && !t.ggml_type().empty()) {
+      return t.ggml_type();
+    }
+  }
+  return v1::DType_Name(m.dtype());
+}
+
+// ModelInfo as JSON without requested_dtype when it is DTYPE_UNSPECIFIED:
+// that value stands for both auto and q8_0 (which DType cannot name);
+// requested_weights_type always says which.
+json ModelJson(const v1::ModelInfo& info) {
+  json j = ProtoJson(info);
+  if (info.requested_dtype() == v1::DTYPE_UNSPECIFIED) j.erase("requested_dtype");
+  return j;
+}
+
 // `models NAME` and `load NAME`: every field of one model.
 int PrintModel(const v1::ModelInfo& info, const GlobalOptions& g) {
   if (g.json) {
-    PrintJson(ProtoJson(info));
+    PrintJson(ModelJson(info));
   } else {
     PrintModelDetail(info);
   }
@@ -130,26 +152,31 @@ absl::StatusOr<int> RunModels(VocabdClient& client, const GlobalOptions& g,
   }
   ASSIGN_OR_RETURN(v1::ListModelsResponse list, client.ListModels());
   if (g.json) {
-    PrintJson(ProtoJson(list));
+    json models = json::array();
+    for (const auto& m : list.models()) models.push_back(ModelJson(m));
+    PrintJson({{"models", models}});
     return kExitOk;
   }
   std::vector<std::vector<std::string>> rows = {{"NAME", "STATE", "ARCH", "VOCAB", "HIDDEN",
                                                  "DTYPE", "TIED", "ROPE(theta/pairs)", "HEAD",
                                                  "TOKENIZER", "RESIDENT"}};
   // Models that are not loaded (FAILED, AVAILABLE repository folders,
-  // LOADING) have no architecture or sizes: their rows show the reason.
+  // LOADING) have no architecture or sizes; FAILED rows get their reason
+  // on a line below the table.
   std::vector<std::string> reasons;
   for (const auto& m : list.models()) {
     std::string state = v1::ModelState_Name(m.state());
     const std::string name = m.name() + (m.is_default() ? "*" : "");
     if (m.vocab_size() == 0 && m.state() != v1::READY) {
       rows.push_back({name, state, "-", "-", "-", "-", "-", "-", "-", "-", "-"});
-      if (!m.state_reason().empty()) reasons.push_back(m.name() + ": " + m.state_reason());
+      if (m.state() == v1::FAILED && !m.state_reason().empty()) {
+        reasons.push_back(m.name() + ": " + m.state_reason());
+      }
       continue;
     }
     rows.push_back({name, state, m.architecture(),
                     absl::StrCat(m.vocab_size()), absl::StrCat(m.hidden_size()),
-                    v1::DType_Name(m.dtype()), m.tie_word_embeddings() ? "yes" : "no",
+                    HeadWeightType(m), m.tie_word_embeddings() ? "yes" : "no",
                     RopeSummary(m),
                     m.head_variant().name().empty() ? "plain" : m.head_variant().name(),
                     m.has_tokenizer() ? m.tokenizer().kind() : "none",

@@ -27,6 +27,7 @@ struct ScoreRequestOptions {
   int64_t vocab_limit = 0;
   std::string candidates;  // comma-separated candidate ids
   bool no_pieces = false;
+  bool allow_non_finite = false;
 };
 
 struct ScoreOptions {
@@ -54,6 +55,8 @@ void AddScoreRequestOptions(CLI::App* cmd, ScoreRequestOptions* o) {
   cmd->add_flag("--no-pieces", o->no_pieces,
                 "do not ask for token text (by default asked for when the model has a "
                 "tokenizer)");
+  cmd->add_flag("--allow-non-finite", o->allow_non_finite,
+                "score hidden rows holding NaN/Inf (allow_non_finite; default: refused)");
 }
 
 // Token text is asked for when the model has a tokenizer (GetModel).
@@ -79,6 +82,7 @@ absl::Status SetScoreOptions(const ScoreRequestOptions& o, const std::vector<int
   if (o.no_final_norm) request->set_apply_final_norm(false);
   request->set_temperature(o.temperature);
   request->set_vocab_limit(o.vocab_limit);
+  request->set_allow_non_finite(o.allow_non_finite);
   return absl::OkStatus();
 }
 

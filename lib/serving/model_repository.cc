@@ -28,6 +28,22 @@ bool IsDirectory(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
+// True when the directory holds anything but "." and "..".
+bool HasEntries(const std::string& path) {
+  DIR* dir = ::opendir(path.c_str());
+  if (dir == nullptr) return false;
+  bool any = false;
+  while (dirent* e = ::readdir(dir)) {
+    const std::string n = e->d_name;
+    if (n != "." && n != "..") {
+      any = true;
+      break;
+    }
+  }
+  ::closedir(dir);
+  return any;
+}
+
 }  // namespace
 
 absl::Status ModelRepository::Options::Validate() const {
@@ -123,7 +139,8 @@ std::vector<std::string> ModelRepository::Available() const {
   while (dirent* e = ::readdir(dir)) {
     const std::string n = e->d_name;
     if (n == "." || n == "..") continue;
-    if (IsDirectory(absl::StrCat(root_, "/", n))) names.push_back(n);
+    const std::string path = absl::StrCat(root_, "/", n);
+    if (IsDirectory(path) && HasEntries(path)) names.push_back(n);
   }
   ::closedir(dir);
   std::sort(names.begin(), names.end());

@@ -69,7 +69,9 @@ class ModelRepository {
   // subfolder exists (message lists the available names);
   // FAILED_PRECONDITION without a repository.
   absl::StatusOr<std::string> Resolve(const std::string& name) const;
-  // Subfolder names, sorted.
+  // Names of the subfolders that hold anything (an empty folder is no
+  // model: not listed, though LoadModel of it still reports what the
+  // loader misses), sorted.
   std::vector<std::string> Available() const;
 
   using LoadDone = std::function<void(absl::StatusOr<std::shared_ptr<const Model>>)>;

@@ -4,8 +4,11 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <fstream>
 #include <memory>
 #include <random>
+
+#include <nlohmann/json.hpp>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -13,7 +16,11 @@
 #include "client/bench_command.h"
 #include "client/bench_verify.h"
 #include "client/bench_workloads.h"
+#include "lib/core/dtype.h"
+#include "lib/head/lm_head.h"
 #include "proto/tensor_codec.h"
+#include "server/server.h"
+#include "tests/quant_files.h"
 #include "tests/server/server_fixture.h"
 #include "tests/test_util.h"
 
@@ -427,6 +434,234 @@ TEST_F(LoadGeneratorTest, ReferencesCatchWrongAnswers) {
     v1::ApplyRopeRequest ids = rope;
     *ids.mutable_position_ids() = EncodeInt64Tensor({1, 2, 3}, {3});
     EXPECT_EQ(ref.CheckRope(ids, *rope_resp).code(), absl::StatusCode::kUnimplemented);
+  }
+}
+
+// --verify on every table type the server serves: the ggml-quantized
+// golden GGUFs (../shared/models/quant, SOURCES.md), an F16 GGUF, a BF16
+// safetensors checkpoint, and stories260K re-encoded at load by
+// --weights-dtype q8_0 / bf16 (bf16 falls back to F32 on a CPU without
+// bf16 dot products; the reference follows what GetModel says is served).
+class VerifyDtypeTest : public ::testing::Test {
+ protected:
+  // stories260K-hf with every tensor rounded to BF16 (nearest even).
+  static std::string WriteBf16Stories() {
+    const std::string dir = testing::MakeTempDir();
+    const std::string src = testing::ReadFileBytes(testing::Stories260KHfDir() + "/model.safetensors");
+    uint64_t n = 0;
+    std::memcpy(&n, src.data(), 8);
+    nlohmann::json header = nlohmann::json::parse(src.substr(8, n));
+    const std::string data = src.substr(8 + n);
+    nlohmann::json out_header = nlohmann::json::object();
+    std::string out_data;
+    for (auto it = header.begin(); it != header.end(); ++it) {
+      if (it.key() == "__metadata__") {
+        out_header[it.key()] = it.value();
+        continue;
+      }
+      EXPECT_EQ(it.value()["dtype"], "F32") << it.key();
+      const size_t begin = it.value()["data_offsets"][0], end = it.value()["data_offsets"][1];
+      std::vector<float> values((end - begin) / 4);
+      std::memcpy(values.data(), data.data() + begin, end - begin);
+      std::string bf16(values.size() * 2, '\0');
+      ConvertFromF32(values.data(), values.size(), DType::kBF16, bf16.data());
+      out_header[it.key()] = {{"dtype", "BF16"},
+                              {"shape", it.value()["shape"]},
+                              {"data_offsets", {out_data.size(), out_data.size() + bf16.size()}}};
+      out_data += bf16;
+    }
+    std::string text = out_header.dump();
+    while (text.size() % 8 != 0) text.push_back(' ');
+    const uint64_t size = text.size();
+    std::ofstream(dir + "/model.safetensors", std::ios::binary)
+        << std::string(reinterpret_cast<const char*>(&size), 8) << text << out_data;
+    std::ofstream(dir + "/config.json")
+        << testing::ReadFileBytes(testing::Stories260KHfDir() + "/config.json");
+    return dir;
+  }
+
+  static void SetUpTestSuite() {
+    VocabdServer::Options options;
+    options.listen_address = "127.0.0.1:0";
+    options.compute_threads = 2;
+    for (const std::string& stem : testing::QuantGoldenStems()) {
+      options.models.push_back({stem, testing::QuantGoldenPath(stem, ".gguf")});
+    }
+    options.models.push_back({"q4_K-as-f32", testing::QuantGoldenPath("Q4_K", ".gguf")});
+    options.serving.weights_dtype["q4_K-as-f32"] = WeightsDType::kF32;
+    options.models.push_back(
+        {"f16", testing::SharedModelsDir() + "/llama-2-tiny-random/llama-2-tiny-random.gguf"});
+    options.models.push_back({"bf16-safetensors", WriteBf16Stories()});
+    options.models.push_back({"stories-q8_0", testing::Stories260KBin()});
+    options.serving.weights_dtype["stories-q8_0"] = WeightsDType::kQ8_0;
+    options.models.push_back({"stories-bf16", testing::Stories260KBin()});
+    options.serving.weights_dtype["stories-bf16"] = WeightsDType::kBF16;
+    auto server = VocabdServer::Create(options);
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = std::move(*server).release();
+    VocabdClient::Options client_options;
+    client_options.target = server_->target();
+    auto client = VocabdClient::Create(client_options);
+    ASSERT_TRUE(client.ok()) << client.status();
+    client_ = std::move(*client).release();
+  }
+  static void TearDownTestSuite() {
+    delete client_;
+    client_ = nullptr;
+    if (server_ != nullptr) server_->Shutdown();
+    delete server_;
+    server_ = nullptr;
+  }
+  // The reference for `model`, from the file the server reports, reading
+  // the tables as served.
+  static std::shared_ptr<const BenchReference> Reference(const v1::ModelInfo& info,
+                                                         bool serve_as = true) {
+    std::string path;
+    for (const auto& f : info.source_files()) {
+      if (f.format() != "config.json") {
+        path = f.format() == "safetensors" ? f.path().substr(0, f.path().rfind('/')) : f.path();
+        break;
+      }
+    }
+    auto ref = BenchReference::Load(path);
+    EXPECT_TRUE(ref.ok()) << ref.status();
+    if (!ref.ok()) return nullptr;
+    if (serve_as) {
+      absl::Status s = (*ref)->ServeAs(info);
+      EXPECT_TRUE(s.ok()) << s;
+    }
+    return std::shared_ptr<const BenchReference>(std::move(*ref));
+  }
+  static LoadGenerator::Result Run(const v1::ModelInfo& info, const std::string& rpc,
+                                   std::shared_ptr<const BenchReference> ref,
+                                   const std::string& dtype = "f32") {
+    LoadGenerator::Options o;
+    o.target = server_->target();
+    o.requests = 4;
+    o.concurrency = 2;
+    o.verify_every = 1;
+    BenchPayloadOptions p;
+    p.rpc = rpc;
+    p.model = info.name();
+    p.rows = 3;
+    p.tokens = 5;
+    p.top_k = 4;
+    p.payloads = 4;
+    p.dtype = dtype;
+    auto w = MakeBenchWorkload(p, info, ref);
+    EXPECT_TRUE(w.ok()) << w.status();
+    auto g = LoadGenerator::Create(o, std::move(*w));
+    EXPECT_TRUE(g.ok()) << g.status();
+    return (*g)->Run();
+  }
+  static v1::ModelInfo Info(const std::string& name) {
+    auto info = client_->GetModel(name);
+    EXPECT_TRUE(info.ok()) << info.status();
+    return *info;
+  }
+  static VocabdServer* server_;
+  static VocabdClient* client_;
+};
+VocabdServer* VerifyDtypeTest::server_ = nullptr;
+VocabdClient* VerifyDtypeTest::client_ = nullptr;
+
+TEST_F(VerifyDtypeTest, EveryServedTypeVerifiesWithoutMismatches) {
+  std::vector<std::string> names = testing::QuantGoldenStems();
+  for (const char* n : {"q4_K-as-f32", "f16", "bf16-safetensors", "stories-q8_0", "stories-bf16"}) {
+    names.push_back(n);
+  }
+  for (const std::string& name : names) {
+    const v1::ModelInfo info = Info(name);
+    auto ref = Reference(info);
+    ASSERT_NE(ref, nullptr) << name;
+    // Embed rows exactly (f32), logits through the bf16 output rounding.
+    for (const auto& [rpc, dtype] : std::vector<std::pair<std::string, std::string>>{
+             {"embed", "f32"}, {"logits", "bf16"}, {"score", "f32"}}) {
+      {
+        SCOPED_TRACE(absl::StrCat(name, " (embedding ", quant::GgmlTypeName(ref->embedding_type()),
+                                  ", head ", quant::GgmlTypeName(ref->head_type()), ") ", rpc,
+                                  " ", dtype));
+        const LoadGenerator::Result r = Run(info, rpc, ref, dtype);
+        EXPECT_EQ(r.errors, 0) << (r.first_error_message.empty() ? "" : r.first_error_message.begin()->second);
+        EXPECT_EQ(r.verify.checked, 4) << r.verify.first_mismatch;
+        EXPECT_EQ(r.verify.mismatches, 0) << r.verify.first_mismatch;
+        EXPECT_EQ(r.verify.skipped, 0) << r.verify.first_mismatch;
+      }
+    }
+  }
+}
+
+TEST_F(VerifyDtypeTest, ServedTypesComeFromGetModel) {
+  auto q8 = Reference(Info("stories-q8_0"));
+  ASSERT_NE(q8, nullptr);
+  EXPECT_EQ(q8->embedding_type(), quant::GgmlType::kQ8_0);
+  EXPECT_EQ(q8->head_type(), quant::GgmlType::kQ8_0);
+  auto km = Reference(Info("Q4_K_M"));
+  ASSERT_NE(km, nullptr);
+  EXPECT_EQ(km->embedding_type(), quant::GgmlType::kQ4_K);
+  EXPECT_EQ(km->head_type(), quant::GgmlType::kQ6_K);
+  auto as_f32 = Reference(Info("q4_K-as-f32"));
+  ASSERT_NE(as_f32, nullptr);
+  EXPECT_EQ(as_f32->head_type(), quant::GgmlType::kF32);
+  auto bf16 = Reference(Info("stories-bf16"));
+  ASSERT_NE(bf16, nullptr);
+  EXPECT_EQ(bf16->head_type(),
+            LmHead::Bf16Supported() ? quant::GgmlType::kBF16 : quant::GgmlType::kF32);
+  // Without ServeAs the reference reads the file's F32 table: the q8_0
+  // rows the server re-encoded at load are then (rightly) reported wrong.
+  auto as_stored = Reference(Info("stories-q8_0"), /*serve_as=*/false);
+  ASSERT_NE(as_stored, nullptr);
+  const LoadGenerator::Result r = Run(Info("stories-q8_0"), "embed", as_stored);
+  EXPECT_EQ(r.verify.mismatches, 4);
+  // A model whose GetModel answer names a type the rows cannot hold.
+  v1::ModelInfo bad = Info("Q4_K");
+  for (auto& t : *bad.mutable_served_tensors()) {
+    if (t.name() == kEmbedTokens) t.set_ggml_type("q9_9");
+  }
+  auto loaded = BenchReference::Load(testing::QuantGoldenPath("Q4_K", ".gguf"));
+  ASSERT_TRUE(loaded.ok());
+  absl::Status s = (*loaded)->ServeAs(bad);
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("\"q9_9\""));
+}
+
+TEST_F(VerifyDtypeTest, QuantizedReferencesCatchSmallErrors) {
+  const v1::ModelInfo info = Info("Q4_K_M");
+  auto ref = Reference(info);
+  ASSERT_NE(ref, nullptr);
+  v1::EmbedRequest embed;
+  embed.set_model("Q4_K_M");
+  for (int64_t id : {0, 17, 1023}) embed.add_sequences()->add_token_ids(id);
+  auto embed_resp = client_->Embed(embed);
+  ASSERT_TRUE(embed_resp.ok()) << embed_resp.status();
+  EXPECT_TRUE(ref->CheckEmbed(embed, *embed_resp).ok()) << ref->CheckEmbed(embed, *embed_resp);
+  {
+    v1::EmbedResponse bad = *embed_resp;
+    auto values = *DecodeFloatTensor(bad.embeddings(), "e");
+    values[512 + 9] = std::nextafter(values[512 + 9], 10.0f);  // one ulp
+    *bad.mutable_embeddings() = EncodeFloatTensor(values, {3, 512});
+    absl::Status s = ref->CheckEmbed(embed, bad);
+    EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss);
+    EXPECT_THAT(std::string(s.message()), HasSubstr("embeddings[1, 9]"));
+  }
+  v1::ComputeLogitsRequest logits;
+  logits.set_model("Q4_K_M");
+  std::vector<float> hidden(2 * 512);
+  for (size_t i = 0; i < hidden.size(); ++i) hidden[i] = std::sin(0.37f * static_cast<float>(i));
+  *logits.mutable_hidden() = EncodeFloatTensor(hidden, {2, 512});
+  auto logits_resp = client_->ComputeLogits(logits);
+  ASSERT_TRUE(logits_resp.ok()) << logits_resp.status();
+  EXPECT_TRUE(ref->CheckLogits(logits, *logits_resp).ok()) << ref->CheckLogits(logits, *logits_resp);
+  {
+    // 1e-3 of the row's largest |logit|: a quarter of ggml's own int8
+    // error on these files (SOURCES.md), far above float rounding.
+    v1::ComputeLogitsResponse bad = *logits_resp;
+    auto values = *DecodeFloatTensor(bad.logits(), "l");
+    float largest = 0;
+    for (int j = 0; j < 1024; ++j) largest = std::max(largest, std::abs(values[1024 + j]));
+    values[1024 + 100] += 1e-3f * largest;
+    *bad.mutable_logits() = EncodeFloatTensor(values, {2, 1024});
+    EXPECT_THAT(std::string(ref->CheckLogits(logits, bad).message()), HasSubstr("logits[1, 100]"));
   }
 }
 

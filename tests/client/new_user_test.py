@@ -118,6 +118,82 @@ def test_embed_beyond_trained_length_hint_names_a_real_flag(default_server):
     assert code == 0, err
 
 
+# -- non-finite hidden rows: the hint names a flag / argument that exists -----
+
+def test_non_finite_hint_names_a_real_flag_and_argument(default_server, tmp_dir):
+    import numpy as np
+    row = np.linspace(-1, 1, 64, dtype=np.float32)
+    row[5] = np.nan
+    path = os.path.join(tmp_dir, "nan.f32")
+    row.tofile(path)
+    for cmd in (["score", "--hidden-file", path, "--no-pieces"], ["logits", "--hidden-file", path]):
+        code, out, err = ctl(default_server, *cmd)
+        assert code == 1, (cmd, out)
+        assert "hidden[0, 5] = nan is not finite (set allow_non_finite" in err, err
+        assert "hint: vocabctl: pass --allow-non-finite" in err, err
+        code, out, err = ctl(default_server, *cmd, "--allow-non-finite")
+        assert code == 0, (cmd, err)
+    from vocabd import VocabdClient, VocabdError
+    with VocabdClient(default_server.target, timeout=10) as c:
+        for call in (lambda **kw: c.score(row[None, :], **kw),
+                     lambda **kw: c.compute_logits(row[None, :], **kw)):
+            with pytest.raises(VocabdError) as e:
+                call()
+            assert "set allow_non_finite" in e.value.message, str(e.value)
+            call(allow_non_finite=True)  # the argument the message names exists
+        assert np.isnan(c.score(row[None, :], allow_non_finite=True).rows[0].logsumexp)
+        q = np.ones((1, 8, 2, 8), np.float32)
+        q[0, 1, 0, 3] = np.inf
+        with pytest.raises(VocabdError) as e:
+            c.apply_rope(q, np.ones((1, 4, 2, 8), np.float32))
+        assert "set allow_non_finite" in e.value.message, str(e.value)
+        out_q, _ = c.apply_rope(q, np.ones((1, 4, 2, 8), np.float32), allow_non_finite=True)
+        assert out_q.shape == q.shape
+
+
+# -- models table truths -------------------------------------------------------
+
+def test_models_table_shows_served_head_types_and_hints_only_failures(tmp_dir):
+    root = os.path.join(tmp_dir, "repo")
+    os.makedirs(os.path.join(root, "stories"))
+    shutil.copy(STORIES_BIN, os.path.join(root, "stories", "stories.bin"))
+    os.makedirs(os.path.join(root, "km"))
+    shutil.copy(os.path.join(SHARED_MODELS, "quant", "synth-v1024-h512-Q4_K_M.gguf"),
+                os.path.join(root, "km"))
+    os.makedirs(os.path.join(root, "later"))
+    shutil.copy(STORIES_BIN, os.path.join(root, "later", "later.bin"))
+    os.makedirs(os.path.join(root, "empty"))
+    s = VocabdProcess(["--model", f"s8={STORIES_BIN}", "--weights-dtype", "s8=q8_0",
+                       "--model-repository", root, "--load-model", "stories",
+                       "--load-model", "km"])
+    try:
+        code, out, err = ctl(s, "models")
+        assert code == 0, err
+        lines = out.splitlines()
+        header = lines[0].split()
+        dtype = header.index("DTYPE")
+        rows = {l.split()[0]: l.split() for l in lines[1:] if l and not l.startswith(" ")}
+        assert set(rows) == {"s8*", "stories", "km", "later"}, out
+        assert rows["s8*"][dtype] == "q8_0", out      # quantized at load by --weights-dtype
+        assert rows["km"][dtype] == "q6_K", out       # Q4_K_M: token_embd q4_K, output q6_K
+        assert rows["stories"][dtype] == "F32", out
+        assert rows["later"][1] == "AVAILABLE", out
+        assert not any(l.startswith(" ") for l in lines[1:]), out  # no hint under AVAILABLE
+        code, out, err = ctl(s, "--json", "models")
+        assert code == 0, err
+        models = {m["name"]: m for m in json.loads(out)["models"]}
+        assert "empty" not in models, out
+        assert models["s8"]["requested_weights_type"] == "q8_0", models["s8"]
+        assert "requested_dtype" not in models["s8"], models["s8"]
+        assert models["stories"]["requested_weights_type"] == "auto", models["stories"]
+        assert "requested_dtype" not in models["stories"], models["stories"]
+        code, out, err = ctl(s, "--json", "models", "s8")
+        assert code == 0, err
+        assert "requested_dtype" not in json.loads(out), out
+    finally:
+        s.stop()
+
+
 # -- --temperature, --json errors, --help --------------------------------------
 
 def test_temperature_zero_is_refused(default_server):
@@ -231,6 +307,24 @@ def test_tls_hints_and_server_name(certs):
                "--tls-server-name" in err, err
         code, out, err = ctl(s, "--timeout", "5000", *tls, "--tls-server-name", "vocabd", "health")
         assert code == 0, err
+        # A --tls-server-name the certificate lacks: the hint names it.
+        code, out, err = ctl(s, "--timeout", "5000", *tls, "--tls-server-name", "other", "health")
+        assert code == 1, out
+        assert "hint: the server certificate does not name 'other' (--tls-server-name)" in err, err
+        # No client certificate against this mTLS server: the server closes the
+        # handshake; the hint is the missing --cert, not plaintext or --ca.
+        code, out, err = ctl(s, "--timeout", "5000", "--ca", f"{certs}/ca.pem",
+                             "--tls-server-name", "vocabd", "health")
+        assert code == 1, out
+        assert "hint: the server closed the TLS handshake: it may require a client " \
+               "certificate (mutual TLS: pass --cert FILE --key FILE)" in err, err
+        assert "plaintext" not in err, err
+        # A server certificate of another CA.
+        code, out, err = ctl(s, "--timeout", "5000", "--ca", f"{certs}/client.pem",
+                             "--cert", f"{certs}/client.pem", "--key", f"{certs}/client.key",
+                             "--tls-server-name", "vocabd", "health")
+        assert code == 1, out
+        assert "hint: the server certificate is not signed by the --ca CA" in err, err
         # The Python client: same server name override, and the same hint.
         from vocabd import Tls, VocabdClient, VocabdError
         cfg = Tls(ca=f"{certs}/ca.pem", cert=f"{certs}/client.pem", key=f"{certs}/client.key",
@@ -246,9 +340,21 @@ def test_tls_hints_and_server_name(certs):
             with pytest.raises(VocabdError) as e:
                 c.models()
         assert e.value.hint and "server_name" in e.value.hint, str(e.value)
+        cfg.server_name = "other"
+        with VocabdClient(s.target, tls=cfg, timeout=5) as c:
+            with pytest.raises(VocabdError) as e:
+                c.models()
+        assert e.value.hint and "does not name 'other'" in e.value.hint, str(e.value)
+        with VocabdClient(s.target, tls=Tls(ca=f"{certs}/ca.pem", server_name="vocabd"),
+                          timeout=5) as c:
+            with pytest.raises(VocabdError) as e:
+                c.models()
+        assert e.value.hint and "Tls(cert=..., key=...)" in e.value.hint, str(e.value)
         with VocabdClient(s.target, timeout=5) as c:
             with pytest.raises(VocabdError) as e:
                 c.models()
+        # The hint names arguments VocabdClient has: tls=, and Tls's fields.
         assert e.value.hint and "tls=True" in e.value.hint, str(e.value)
+        assert "tls=Tls(ca=" in e.value.hint, str(e.value)
     finally:
         s.stop()

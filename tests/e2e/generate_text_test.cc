@@ -72,5 +72,24 @@ TEST_F(GenerateTextTest, ShortRunAndErrors) {
   EXPECT_THAT(out, ::testing::HasSubstr("does not match vocabd's model 'stories260K'"));
 }
 
+// Without --checkpoint the program reads the file the server reports
+// (absolute: any working directory works); a checkpoint that is not the
+// served one is refused by sha256, even with the same vocab and hidden
+// sizes (issue 25: it silently produced other text).
+TEST_F(GenerateTextTest, DefaultCheckpointIsTheServedFileAndOthersAreRefused) {
+  auto [code, out] = RunCommand("cd / && " + BinaryDir() + "/examples/generate_text --target " +
+                                server_->target() + " --steps 8 'Once upon a time'");
+  ASSERT_EQ(code, 0) << out;
+  EXPECT_EQ(out, "Once upon a time, there was a\n");
+  std::tie(code, out) = Run("--model stories260K-hf --steps 8 ''");
+  ASSERT_EQ(code, 0) << out;
+  std::tie(code, out) =
+      Run("--model stories260K-hf --checkpoint " + Stories260KBin() + " --steps 8 'Once' 2>&1");
+  EXPECT_EQ(code, 1) << out;
+  EXPECT_THAT(out, ::testing::HasSubstr("does not match vocabd's model 'stories260K-hf': its "
+                                        "weight files have sha256 [b0a507e7ad0f6266"));
+  EXPECT_THAT(out, ::testing::HasSubstr("the server's [b9a4b28abe841d11"));
+}
+
 }  // namespace
 }  // namespace vocabd::testing

@@ -1,6 +1,7 @@
 // tools/vocabd_make_gguf: the files it writes load with the asked ggml
 // types, and --from quantizes the checkpoint's own rows (q8_0 exactly as
 // lib/quant's ggml reference rounding).
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -15,6 +16,18 @@
 
 namespace vocabd {
 namespace {
+
+// The tool's stdout.
+std::string ToolOutput(const std::string& args) {
+  const std::string cmd = std::string(VOCABD_BINARY_DIR) + "/tools/vocabd_make_gguf " + args;
+  std::string out;
+  FILE* pipe = ::popen(cmd.c_str(), "r");
+  if (pipe == nullptr) return out;
+  char buffer[256];
+  while (std::fgets(buffer, sizeof(buffer), pipe) != nullptr) out += buffer;
+  ::pclose(pipe);
+  return out;
+}
 
 int RunTool(const std::string& args) {
   const std::string cmd = std::string(VOCABD_BINARY_DIR) + "/tools/vocabd_make_gguf " + args +
@@ -36,6 +49,19 @@ TEST(MakeGgufToolTest, RandomHeadOfEveryServedType) {
     EXPECT_EQ((*c)->embedding().shape, (std::vector<int64_t>{64, 512}));
     EXPECT_FALSE((*c)->config().tie_word_embeddings);
   }
+}
+
+// Each tensor's line shows its shape as written: the 1-D norm as [64]
+// (issue 25: it printed [64, 1]).
+TEST(MakeGgufToolTest, PrintsEachTensorsShape) {
+  const std::string out = testing::MakeTempDir() + "/s.gguf";
+  const std::string text = ToolOutput("--random 128x64 --embd-type q8_0 -o " + out);
+  EXPECT_NE(text.find("token_embd.weight    q8_0    [128, 64] 8704 bytes\n"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("output_norm.weight   f32     [64] 256 bytes\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("output.weight        q8_0    [128, 64] 8704 bytes\n"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("wrote " + out + "\n"), std::string::npos) << text;
 }
 
 TEST(MakeGgufToolTest, FromCheckpointQuantizesItsRows) {

@@ -351,6 +351,8 @@ class VocabdClient:
             raise ValueError(f"lb_policy = {lb_policy!r} must be 'round_robin', 'pick_first' "
                              "or None")
         self._tls = bool(tls)
+        # What error hints look at: the Tls settings (cert, server_name).
+        self._tls_cfg = (tls if isinstance(tls, Tls) else Tls()) if tls else None
         self._timeout = timeout
         self._model = model
         opts = list(options or [])
@@ -391,14 +393,14 @@ class VocabdClient:
         try:
             return method(request, timeout=self._timeout)
         except grpc.RpcError as e:
-            raise from_rpc_error(e, self._tls) from None
+            raise from_rpc_error(e, self._tls_cfg) from None
 
     def _stream(self, method, requests, convert):
         try:
             for resp in method(requests, timeout=self._timeout):
                 yield convert(resp)
         except grpc.RpcError as e:
-            raise from_rpc_error(e, self._tls) from None
+            raise from_rpc_error(e, self._tls_cfg) from None
 
     def _name(self, model):
         return self._model if model is None else model
@@ -457,11 +459,13 @@ class VocabdClient:
 
     # -- ScoringService ---------------------------------------------------
     def _score_request(self, hidden, targets, top_k, model, temperature, apply_final_norm,
-                       vocab_limit, request_id, candidate_ids=None, return_pieces=False):
+                       vocab_limit, request_id, candidate_ids=None, return_pieces=False,
+                       allow_non_finite=False):
         req = scoring_pb2.ScoreRequest(model=self._name(model), hidden=_float_tensor(hidden),
                                        top_k=top_k, temperature=temperature,
                                        vocab_limit=vocab_limit, request_id=request_id,
-                                       return_pieces=return_pieces)
+                                       return_pieces=return_pieces,
+                                       allow_non_finite=allow_non_finite)
         if targets is not None:
             req.target_ids.extend(int(t) for t in targets)
         if candidate_ids is not None:
@@ -473,43 +477,50 @@ class VocabdClient:
     def score(self, hidden, targets: Optional[Sequence[int]] = None, top_k: int = 0, *,
               model=None, temperature=0.0, apply_final_norm=None, vocab_limit=0,
               candidate_ids: Optional[Sequence[int]] = None, return_pieces=False,
-              request_id="") -> ScoreResult:
+              allow_non_finite=False, request_id="") -> ScoreResult:
         """hidden [N, hidden_size] (+ one target id per row) -> per-row scores.
         temperature 0 = 1.0; apply_final_norm None = the server default (on).
         candidate_ids (<= 4096 ids, duplicates allowed): every row's
         RowScore.candidates holds their exact log-probs in this order,
         wherever they rank (multiple choice, classification).
         return_pieces: every top_k entry, candidate and target carries its
-        piece and token_bytes (FAILED_PRECONDITION without a tokenizer)."""
+        piece and token_bytes (FAILED_PRECONDITION without a tokenizer).
+        allow_non_finite: score rows holding NaN/Inf (their results are NaN)
+        instead of refusing them with INVALID_ARGUMENT naming hidden[r, c]."""
         req = self._score_request(hidden, targets, top_k, model, temperature, apply_final_norm,
-                                  vocab_limit, request_id, candidate_ids, return_pieces)
+                                  vocab_limit, request_id, candidate_ids, return_pieces,
+                                  allow_non_finite)
         return _score_result(self._call(self._scoring.Score, req), return_pieces,
                              targets is not None)
 
     def score_stream(self, requests: Iterable[Tuple], *, model=None, top_k=0,
-                     candidate_ids=None, return_pieces=False) -> Iterator[ScoreResult]:
+                     candidate_ids=None, return_pieces=False,
+                     allow_non_finite=False) -> Iterator[ScoreResult]:
         """ScoreStream: requests yields (hidden, targets) pairs (targets may be
         None); one ScoreResult per request, in order. The first failing request
         raises VocabdError whose request_index names it. candidate_ids and
-        return_pieces apply to every request (see score)."""
+        return_pieces and allow_non_finite apply to every request (see score)."""
         pending = []
 
         def reqs():
             for h, t in requests:
                 pending.append(t is not None)
                 yield self._score_request(h, t, top_k, model, 0.0, None, 0, "", candidate_ids,
-                                          return_pieces)
+                                          return_pieces, allow_non_finite)
 
         return self._stream(self._scoring.ScoreStream, reqs(),
                             lambda r: _score_result(r, return_pieces, pending.pop(0)))
 
     def compute_logits(self, hidden, *, model=None, log_softmax=False, temperature=0.0,
-                       apply_final_norm=None, output_dtype="f32", vocab_limit=0) -> np.ndarray:
-        """hidden [N, hidden_size] -> logits (or logprobs) numpy [N, vocab_size]."""
+                       apply_final_norm=None, output_dtype="f32", vocab_limit=0,
+                       allow_non_finite=False) -> np.ndarray:
+        """hidden [N, hidden_size] -> logits (or logprobs) numpy [N, vocab_size].
+        allow_non_finite: compute rows holding NaN/Inf instead of refusing them."""
         req = scoring_pb2.ComputeLogitsRequest(
             model=self._name(model), hidden=_float_tensor(hidden),
             temperature=temperature, log_softmax=log_softmax,
-            output_dtype=_tensor.dtype_enum(output_dtype), vocab_limit=vocab_limit)
+            output_dtype=_tensor.dtype_enum(output_dtype), vocab_limit=vocab_limit,
+            allow_non_finite=allow_non_finite)
         if apply_final_norm is not None:
             req.apply_final_norm = apply_final_norm
         return _tensor.decode(self._call(self._scoring.ComputeLogits, req).logits)
@@ -518,17 +529,19 @@ class VocabdClient:
     def apply_rope(self, q, k, positions=None, *, layout="bhsd", model=None,
                    position_offsets=None, sequence_lengths=None,
                    allow_beyond_trained_length=False, high_precision=False,
-                   pair_layout=None) -> Tuple[np.ndarray, np.ndarray]:
+                   pair_layout=None, allow_non_finite=False) -> Tuple[np.ndarray, np.ndarray]:
         """Rotates q and k (numpy, layout "bhsd" [B,H,S,D], "bshd" or "thd")
         with the model's RoPE; returns (q, k) in the same shapes and dtypes.
         positions: explicit position ids [B, S] ([T] for thd), or None to use
         position_offsets (one start per sequence; None = 0).
-        pair_layout: None (model's), "interleaved" or "half_split"."""
+        pair_layout: None (model's), "interleaved" or "half_split".
+        allow_non_finite: rotate q/k holding NaN/Inf as given instead of
+        refusing them."""
         req = position_pb2.ApplyRopeRequest(
             model=self._name(model), layout=_choice(_LAYOUTS, layout, "layout"),
             q=_tensor.encode(q), k=_tensor.encode(k),
             allow_beyond_trained_length=allow_beyond_trained_length,
-            high_precision=high_precision)
+            high_precision=high_precision, allow_non_finite=allow_non_finite)
         if positions is not None:
             req.position_ids.CopyFrom(_tensor.encode(np.asarray(positions, dtype=np.int64)))
         if position_offsets is not None:

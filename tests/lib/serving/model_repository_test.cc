@@ -74,6 +74,19 @@ TEST_F(RepositoryTest, NamesOnly) {
   EXPECT_THAT(*good, HasSubstr("/repo/good"));
 }
 
+// An empty folder is no model: not listed (issue 25: it was AVAILABLE).
+// LoadModel of it by name still says what the loader misses.
+TEST_F(RepositoryTest, EmptyFolderIsNotAvailable) {
+  fs::create_directories(root_ + "/empty");
+  auto repo = Make();
+  EXPECT_EQ(repo->Available(), (std::vector<std::string>{"also_good", "broken", "escape", "good"}));
+  auto empty = repo->Resolve("empty");
+  ASSERT_TRUE(empty.ok()) << empty.status();
+  std::ofstream(root_ + "/empty/notes.txt") << "soon\n";
+  EXPECT_EQ(repo->Available(),
+            (std::vector<std::string>{"also_good", "broken", "empty", "escape", "good"}));
+}
+
 TEST_F(RepositoryTest, NoRepositoryIsFailedPrecondition) {
   ModelRepository::Options options;
   options.registry = &registry_;
