@@ -528,7 +528,13 @@ TEST(DrainUnderLoadTest, CallsInFlightAtShutdownFinish) {
       bool again = false;
       {
         std::lock_guard<std::mutex> lock(mu);
-        const std::string code = absl::StatusCodeToString(static_cast<absl::StatusCode>(s.error_code()));
+        std::string code = absl::StatusCodeToString(static_cast<absl::StatusCode>(s.error_code()));
+        // Refused before any work (it reached the server after the drain
+        // began): the drain's own status, never a cancellation.
+        if (s.error_code() == grpc::StatusCode::UNAVAILABLE &&
+            s.error_message().find("vocabd is draining") != std::string::npos) {
+          code = "UNAVAILABLE (draining)";
+        }
         ++(call->before_shutdown ? in_flight_codes : later_codes)[code];
         ++completed;
         again = s.ok() && !shutting_down;
@@ -557,13 +563,19 @@ TEST(DrainUnderLoadTest, CallsInFlightAtShutdownFinish) {
     std::unique_lock<std::mutex> lock(mu);
     cv.wait(lock, [&] { return running == 0; });
   }
+  // A call sent just as the drain began may reach the server after it and
+  // is refused with the drain's status; every call the server had received
+  // finishes OK.
   int in_flight_total = 0;
   for (const auto& [code, n] : in_flight_codes) {
     in_flight_total += n;
-    EXPECT_TRUE(code == "OK") << n << " calls in flight at shutdown ended " << code;
+    EXPECT_TRUE(code == "OK" || code == "UNAVAILABLE (draining)")
+        << n << " calls in flight at shutdown ended " << code;
   }
+  EXPECT_GE(in_flight_codes["OK"], in_flight_total * 9 / 10);
   for (const auto& [code, n] : later_codes) {
-    EXPECT_TRUE(code == "OK" || code == "UNAVAILABLE") << n << " later calls ended " << code;
+    EXPECT_TRUE(code == "OK" || code == "UNAVAILABLE (draining)" || code == "UNAVAILABLE")
+        << n << " later calls ended " << code;
   }
   EXPECT_GT(in_flight_total, 0);
   EXPECT_LT(took, std::chrono::seconds(20));
