@@ -106,9 +106,9 @@ absl::StatusOr<SplitRegex> SplitRegex::Compile(const std::string& pattern, std::
   SplitRegex r;
   r.code_ = std::move(code);
   r.pattern_ = pattern;
-  // Patterns that backtrack pathologically on a simple run of one character
-  // (exponential "(a+)+b", quadratic "a*b|a") are refused here rather than
-  // at the first text that triggers them.
+  // Patterns that backtrack exponentially on a simple run of one character
+  // ("(a+)+$") are refused here rather than at the first text that triggers
+  // them (split_regex.h).
   struct Probe {
     const char* name;
     std::string text;
@@ -123,7 +123,7 @@ absl::StatusOr<SplitRegex> SplitRegex::Compile(const std::string& pattern, std::
     probes.push_back({unit, run.substr(0, run.size() - u.size()) + "!", true});
   }
   for (const Probe& probe : probes) {
-    int64_t budget = kProbeBudgetBase + kBudgetPerByte * static_cast<int64_t>(probe.text.size());
+    int64_t budget = kRunBudgetBase + kBudgetPerByte * static_cast<int64_t>(probe.text.size());
     std::vector<SplitSpan> spans{{0, static_cast<uint32_t>(probe.text.size())}};
     absl::Status s = r.SplitAllWithin(probe.text, &spans, &budget);
     if (!s.ok()) {
@@ -132,7 +132,7 @@ absl::StatusOr<SplitRegex> SplitRegex::Compile(const std::string& pattern, std::
           std::string(where), ": split regex \"", pattern, "\" backtracks pathologically: splitting a run of ",
           probe.text.size(), " bytes of \"", unit, "\"", probe.bang ? " ending in \"!\"" : "", " ",
           s.message(), ". At most ",
-          kBudgetPerByte, " PCRE2 match steps per byte + ", kProbeBudgetBase,
+          kBudgetPerByte, " PCRE2 match steps per byte + ", kRunBudgetBase,
           " are allowed there; vocabd refuses such patterns"));
     }
   }
