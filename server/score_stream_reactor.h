@@ -45,8 +45,10 @@ class ScoreStreamReactor : public grpc::ServerBidiReactor<v1::ScoreRequest, v1::
  public:
   static constexpr int kMaxInFlight = 64;
   static constexpr int64_t kMaxBufferedBytes = 16 << 20;
-  // Most bytes any stream held at once (held_bytes_ below), for tests.
+  // Most bytes any stream held at once (held_bytes_ below) since the last
+  // reset, for tests.
   static int64_t peak_buffered_bytes() { return peak_buffered_bytes_.load(); }
+  static void reset_peak_buffered_bytes() { peak_buffered_bytes_.store(0); }
 
   ScoreStreamReactor(const ServiceContext& service, grpc::CallbackServerContext* context);
 
