@@ -2,8 +2,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <mutex>
+#include <string>
 #include <string_view>
 
+#include <google/protobuf/descriptor.h>
+#include <google/protobuf/stubs/logging.h>
 #include <spdlog/spdlog.h>
 
 #include "absl/status/status.h"
@@ -21,6 +25,49 @@ namespace {
 using grpc::experimental::InterceptionHookPoints;
 
 constexpr std::string_view kVocabdPrefix = "/vocabd.v1.";
+
+// Protobuf reports a string field with invalid UTF-8 only through its log
+// ("String field 'vocabd.v1.TokenizeRequest.texts' contains invalid UTF-8
+// data when parsing a protocol buffer. ...") and then fails the parse, which
+// gRPC answers UNIMPLEMENTED with an empty message. The log handler keeps
+// the field's name for the thread that parsed (the interceptor's
+// POST_RECV_MESSAGE hook runs right after the parse, on the same thread)
+// instead of printing a client-caused line to stderr; other protobuf log
+// lines go to the previous handler.
+thread_local std::string utf8_error_field;
+google::protobuf::LogHandler* previous_log_handler = nullptr;
+
+void CaptureProtobufLog(google::protobuf::LogLevel level, const char* filename, int line,
+                        const std::string& message) {
+  static const std::string kPrefix = "String field '";
+  static const std::string kInvalid = "' contains invalid UTF-8 data when parsing";
+  if (message.compare(0, kPrefix.size(), kPrefix) == 0) {
+    const size_t end = message.find(kInvalid);
+    if (end != std::string::npos) {
+      utf8_error_field = message.substr(kPrefix.size(), end - kPrefix.size());
+      return;
+    }
+  }
+  if (previous_log_handler != nullptr) previous_log_handler(level, filename, line, message);
+}
+
+void InstallProtobufLogCapture() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    previous_log_handler = google::protobuf::SetLogHandler(&CaptureProtobufLog);
+  });
+}
+
+// "vocabd.v1.TokenizeRequest" for "/vocabd.v1.TokenizerService/Tokenize"
+// (the method's name when the descriptor pool does not know it).
+std::string RequestTypeName(const std::string& method) {
+  std::string full = method.empty() ? method : method.substr(1);
+  const size_t slash = full.find('/');
+  if (slash != std::string::npos) full[slash] = '.';
+  const google::protobuf::MethodDescriptor* m =
+      google::protobuf::DescriptorPool::generated_pool()->FindMethodByName(full);
+  return m != nullptr ? m->input_type()->full_name() : "the request of " + full;
+}
 
 class CallInterceptor final : public grpc::experimental::Interceptor {
  public:
@@ -49,10 +96,36 @@ class CallInterceptor final : public grpc::experimental::Interceptor {
       // The request was just deserialized on this thread; a streaming
       // reactor's OnReadDone may read it on another and says so with
       // HappensAfter(message) (unary handlers run on this thread).
-      if (void* message = methods->GetRecvMessage()) HappensBefore(message);
+      if (void* message = methods->GetRecvMessage()) {
+        HappensBefore(message);
+        utf8_error_field.clear();
+      } else {
+        // No message: the parse failed (a unary call's only request), or a
+        // stream ended (a stream's parse failure names its field).
+        std::string field = std::move(utf8_error_field);
+        utf8_error_field.clear();
+        const bool unary = info_->type() == grpc::experimental::ServerRpcInfo::Type::UNARY ||
+                           info_->type() == grpc::experimental::ServerRpcInfo::Type::SERVER_STREAMING;
+        if (!field.empty()) {
+          parse_error_ = absl::StrCat("request field ", field,
+                                      " is not valid UTF-8: protobuf string fields must hold "
+                                      "UTF-8 text (the request was not parsed)");
+        } else if (unary && counted_) {
+          parse_error_ = absl::StrCat("the request is not a valid ", RequestTypeName(method_),
+                                      " message (protobuf parse failed)");
+        }
+      }
     }
     if (methods->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_SEND_STATUS)) {
-      Finished(methods->GetSendStatus());
+      grpc::Status status = methods->GetSendStatus();
+      if (!parse_error_.empty() && !ended_ &&
+          (status.error_code() == grpc::StatusCode::UNIMPLEMENTED || status.ok())) {
+        // gRPC answers a request it cannot parse UNIMPLEMENTED with no
+        // message (a stream's reactor sees the end of its reads).
+        status = grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, parse_error_);
+        methods->ModifySendStatus(status);
+      }
+      Finished(status);
     }
     HappensBefore(this);  // Proceed() may run the next hook on another thread
     methods->Proceed();
@@ -110,6 +183,7 @@ class CallInterceptor final : public grpc::experimental::Interceptor {
   const bool counted_;
   const std::chrono::steady_clock::time_point start_;
   bool ended_ = false;
+  std::string parse_error_;  // the request could not be parsed (see above)
 };
 
 class CallInterceptorFactory final
@@ -143,6 +217,7 @@ absl::Status CallTracker::Options::Validate() const {
 absl::StatusOr<std::unique_ptr<CallTracker>> CallTracker::Create(const Options& options,
                                                                  Metrics* metrics) {
   if (absl::Status s = options.Validate(); !s.ok()) return s;
+  InstallProtobufLogCapture();
   return std::unique_ptr<CallTracker>(new CallTracker(options, metrics));
 }
 
@@ -167,6 +242,10 @@ void CallTracker::CallStarted(const grpc::ServerContextBase* context) {
 void CallTracker::CallEnded(const grpc::ServerContextBase* context) {
   in_flight_.fetch_sub(1, std::memory_order_relaxed);
   if (metrics_ != nullptr) metrics_->AddInFlight(-1);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (admitted_.erase(context) > 0 && admitted_.empty()) admitted_cv_.notify_all();
+  }
   if (options_.max_concurrent_requests <= 0) return;
   bool held_slot = true;
   {
@@ -214,8 +293,57 @@ grpc::Status CallTracker::Admit(grpc::CallbackServerContext* context,
     return grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
                         "deadline exceeded before the call started");
   }
-  const RequestInfo info = GetRequestInfo(request);
+  RequestInfo info = GetRequestInfo(request);
+  {
+    int64_t metadata_bytes = 0, largest = 0;
+    std::string largest_name;
+    for (const auto& [name, value] : context->client_metadata()) {
+      const int64_t entry = static_cast<int64_t>(name.size() + value.size()) + 32;
+      metadata_bytes += entry;
+      if (entry > largest) {
+        largest = entry;
+        largest_name.assign(name.data(), std::min<size_t>(name.size(), 64));
+      }
+    }
+    if (metadata_bytes > kMaxMetadataBytes) {
+      info.request_id.clear();
+      SaveRequestInfo(context, info);
+      if (metrics_ != nullptr) metrics_->RecordRejected("metadata");
+      return grpc::Status(
+          grpc::StatusCode::RESOURCE_EXHAUSTED,
+          absl::StrCat("request metadata is ", metadata_bytes,
+                       " bytes (name + value + 32 per entry); at most ", kMaxMetadataBytes,
+                       " bytes are accepted (the largest entry, '", largest_name, "', is ",
+                       largest, " bytes)"));
+    }
+  }
+  // Request ids are bounded (server/request_info.h): a refused id is neither
+  // logged nor echoed.
+  absl::Status id_ok = CheckRequestId(info.request_id, "request_id");
+  if (id_ok.ok()) {
+    const auto& metadata = context->client_metadata();
+    if (auto it = metadata.find("x-request-id"); it != metadata.end()) {
+      id_ok = CheckRequestId(std::string_view(it->second.data(), it->second.size()),
+                             "x-request-id metadata");
+    }
+  }
+  if (!id_ok.ok()) {
+    info.request_id.clear();
+    info.request_id.shrink_to_fit();
+    SaveRequestInfo(context, info);
+    if (metrics_ != nullptr) metrics_->RecordRejected("request_id");
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, std::string(id_ok.message()));
+  }
   SaveRequestInfo(context, info);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (draining_ && admitted_.count(context) == 0) {
+      if (metrics_ != nullptr) metrics_->RecordRejected("draining");
+      return grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                          "vocabd is draining (shutting down): it takes no new calls; retry on "
+                          "another replica");
+    }
+  }
   // Whether this call found a slot was decided when it arrived (CallStarted).
   if (const int64_t in_flight = RefusedInFlight(context); in_flight > 0) {
     if (metrics_ != nullptr) metrics_->RecordRejected("max_concurrent_requests");
@@ -235,7 +363,21 @@ grpc::Status CallTracker::Admit(grpc::CallbackServerContext* context,
                        "; split it into smaller requests"));
     }
   }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    admitted_.insert(context);
+  }
   return grpc::Status::OK;
+}
+
+void CallTracker::StartDraining() {
+  std::lock_guard<std::mutex> lock(mu_);
+  draining_ = true;
+}
+
+bool CallTracker::WaitForAdmittedCalls(std::chrono::system_clock::time_point deadline) {
+  std::unique_lock<std::mutex> lock(mu_);
+  return admitted_cv_.wait_until(lock, deadline, [this] { return admitted_.empty(); });
 }
 
 bool RejectIfNotAdmitted(CallTracker* tracker, grpc::CallbackServerContext* context,

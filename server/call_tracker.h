@@ -10,11 +10,14 @@
 #define VOCABD_SERVER_CALL_TRACKER_H_
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 
 #include <google/protobuf/message.h>
 #include <grpcpp/grpcpp.h>
@@ -25,6 +28,10 @@
 #include "server/request_info.h"
 
 namespace vocabd {
+
+// Request metadata (every header's name + value + 32, HTTP/2's accounting)
+// a vocabd.v1 call may carry.
+inline constexpr int64_t kMaxMetadataBytes = 16 << 10;
 
 class CallTracker {
  public:
@@ -49,8 +56,21 @@ class CallTracker {
   //   DEADLINE_EXCEEDED   the deadline passed before the handler ran
   //   RESOURCE_EXHAUSTED  more than max_concurrent_requests calls in flight, or
   //                       the request has more than max_tokens_per_request tokens
+  //   INVALID_ARGUMENT    a request id outside the bounds (CheckRequestId)
+  //   RESOURCE_EXHAUSTED  request metadata above kMaxMetadataBytes
+  //   UNAVAILABLE         the server is draining (StartDraining): a call not
+  //                       admitted before is refused, one admitted before (a
+  //                       stream's later message) goes on
   grpc::Status Admit(grpc::CallbackServerContext* context,
                      const google::protobuf::Message& request);
+
+  // Drain (VocabdServer::Shutdown): from now on Admit refuses calls it has
+  // not admitted before with UNAVAILABLE "vocabd is draining ...", so the
+  // calls admitted so far can finish while no new work starts.
+  void StartDraining();
+  // Waits until no admitted vocabd.v1 call is in flight, or `deadline`;
+  // returns whether none is left.
+  bool WaitForAdmittedCalls(std::chrono::system_clock::time_point deadline);
 
   // vocabd.v1 calls started whose status is not sent yet.
   int64_t in_flight() const { return in_flight_.load(std::memory_order_relaxed); }
@@ -83,6 +103,10 @@ class CallTracker {
   std::unordered_map<const grpc::ServerContextBase*, RequestInfo> requests_;
   // Calls that found every slot taken -> calls in flight counting them.
   std::unordered_map<const grpc::ServerContextBase*, int64_t> refused_;
+  // Calls Admit let through whose status is not sent yet (guarded by mu_).
+  std::unordered_set<const grpc::ServerContextBase*> admitted_;
+  bool draining_ = false;  // guarded by mu_
+  std::condition_variable admitted_cv_;
 };
 
 // Finishes `reactor` and returns true when `tracker` (may be null) rejects

@@ -1,6 +1,8 @@
 #include "lib/core/happens_before.h"
 #include "server/http_gateway.h"
 
+#include "server/request_info.h"
+
 #include <httplib.h>
 #include <openssl/crypto.h>
 #include <sys/socket.h>
@@ -93,22 +95,7 @@ bool WantsTensorValues(const httplib::Request& req) {
 }  // namespace
 
 absl::Status CheckRequestIdHeader(std::string_view id) {
-  if (id.size() > kMaxHttpRequestIdBytes) {
-    return absl::InvalidArgumentError(absl::StrCat("X-Request-Id is ", id.size(),
-                                                   " bytes long; at most ",
-                                                   kMaxHttpRequestIdBytes, " bytes are accepted"));
-  }
-  for (size_t i = 0; i < id.size(); ++i) {
-    const unsigned char c = static_cast<unsigned char>(id[i]);
-    if (c < 0x20 || c > 0x7E) {
-      const char* name = c == 0x09 ? " (TAB)" : c == 0x7F ? " (DEL)" : "";
-      return absl::InvalidArgumentError(absl::StrCat(
-          "X-Request-Id byte ", i, " is 0x", absl::Hex(c, absl::kZeroPad2), name,
-          ": a request id must be printable ASCII (0x20-0x7E), at most ",
-          kMaxHttpRequestIdBytes, " bytes"));
-    }
-  }
-  return absl::OkStatus();
+  return CheckRequestId(id, "X-Request-Id");
 }
 
 int HttpStatusFor(grpc::StatusCode code) {

@@ -75,7 +75,7 @@ int HttpStatusFor(grpc::StatusCode code);
 
 // X-Request-Id is passed on as gRPC metadata, which allows only printable
 // ASCII (0x20-0x7E); at most this many bytes.
-inline constexpr size_t kMaxHttpRequestIdBytes = 128;
+inline constexpr size_t kMaxHttpRequestIdBytes = 128;  // = kMaxRequestIdBytes
 // OK, or INVALID_ARGUMENT naming the length and the bound, or the first
 // byte outside 0x20-0x7E ("X-Request-Id byte 3 is 0x09 (TAB): ...").
 absl::Status CheckRequestIdHeader(std::string_view id);

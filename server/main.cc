@@ -67,6 +67,11 @@ int main(int argc, char** argv) {
                  "OpenMP threads oneDNN uses inside one GEMM (0 = OMP_NUM_THREADS or all cores)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--tokenize-threads", options.tokenize_threads,
+                 "Worker threads for large Tokenize/Detokenize calls (a pool of their own, so "
+                 "text work never delays LM-head calls)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   app.add_option("--max-queue-size", options.max_queue_size,
                  "LM-head calls that may wait for a worker before RESOURCE_EXHAUSTED")
       ->capture_default_str()

@@ -1,5 +1,6 @@
 #include "server/request_info.h"
 
+#include "absl/strings/str_cat.h"
 #include "lib/core/shape.h"
 #include "vocabd/v1/embedding.pb.h"
 #include "vocabd/v1/model.pb.h"
@@ -71,6 +72,25 @@ RequestInfo GetRequestInfo(const google::protobuf::Message& request) {
     info.model = r->name();
   }
   return info;
+}
+
+absl::Status CheckRequestId(std::string_view id, std::string_view name) {
+  if (id.size() > kMaxRequestIdBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        std::string(name), " is ", id.size(), " bytes long; at most ", kMaxRequestIdBytes,
+        " bytes are accepted (printable ASCII 0x20-0x7E)"));
+  }
+  for (size_t i = 0; i < id.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(id[i]);
+    if (c < 0x20 || c > 0x7E) {
+      const char* what = c == 0x09 ? " (TAB)" : c == 0x7F ? " (DEL)" : "";
+      return absl::InvalidArgumentError(absl::StrCat(
+          std::string(name), " byte ", i, " is 0x", absl::Hex(c, absl::kZeroPad2), what,
+          ": a request id must be printable ASCII (0x20-0x7E), at most ", kMaxRequestIdBytes,
+          " bytes"));
+    }
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace vocabd

@@ -6,8 +6,11 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include <google/protobuf/message.h>
+
+#include "absl/status/status.h"
 
 namespace vocabd {
 
@@ -25,6 +28,18 @@ struct RequestInfo {
 };
 
 RequestInfo GetRequestInfo(const google::protobuf::Message& request);
+
+// A request id (the request_id field, the x-request-id metadata, HTTP's
+// X-Request-Id) is at most kMaxRequestIdBytes bytes of printable ASCII
+// (0x20-0x7E): it goes into logs and gRPC metadata and is echoed back.
+inline constexpr size_t kMaxRequestIdBytes = 128;
+// OK, or INVALID_ARGUMENT naming `name`, the length and the bound
+//   "request_id is 62914560 bytes long; at most 128 bytes are accepted ..."
+// or the first byte outside 0x20-0x7E
+//   "request_id byte 3 is 0x09 (TAB): a request id must be printable ASCII
+//    (0x20-0x7E), at most 128 bytes".
+// The id itself is never quoted.
+absl::Status CheckRequestId(std::string_view id, std::string_view name);
 
 }  // namespace vocabd
 

@@ -14,6 +14,8 @@
 
 namespace vocabd {
 
+std::atomic<int64_t> ScoreStreamReactor::peak_buffered_bytes_{0};
+
 ScoreStreamReactor::ScoreStreamReactor(const ServiceContext& service,
                                        grpc::CallbackServerContext* context)
     : service_(service), context_(context) {
@@ -64,14 +66,16 @@ void ScoreStreamReactor::OnReadDone(bool ok) {
     return absl::OkStatus();
   });
   if (!prepared.ok()) return fail(prepared);
+  const int64_t estimate = HeadRequestMemory(*request, *call->model).bytes();
   ++in_compute_;
+  held_bytes_ += estimate;
   Advance();  // may start the next read (flow control permitting)
   lock.unlock();
   // `done` may run inline (validation error, queue full) or on a compute
   // thread; Complete takes the lock itself.
   const Model& m = *call->model;
   m.ScoreAsync(input, ComputeCheck(context_, service_.metrics, m, input.head.rows),
-               [this, seq, model = call->model, hidden_rows = call->hidden, request](
+               [this, seq, estimate, model = call->model, hidden_rows = call->hidden, request](
                    absl::Status status, ScoreOutput output) {
                  v1::ScoreResponse response;
                  status = CatchAll("ScoreStream", nullptr, [&]() -> absl::Status {
@@ -81,20 +85,26 @@ void ScoreStreamReactor::OnReadDone(bool ok) {
                    return CheckResponseSize(response, service_.max_send_message_bytes);
                  });
                  if (!status.ok()) response.Clear();
-                 Complete(seq, std::move(status), std::move(response));
+                 Complete(seq, estimate, std::move(status), std::move(response));
                });
 }
 
-void ScoreStreamReactor::Complete(int64_t seq, absl::Status status, v1::ScoreResponse response) {
+void ScoreStreamReactor::Complete(int64_t seq, int64_t estimate, absl::Status status,
+                                  v1::ScoreResponse response) {
+  const int64_t bytes = status.ok() ? static_cast<int64_t>(response.ByteSizeLong()) : 0;
   bool del = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     --in_compute_;
+    held_bytes_ -= estimate;
     if (!status.ok()) {
       failed_ = true;
       status = absl::Status(status.code(), absl::StrCat("requests[", seq, "]: ", status.message()));
     }
-    if (!finish_status_.has_value()) results_[seq] = Result{std::move(status), std::move(response)};
+    if (!finish_status_.has_value()) {
+      held_bytes_ += bytes;
+      results_[seq] = Result{std::move(status), std::move(response), bytes};
+    }
     Advance();
     del = ShouldDelete();
   }
@@ -105,13 +115,15 @@ void ScoreStreamReactor::OnWriteDone(bool ok) {
   CallbackScope scope(this);
   std::lock_guard<std::mutex> lock(mu_);
   writing_.reset();
+  held_bytes_ -= writing_bytes_;
+  writing_bytes_ = 0;
   ++next_write_;
   if (!ok && !finished_ && !finish_status_.has_value()) {
     // The client went away; nothing more can be sent. Advance finishes once
     // the requests still in compute are back.
     failed_ = true;
     finish_status_ = grpc::Status(grpc::StatusCode::CANCELLED, "stream write failed (client gone)");
-    results_.clear();
+    DropResults();
   }
   Advance();
 }
@@ -123,9 +135,10 @@ void ScoreStreamReactor::Advance() {
     if (it != results_.end()) {
       if (!it->second.status.ok()) {
         finish_status_ = ToGrpcStatus(it->second.status);
-        results_.clear();
+        DropResults();
       } else {
         writing_ = std::move(it->second.response);
+        writing_bytes_ = it->second.bytes;
         results_.erase(it);
         StartWrite(&*writing_);
       }
@@ -150,7 +163,11 @@ void ScoreStreamReactor::Advance() {
   // on it (flow control both ways; scoring_serving_test's
   // ScoreStreamClientWritingEverythingFirst...).
   const int64_t outstanding = next_seq_ - next_write_;
-  if (!reads_done_ && !reading_ && (failed_ || outstanding < kMaxInFlight)) {
+  int64_t peak = peak_buffered_bytes_.load(std::memory_order_relaxed);
+  while (held_bytes_ > peak && !peak_buffered_bytes_.compare_exchange_weak(peak, held_bytes_)) {
+  }
+  if (!reads_done_ && !reading_ &&
+      (failed_ || (outstanding < kMaxInFlight && held_bytes_ < kMaxBufferedBytes))) {
     reading_ = true;
     StartRead(&request_);
   }
@@ -158,6 +175,11 @@ void ScoreStreamReactor::Advance() {
     finished_ = true;
     Finish(grpc::Status::OK);
   }
+}
+
+void ScoreStreamReactor::DropResults() {
+  for (const auto& [seq, result] : results_) held_bytes_ -= result.bytes;
+  results_.clear();
 }
 
 bool ScoreStreamReactor::ShouldDelete() const { return done_ && in_compute_ == 0; }

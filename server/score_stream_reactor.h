@@ -3,10 +3,18 @@
 //
 // Each request is decoded and validated on the reactor thread and scored
 // asynchronously exactly like Score (through the model's dynamic batcher, so
-// the requests of one stream - and of other callers - share GEMMs). Up to
-// kMaxInFlight requests per stream are in compute at once; beyond that the
-// next read is started only when a response is written (flow control, no
-// blocking). The first failing request (bad input, unknown model, queue
+// the requests of one stream - and of other callers - share GEMMs).
+//
+// Flow control (no blocking): the next read is started only while fewer
+// than kMaxInFlight requests are unanswered (in compute or answered, not
+// yet written) and the stream holds fewer than kMaxBufferedBytes: the
+// memory estimate of each request in compute (HeadRequestMemory, the
+// --max-request-memory-bytes formula) plus the encoded size of each answer
+// waiting to be written. A client that writes but never reads therefore
+// stops being read (gRPC's transport window then stops its writes): a stream
+// holds at most kMaxBufferedBytes plus one request's estimate (<=
+// --max-request-memory-bytes) plus the answer being written, and all of it is
+// freed when the stream ends (cancel, deadline, drain). The first failing request (bad input, unknown model, queue
 // full, ...) ends the stream with its status after every earlier response
 // has been written and the stream's requests still in compute are back
 // (dropped unrun when cancelled); the message starts with "requests[i]: "
@@ -19,6 +27,7 @@
 #ifndef VOCABD_SERVER_SCORE_STREAM_REACTOR_H_
 #define VOCABD_SERVER_SCORE_STREAM_REACTOR_H_
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -35,6 +44,11 @@ namespace vocabd {
 class ScoreStreamReactor : public grpc::ServerBidiReactor<v1::ScoreRequest, v1::ScoreResponse> {
  public:
   static constexpr int kMaxInFlight = 64;
+  static constexpr int64_t kMaxBufferedBytes = 16 << 20;
+  // Most bytes any stream held at once (held_bytes_ below) since the last
+  // reset, for tests.
+  static int64_t peak_buffered_bytes() { return peak_buffered_bytes_.load(); }
+  static void reset_peak_buffered_bytes() { peak_buffered_bytes_.store(0); }
 
   ScoreStreamReactor(const ServiceContext& service, grpc::CallbackServerContext* context);
 
@@ -46,11 +60,15 @@ class ScoreStreamReactor : public grpc::ServerBidiReactor<v1::ScoreRequest, v1::
   struct Result {
     absl::Status status;
     v1::ScoreResponse response;
+    int64_t bytes = 0;  // response.ByteSizeLong()
   };
-  // Called (any thread) when request `seq` has its result.
-  void Complete(int64_t seq, absl::Status status, v1::ScoreResponse response);
+  // Called (any thread) when request `seq` (estimated `estimate` bytes) has
+  // its result.
+  void Complete(int64_t seq, int64_t estimate, absl::Status status, v1::ScoreResponse response);
   // With mu_ held: starts the next write, read or Finish as the state allows.
   void Advance();
+  // With mu_ held: clears results_ (and their bytes from held_bytes_).
+  void DropResults();
   // With mu_ held: deletes this when gRPC and every callback are done.
   bool ShouldDelete() const;
 
@@ -64,6 +82,10 @@ class ScoreStreamReactor : public grpc::ServerBidiReactor<v1::ScoreRequest, v1::
   int64_t next_seq_ = 0;      // sequence number of the next request read
   int64_t next_write_ = 0;    // sequence number of the next response to write
   int in_compute_ = 0;        // requests submitted whose result is not in yet
+  // Estimates of the requests in compute + bytes of results_ + writing_.
+  int64_t held_bytes_ = 0;
+  int64_t writing_bytes_ = 0;
+  static std::atomic<int64_t> peak_buffered_bytes_;
   bool reading_ = false;
   bool reads_done_ = false;   // client half-closed (or the read failed)
   bool failed_ = false;       // a request failed: read no more

@@ -31,6 +31,12 @@
 namespace vocabd {
 namespace {
 
+// Largest header block gRPC's transport reads for one call, bytes.
+constexpr int kMaxTransportMetadataBytes = 4 << 20;
+
+// How often overall health re-checks the default model's files.
+constexpr std::chrono::milliseconds kHealthCheckInterval{1000};
+
 // Services whose health grpc.health.v1 reports individually.
 const char* const kServiceNames[] = {
     "vocabd.v1.ModelService", "vocabd.v1.EmbeddingService", "vocabd.v1.ScoringService",
@@ -92,6 +98,10 @@ absl::Status VocabdServer::Options::Validate() const {
     return absl::InvalidArgumentError(
         absl::StrCat("--compute-threads = ", compute_threads, " must be >= 1"));
   }
+  if (tokenize_threads < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--tokenize-threads = ", tokenize_threads, " must be >= 1"));
+  }
   if (max_queue_size < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("--max-queue-size = ", max_queue_size, " must be >= 1"));
@@ -143,6 +153,7 @@ struct VocabdServer::Impl {
   // After the registry: destroyed first (joins its load/unload threads).
   std::unique_ptr<ModelRepository> repository;
   std::unique_ptr<ComputePool> pool;
+  std::unique_ptr<ComputePool> tokenize_pool;
   std::unique_ptr<ModelServiceImpl> model_service;
   std::unique_ptr<EmbeddingServiceImpl> embedding_service;
   std::unique_ptr<ScoringServiceImpl> scoring_service;
@@ -165,18 +176,54 @@ struct VocabdServer::Impl {
   // turns true once the server is up.
   std::mutex health_mu;
   bool accepting = false;
+  std::string damaged_files;  // the last CheckFiles error of the default model
+
+  // Re-checks health every kHealthCheckInterval (the default model's files
+  // can change on disk without any registry change) until stopped.
+  std::thread health_monitor;
+  bool monitor_stop = false;  // guarded by mu
 
   // Before any member goes: no registry change may reach the health service
   // (a repository thread finishing a load while the members are destroyed).
-  ~Impl() { registry.set_on_change(nullptr); }
+  ~Impl() {
+    StopHealthMonitor();
+    registry.set_on_change(nullptr);
+  }
 
-  // Overall health ("") is SERVING only while the default model is READY:
-  // NOT_SERVING while it loads, after a failed load, once unloaded (the
-  // per-service statuses and ModelService stay as they are).
+  void StopHealthMonitor() {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      monitor_stop = true;
+    }
+    cv.notify_all();
+    if (health_monitor.joinable()) health_monitor.join();
+  }
+
+  // Overall health ("") is SERVING only while the default model is READY
+  // and its mapped files are as they were loaded (Checkpoint::CheckFiles):
+  // NOT_SERVING while it loads, after a failed load, once unloaded, once a
+  // file it serves from was truncated or modified in place (its calls then
+  // fail FAILED_PRECONDITION naming the file). The per-service statuses and
+  // ModelService stay as they are.
   void UpdateHealth() {
     std::lock_guard<std::mutex> lock(health_mu);
     if (!accepting || health_service == nullptr) return;
-    health_service->SetServingStatus("", registry.default_ready());
+    bool serving = registry.default_ready();
+    if (serving) {
+      absl::StatusOr<std::shared_ptr<const Model>> model = registry.Get("");
+      absl::Status files = model.ok() ? (*model)->checkpoint().CheckFiles() : model.status();
+      if (!files.ok()) {
+        serving = false;
+        if (damaged_files != files.message()) {
+          damaged_files = std::string(files.message());
+          LogEvent(spdlog::level::err, "default model unhealthy (health NOT_SERVING):",
+                   {{"model", registry.default_name()}, {"error", damaged_files}});
+        }
+      } else {
+        damaged_files.clear();
+      }
+    }
+    health_service->SetServingStatus("", serving);
   }
 };
 
@@ -200,6 +247,10 @@ absl::StatusOr<std::unique_ptr<VocabdServer>> VocabdServer::Create(const Options
   pool_options.num_threads = options.compute_threads;
   pool_options.max_queue_size = static_cast<size_t>(options.max_queue_size);
   ASSIGN_OR_RETURN(impl->pool, ComputePool::Create(pool_options));
+  ComputePool::Options tokenize_pool_options;
+  tokenize_pool_options.num_threads = options.tokenize_threads;
+  tokenize_pool_options.max_queue_size = static_cast<size_t>(options.max_queue_size);
+  ASSIGN_OR_RETURN(impl->tokenize_pool, ComputePool::Create(tokenize_pool_options));
   // Model options (weights dtype, batcher) for a name and path; batch sizes
   // go to the metrics.
   auto model_options = [impl = impl.get(), serving = options.serving](const std::string& name,
@@ -255,6 +306,9 @@ absl::StatusOr<std::unique_ptr<VocabdServer>> VocabdServer::Create(const Options
   }
   impl->metrics->SetQueueDepthSource(
       "compute", [pool = impl->pool.get()] { return static_cast<int64_t>(pool->queue_depth()); });
+  impl->metrics->SetQueueDepthSource("tokenize", [pool = impl->tokenize_pool.get()] {
+    return static_cast<int64_t>(pool->queue_depth());
+  });
   // Sampled from the registry at every scrape, so --model, --load-model,
   // LoadModel, reloads and UnloadModel all show without hooks of their own.
   impl->metrics->SetModelSource([registry = &impl->registry] {
@@ -274,6 +328,7 @@ absl::StatusOr<std::unique_ptr<VocabdServer>> VocabdServer::Create(const Options
   context.registry = &impl->registry;
   context.repository = impl->repository.get();
   context.compute_pool = impl->pool.get();
+  context.tokenize_pool = impl->tokenize_pool.get();
   context.metrics = impl->metrics.get();
   context.tracker = impl->tracker.get();
   context.max_send_message_bytes = options.max_send_message_bytes;
@@ -306,6 +361,12 @@ absl::StatusOr<std::unique_ptr<VocabdServer>> VocabdServer::Create(const Options
   // start and silently share the port (clients spread over both servers).
   // Off: a taken --listen address fails the start.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  // Request metadata (headers): gRPC 1.51 treats a header block above this
+  // as an error of the whole connection (every call on it fails, the next
+  // finds it closed), so the transport's bound is kept high and calls with
+  // more than CallTracker's 16 KiB are refused RESOURCE_EXHAUSTED by
+  // Admit() (docs/operating.md "Metadata").
+  builder.AddChannelArgument(GRPC_ARG_MAX_METADATA_SIZE, kMaxTransportMetadataBytes);
   {
     std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> creators;
     creators.push_back(impl->tracker->MakeInterceptorFactory());
@@ -332,6 +393,7 @@ absl::StatusOr<std::unique_ptr<VocabdServer>> VocabdServer::Create(const Options
       impl->health_service->Shutdown();
       impl->server->Shutdown();
       impl->pool->Shutdown();
+      impl->tokenize_pool->Shutdown();
       return http.status();
     }
     impl->metrics_http = std::move(*http);
@@ -356,6 +418,7 @@ absl::StatusOr<std::unique_ptr<VocabdServer>> VocabdServer::Create(const Options
     http_options.max_request_memory_bytes = options.max_request_memory_bytes;
     http_options.ready = [registry = &impl->registry]() -> absl::StatusOr<std::string> {
       ASSIGN_OR_RETURN(std::shared_ptr<const Model> model, registry->Get(""));
+      RETURN_IF_ERROR(model->checkpoint().CheckFiles());
       return model->name();
     };
     auto gateway = HttpGateway::Create(http_options, impl->server->InProcessChannel(args),
@@ -364,6 +427,7 @@ absl::StatusOr<std::unique_ptr<VocabdServer>> VocabdServer::Create(const Options
       impl->health_service->Shutdown();
       impl->server->Shutdown();
       impl->pool->Shutdown();
+      impl->tokenize_pool->Shutdown();
       return gateway.status();
     }
     impl->http_gateway = std::move(*gateway);
@@ -380,9 +444,17 @@ absl::StatusOr<std::unique_ptr<VocabdServer>> VocabdServer::Create(const Options
     impl->accepting = true;
   }
   impl->UpdateHealth();
+  impl->health_monitor = std::thread([impl = impl.get()] {
+    std::unique_lock<std::mutex> lock(impl->mu);
+    while (!impl->cv.wait_for(lock, kHealthCheckInterval, [impl] { return impl->monitor_stop; })) {
+      lock.unlock();
+      impl->UpdateHealth();
+      lock.lock();
+    }
+  });
   spdlog::info("vocabd listening on port {} ({} model(s), default '{}', tls={}, mtls={}, "
                "token_auth={})",
-               impl->port, options.models.size(), impl->registry.default_name(),
+               impl->port, impl->registry.List().size(), impl->registry.default_name(),
                options.security.tls(), !options.security.tls_client_ca_file.empty(),
                !options.security.auth_token_file.empty());
   return std::unique_ptr<VocabdServer>(new VocabdServer(std::move(impl)));
@@ -424,6 +496,7 @@ void VocabdServer::Shutdown() {
   }
   spdlog::info("draining: health NOT_SERVING, finishing in-flight calls (up to {} ms)",
                impl_->options.drain_timeout.count());
+  impl_->StopHealthMonitor();
   // Overall and every per-service status turn NOT_SERVING; Watch streams get
   // that update and then end, so they do not hold the drain below (which
   // waits for every open call).
@@ -436,8 +509,18 @@ void VocabdServer::Shutdown() {
     impl_->http_gateway->StartDraining();
     http_stop = std::thread([gateway = impl_->http_gateway.get()] { gateway->Stop(); });
   }
-  impl_->server->Shutdown(std::chrono::system_clock::now() + impl_->options.drain_timeout);
+  // Calls already admitted finish; new ones are refused UNAVAILABLE by the
+  // tracker (a status clients retry elsewhere) while the server still reads
+  // them. Only then does gRPC's own shutdown start (GOAWAY; it would cancel
+  // a call that reached the server but had not started yet).
+  const auto deadline = std::chrono::system_clock::now() + impl_->options.drain_timeout;
+  impl_->tracker->StartDraining();
+  if (!impl_->tracker->WaitForAdmittedCalls(deadline)) {
+    spdlog::warn("drain deadline reached with calls in flight: cancelling them");
+  }
+  impl_->server->Shutdown(deadline);
   impl_->pool->Shutdown();
+  impl_->tokenize_pool->Shutdown();
   impl_->server->Wait();
   if (http_stop.joinable()) http_stop.join();
   if (impl_->metrics_http) impl_->metrics_http->Stop();

@@ -45,6 +45,9 @@ class VocabdServer {
     ModelServingOptions serving;
     // Threads of the compute pool that runs the LM head (>= 1).
     int compute_threads = 1;
+    // Threads of the tokenization pool (large Tokenize / Detokenize calls):
+    // its own pool, so tokenization never queues ahead of LM-head work.
+    int tokenize_threads = 1;
     // Tasks the compute pool may queue before RESOURCE_EXHAUSTED.
     int max_queue_size = 1024;
     // Largest request accepted (bytes).

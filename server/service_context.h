@@ -23,6 +23,10 @@ struct ServiceContext {
   // Runs LM-head work and large position computations (PositionService,
   // see server/position_service.h) off the reactor threads.
   ComputePool* compute_pool = nullptr;
+  // Runs large Tokenize / Detokenize calls (server/tokenizer_service.h):
+  // a pool of its own (--tokenize-threads), so text work never queues ahead
+  // of LM-head work. Null: they use compute_pool.
+  ComputePool* tokenize_pool = nullptr;
   // Prometheus metrics (server/metrics.h): the batcher reports batch sizes with
   // metrics->ObserveBatchSize(rows), dropped work with RecordSkippedWork().
   // Null in tests that build a service without a server.

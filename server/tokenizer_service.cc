@@ -204,13 +204,15 @@ void TokenizerServiceImpl::Run(grpc::CallbackServerContext* call,
     if (status.ok()) status = CheckResponseSize(*response, max_send);
     reactor->Finish(ToGrpcStatus(status));
   };
-  if (!large || context_.compute_pool == nullptr) {
+  ComputePool* pool =
+      context_.tokenize_pool != nullptr ? context_.tokenize_pool : context_.compute_pool;
+  if (!large || pool == nullptr) {
     finish();
     return;
   }
   Metrics* metrics = context_.metrics;
   absl::Status submitted =
-      context_.compute_pool->Submit([call, reactor, metrics, finish = std::move(finish)] {
+      pool->Submit([call, reactor, metrics, finish = std::move(finish)] {
         if (call->IsCancelled()) {
           if (metrics != nullptr) metrics->RecordSkippedWork("cancelled");
           reactor->Finish(ToGrpcStatus(

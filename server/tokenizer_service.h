@@ -2,9 +2,12 @@
 // model's own tokenizer (Model::tokenizer()). Handlers validate, call
 // lib/tokenizer/tokenizer_ops.h, map status. Small calls run inline on the
 // reactor thread; a Tokenize of more than kTokenizeInlineMaxBytes of text or
-// a Detokenize of more than kDetokenizeInlineMaxIds ids runs on the compute
-// pool (RESOURCE_EXHAUSTED when its queue is full; dropped unrun when
-// cancelled or expired while queued).
+// a Detokenize of more than kDetokenizeInlineMaxIds ids runs on the
+// tokenization pool (--tokenize-threads; its own, so Score and
+// ComputeLogits never wait behind text work; RESOURCE_EXHAUSTED when its
+// queue of --max-queue-size is full; dropped unrun when cancelled or expired
+// while queued). A split pattern that backtracks too much on a text fails
+// the call with RESOURCE_EXHAUSTED (lib/tokenizer/split_regex.h).
 #ifndef VOCABD_SERVER_TOKENIZER_SERVICE_H_
 #define VOCABD_SERVER_TOKENIZER_SERVICE_H_
 

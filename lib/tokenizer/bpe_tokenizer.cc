@@ -152,7 +152,9 @@ class BpeTokenizer final : public VocabTokenizer {
 
     // 2. Pre-tokenize.
     std::vector<SplitSpan> words{{0, static_cast<uint32_t>(text.size())}};
-    for (const SplitRegex& re : regexes_) re.SplitAll(text, &words);
+    for (const SplitRegex& re : regexes_) {
+      if (absl::Status s = re.SplitAll(text, &words); !s.ok()) return s;
+    }
 
     // 3. BPE per word.
     std::vector<Symbol> syms;

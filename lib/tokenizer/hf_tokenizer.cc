@@ -298,13 +298,16 @@ void Lowercase(std::vector<NChar>* chars) {
   chars->swap(out);
 }
 
-void ReplaceChars(const SplitRegex& re, const std::string& content, std::vector<NChar>* chars) {
+absl::Status ReplaceChars(const SplitRegex& re, const std::string& content,
+                          std::vector<NChar>* chars) {
   std::string s;
   std::vector<uint32_t> at;
   Utf8Of(*chars, &s, &at);
   std::vector<SplitSpan> m;
-  re.Matches(s, {0, static_cast<uint32_t>(s.size())}, &m);
-  if (m.empty()) return;
+  if (absl::Status st = re.Matches(s, {0, static_cast<uint32_t>(s.size())}, &m); !st.ok()) {
+    return st;
+  }
+  if (m.empty()) return absl::OkStatus();
   // byte -> char index (bytes are char starts at match boundaries)
   std::vector<uint32_t> ci(s.size() + 1, 0);
   for (size_t i = 0; i < chars->size(); ++i) {
@@ -400,7 +403,7 @@ absl::Status ApplyNorm(const NormOp& op, std::vector<NChar>* chars) {
                    chars->end());
       return absl::OkStatus();
     case NormOp::kReplace:
-      if (op.pattern) ReplaceChars(*op.pattern, op.content, chars);
+      if (op.pattern) return ReplaceChars(*op.pattern, op.content, chars);
       return absl::OkStatus();
     case NormOp::kPrepend:
       if (!chars->empty() && !op.content.empty()) {
@@ -531,6 +534,9 @@ struct PreState {
   std::string s;
   std::vector<uint32_t> ob, oe;
   std::vector<SplitSpan> pieces;
+  // The first split pattern that ran out of its PCRE2 budget
+  // (SplitRegex::Matches); the pieces are then not used.
+  absl::Status error;
 };
 
 void InitState(std::string_view text, PreState* st) {
@@ -605,9 +611,13 @@ struct Seg {
   bool match;
 };
 
-void RegexSegs(const SplitRegex& re, const std::string& s, SplitSpan w, std::vector<Seg>* out) {
+void RegexSegs(const SplitRegex& re, const std::string& s, SplitSpan w, std::vector<Seg>* out,
+               absl::Status* error) {
   std::vector<SplitSpan> m;
-  re.Matches(s, w, &m);
+  if (absl::Status st = re.Matches(s, w, &m); !st.ok()) {
+    if (error->ok()) *error = st;
+    m.clear();
+  }
   uint32_t prev = w.begin;
   for (const SplitSpan& x : m) {
     if (x.begin != prev) out->push_back({prev, x.begin, false});
@@ -733,7 +743,7 @@ void ApplyPre(const PreOp& op, int64_t base, PreState* st) {
   switch (op.kind) {
     case PreOp::kSplit:
       if (op.re) {
-        split_each([&](SplitSpan p, std::vector<Seg>* o) { RegexSegs(*op.re, s, p, o); }, op.behavior, op.invert);
+        split_each([&](SplitSpan p, std::vector<Seg>* o) { RegexSegs(*op.re, s, p, o, &st->error); }, op.behavior, op.invert);
       } else {
         split_each([&](SplitSpan p, std::vector<Seg>* o) { o->push_back({p.begin, p.end, false}); }, op.behavior, op.invert);
       }
@@ -748,14 +758,14 @@ void ApplyPre(const PreOp& op, int64_t base, PreState* st) {
           });
         }
         if (op.use_regex) {
-          split_each([&](SplitSpan p, std::vector<Seg>* o) { RegexSegs(*op.re, st->s, p, o); }, Behavior::kIsolated, false);
+          split_each([&](SplitSpan p, std::vector<Seg>* o) { RegexSegs(*op.re, st->s, p, o, &st->error); }, Behavior::kIsolated, false);
         }
         Rebuild(st, [](const PreState& old, SplitSpan p, Emitter& em) {
           const ByteChars& bc = Gpt2Bytes();
           for (uint32_t k = p.begin; k < p.end; ++k) em.Add(bc.utf8[static_cast<unsigned char>(old.s[k])], old.ob[k], old.oe[k]);
         });
       } else {
-        split_each([&](SplitSpan p, std::vector<Seg>* o) { RegexSegs(*op.re, s, p, o); }, Behavior::kRemoved, true);
+        split_each([&](SplitSpan p, std::vector<Seg>* o) { RegexSegs(*op.re, s, p, o, &st->error); }, Behavior::kRemoved, true);
       }
       return;
     case PreOp::kMetaspace: {
@@ -1271,9 +1281,17 @@ std::string Cleanup(std::string t) {
   return t;
 }
 
-std::string ReplaceRegex(const SplitRegex& re, const std::string& t, const std::string& content) {
+// A match over its PCRE2 budget leaves t as it is and sets *error (the
+// first one). Every vocabulary piece goes through the decoders when the
+// tokenizer loads (HfTokenizer's token bytes), which refuses the tokenizer
+// on such an error.
+std::string ReplaceRegex(const SplitRegex& re, const std::string& t, const std::string& content,
+                         absl::Status* error) {
   std::vector<SplitSpan> m;
-  re.Matches(t, {0, static_cast<uint32_t>(t.size())}, &m);
+  if (absl::Status st = re.Matches(t, {0, static_cast<uint32_t>(t.size())}, &m); !st.ok()) {
+    if (error != nullptr && error->ok()) *error = st;
+    return t;
+  }
   std::string out;
   uint32_t last = 0;
   for (const SplitSpan& x : m) {
@@ -1287,7 +1305,8 @@ std::string ReplaceRegex(const SplitRegex& re, const std::string& t, const std::
 
 // `first` is the index the first of `tokens` has in the whole sequence
 // (decoders that treat token 0 specially look at it).
-void ApplyDec(const DecOp& op, size_t first, std::vector<std::string>* tokens) {
+void ApplyDec(const DecOp& op, size_t first, std::vector<std::string>* tokens,
+              absl::Status* error) {
   std::vector<std::string>& t = *tokens;
   switch (op.kind) {
     case DecOp::kByteLevel:
@@ -1362,7 +1381,7 @@ void ApplyDec(const DecOp& op, size_t first, std::vector<std::string>* tokens) {
       }
       return;
     case DecOp::kReplace:
-      if (op.pattern) for (std::string& x : t) x = ReplaceRegex(*op.pattern, x, op.a);
+      if (op.pattern) for (std::string& x : t) x = ReplaceRegex(*op.pattern, x, op.a, error);
       return;
     case DecOp::kCtc: {
       std::vector<std::string> out;
@@ -1457,9 +1476,9 @@ absl::Status ParseDecoder(const Node& n, int depth, std::vector<DecOp>* ops) {
 }
 
 std::string RunDecoders(const std::vector<DecOp>& ops, bool has_decoder, std::vector<std::string> tokens,
-                        size_t first) {
+                        size_t first, absl::Status* error = nullptr) {
   if (!has_decoder) return absl::StrJoin(tokens, " ");
-  for (const DecOp& op : ops) ApplyDec(op, first, &tokens);
+  for (const DecOp& op : ops) ApplyDec(op, first, &tokens, error);
   return absl::StrJoin(tokens, "");
 }
 
@@ -1587,7 +1606,13 @@ void NormalizeAndPreTokenize(const Pipeline& p, std::string_view segment, int64_
     }
     InitState(chars, st);
   }
-  for (const PreOp& op : p.pre) ApplyPre(op, base, st);
+  for (const PreOp& op : p.pre) {
+    ApplyPre(op, base, st);
+    if (!st->error.ok()) {
+      *status = st->error;
+      return;
+    }
+  }
 }
 
 class HfTokenizer final : public VocabTokenizer {
@@ -1943,15 +1968,22 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> MakeHfTokenizer(const json& j, const 
   // (Decode({"\x01", piece}) less Decode({"\x01"})), or its piece through
   // the decoder alone when that is not a prefix.
   std::vector<std::string> bytes(v.pieces.size());
-  const std::string lead = RunDecoders(p.dec, p.has_decoder, {"\x01"}, 0);
+  absl::Status decode_error;
+  const std::string lead = RunDecoders(p.dec, p.has_decoder, {"\x01"}, 0, &decode_error);
   for (size_t i = 0; i < v.pieces.size(); ++i) {
     if (v.types[i] == TokenType::kControl || v.types[i] == TokenType::kUserDefined) {
       bytes[i] = v.pieces[i];
       continue;
     }
-    std::string both = RunDecoders(p.dec, p.has_decoder, {"\x01", v.pieces[i]}, 0);
-    bytes[i] = absl::StartsWith(both, lead) ? both.substr(lead.size())
-                                            : RunDecoders(p.dec, p.has_decoder, {v.pieces[i]}, 1);
+    std::string both = RunDecoders(p.dec, p.has_decoder, {"\x01", v.pieces[i]}, 0, &decode_error);
+    bytes[i] = absl::StartsWith(both, lead)
+                   ? both.substr(lead.size())
+                   : RunDecoders(p.dec, p.has_decoder, {v.pieces[i]}, 1, &decode_error);
+  }
+  if (!decode_error.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("decoder: a Replace pattern fails on a vocabulary piece: ",
+                     decode_error.message()));
   }
   v.bytes = std::move(bytes);
   return std::unique_ptr<Tokenizer>(new HfTokenizer(std::move(v), std::move(p), bos, eos));
@@ -1977,7 +2009,10 @@ absl::StatusOr<std::vector<std::pair<std::string, std::pair<int64_t, int64_t>>>>
   if (absl::Status s = ParsePreTokenizer(Node(pre_tokenizer, "pre_tokenizer", file), 0, &ops); !s.ok()) return s;
   PreState st;
   InitState(text, &st);
-  for (const PreOp& op : ops) ApplyPre(op, 0, &st);
+  for (const PreOp& op : ops) {
+    ApplyPre(op, 0, &st);
+    if (!st.error.ok()) return st.error;
+  }
   std::vector<std::pair<std::string, std::pair<int64_t, int64_t>>> out;
   for (const SplitSpan& w : st.pieces) {
     out.push_back({st.s.substr(w.begin, w.end - w.begin), {st.ob[w.begin], st.oe[w.end - 1]}});
@@ -1989,7 +2024,10 @@ absl::StatusOr<std::string> HfDecode(const json& decoder, const std::vector<std:
   static const std::string file = "decoder";
   std::vector<DecOp> ops;
   if (absl::Status s = ParseDecoder(Node(decoder, "decoder", file), 0, &ops); !s.ok()) return s;
-  return RunDecoders(ops, !decoder.is_null(), tokens, 0);
+  absl::Status error;
+  std::string text = RunDecoders(ops, !decoder.is_null(), tokens, 0, &error);
+  if (!error.ok()) return error;
+  return text;
 }
 
 }  // namespace tokenizer_internal

@@ -3,15 +3,89 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <optional>
 #include <utility>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "lib/tokenizer/vocab_tokenizer.h"
 
 namespace vocabd {
 namespace tokenizer_internal {
+
+namespace {
+
+// PCRE2 limits (see split_regex.h). A pcre2_match call first gets
+// kFreeMatchLimit steps; a call that needs more is retried with 4x the
+// limit, and every limit so tried is charged to the text's budget.
+constexpr uint32_t kFreeMatchLimit = 256;
+constexpr uint32_t kDepthLimit = 1000000;  // interpreter backtracking frames
+constexpr uint32_t kHeapLimitKiB = 64 << 10;  // interpreter heap, KiB (64 MiB)
+constexpr size_t kJitStackBytes = 8 << 20;
+
+struct MatchData {
+  pcre2_match_data* md;
+  explicit MatchData(const pcre2_code* c) : md(pcre2_match_data_create_from_pattern(c, nullptr)) {}
+  ~MatchData() { pcre2_match_data_free(md); }
+};
+
+// One per thread: a match context with the depth and heap limits and a JIT
+// stack (the match limit is set per call).
+struct MatchContext {
+  pcre2_match_context* ctx = pcre2_match_context_create(nullptr);
+  pcre2_jit_stack* jit = pcre2_jit_stack_create(32 << 10, kJitStackBytes, nullptr);
+  MatchContext() {
+    pcre2_set_depth_limit(ctx, kDepthLimit);
+    pcre2_set_heap_limit(ctx, kHeapLimitKiB);
+    if (jit != nullptr) pcre2_jit_stack_assign(ctx, nullptr, jit);
+  }
+  ~MatchContext() {
+    pcre2_match_context_free(ctx);
+    if (jit != nullptr) pcre2_jit_stack_free(jit);
+  }
+};
+
+pcre2_match_context* ThreadMatchContext() {
+  thread_local MatchContext context;
+  return context.ctx;
+}
+
+std::string PcreMessage(int rc) {
+  PCRE2_UCHAR msg[256];
+  pcre2_get_error_message(rc, msg, sizeof(msg));
+  return reinterpret_cast<const char*>(msg);
+}
+
+// pcre2_match under the budget `*left` (steps; decreased by what the call
+// is charged). PCRE2_ERROR_MATCHLIMIT once the budget is spent.
+int BoundedMatch(const pcre2_code* code, PCRE2_SPTR subject, size_t len, size_t pos,
+                 pcre2_match_data* md, int64_t* left) {
+  pcre2_match_context* ctx = ThreadMatchContext();
+  uint32_t options = PCRE2_NO_UTF_CHECK;
+  uint64_t limit = kFreeMatchLimit;
+  bool charged = false;
+  for (;;) {
+    pcre2_set_match_limit(ctx, static_cast<uint32_t>(limit));
+    const int rc = pcre2_match(code, subject, len, pos, options, md, ctx);
+    if (rc == PCRE2_ERROR_JIT_STACKLIMIT && (options & PCRE2_NO_JIT) == 0) {
+      options |= PCRE2_NO_JIT;  // the interpreter, under the depth and heap limits
+      continue;
+    }
+    if (rc != PCRE2_ERROR_MATCHLIMIT) {
+      if (charged) *left -= static_cast<int64_t>(limit);
+      return rc;
+    }
+    *left -= static_cast<int64_t>(limit);
+    charged = true;
+    if (*left <= 0) return PCRE2_ERROR_MATCHLIMIT;
+    limit = std::min<uint64_t>({limit * 4, static_cast<uint64_t>(*left), UINT32_MAX});
+  }
+}
+
+}  // namespace
 
 struct SplitRegex::Code {
   pcre2_code* code = nullptr;
@@ -24,11 +98,8 @@ absl::StatusOr<SplitRegex> SplitRegex::Compile(const std::string& pattern, std::
   pcre2_code* c = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
                                 PCRE2_UTF | PCRE2_UCP, &err, &off, nullptr);
   if (c == nullptr) {
-    PCRE2_UCHAR msg[256];
-    pcre2_get_error_message(err, msg, sizeof(msg));
     return absl::InvalidArgumentError(absl::StrCat(std::string(where), ": split regex \"", pattern,
-                                                   "\" at offset ", off, ": ",
-                                                   reinterpret_cast<const char*>(msg)));
+                                                   "\" at offset ", off, ": ", PcreMessage(err)));
   }
   pcre2_jit_compile(c, PCRE2_JIT_COMPLETE);  // falls back to the interpreter on failure
   auto code = std::make_shared<Code>();
@@ -36,18 +107,41 @@ absl::StatusOr<SplitRegex> SplitRegex::Compile(const std::string& pattern, std::
   SplitRegex r;
   r.code_ = std::move(code);
   r.pattern_ = pattern;
+  // Patterns that backtrack exponentially on a simple run of one character
+  // ("(a+)+$") are refused here rather than at the first text that triggers
+  // them (split_regex.h).
+  struct Probe {
+    const char* name;
+    std::string text;
+    bool bang;  // ends in "!"
+  };
+  std::vector<Probe> probes;
+  for (const char* unit : {"a", "A", "1", " ", "\n", ".", "'", "\xC3\xA9", "\xE4\xB8\xAD", "a "}) {
+    const std::string_view u(unit);
+    std::string run;
+    while (run.size() < kProbeBytes) run += u;
+    probes.push_back({unit, run, false});
+    probes.push_back({unit, run.substr(0, run.size() - u.size()) + "!", true});
+  }
+  for (const Probe& probe : probes) {
+    int64_t budget = kRunBudgetBase + kBudgetPerByte * static_cast<int64_t>(probe.text.size());
+    std::vector<SplitSpan> spans{{0, static_cast<uint32_t>(probe.text.size())}};
+    absl::Status s = r.SplitAllWithin(probe.text, &spans, &budget);
+    if (!s.ok()) {
+      std::string unit = absl::CEscape(probe.name);
+      return absl::InvalidArgumentError(absl::StrCat(
+          std::string(where), ": split regex \"", pattern, "\" backtracks pathologically: splitting a run of ",
+          probe.text.size(), " bytes of \"", unit, "\"", probe.bang ? " ending in \"!\"" : "", " ",
+          s.message(), ". At most ",
+          kBudgetPerByte, " PCRE2 match steps per byte + ", kRunBudgetBase,
+          " are allowed there; vocabd refuses such patterns"));
+    }
+  }
   return r;
 }
 
-namespace {
-struct MatchData {
-  pcre2_match_data* md;
-  explicit MatchData(const pcre2_code* c) : md(pcre2_match_data_create_from_pattern(c, nullptr)) {}
-  ~MatchData() { pcre2_match_data_free(md); }
-};
-}  // namespace
-
-void SplitRegex::Split(std::string_view text, SplitSpan w, std::vector<SplitSpan>* out) const {
+absl::Status SplitRegex::Split(std::string_view text, SplitSpan w, std::vector<SplitSpan>* out,
+                               int64_t* budget) const {
   MatchData m(code_->code);
   const auto* subject = reinterpret_cast<PCRE2_SPTR>(text.data() + w.begin);
   const size_t len = w.end - w.begin;
@@ -56,8 +150,17 @@ void SplitRegex::Split(std::string_view text, SplitSpan w, std::vector<SplitSpan
     if (e > b) out->push_back({static_cast<uint32_t>(w.begin + b), static_cast<uint32_t>(w.begin + e)});
   };
   while (pos <= len) {
-    const int rc = pcre2_match(code_->code, subject, len, pos, PCRE2_NO_UTF_CHECK, m.md, nullptr);
-    if (rc < 0) break;
+    const int rc = BoundedMatch(code_->code, subject, len, pos, m.md, budget);
+    if (rc == PCRE2_ERROR_NOMATCH) break;
+    if (rc == PCRE2_ERROR_MATCHLIMIT) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("needed more PCRE2 match steps than its budget (at byte ", w.begin + pos,
+                       ")"));
+    }
+    if (rc < 0) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("stopped at byte ", w.begin + pos, ": PCRE2 ", PcreMessage(rc)));
+    }
     const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(m.md);
     const size_t mb = ov[0], me = ov[1];
     piece(last, mb);
@@ -71,17 +174,28 @@ void SplitRegex::Split(std::string_view text, SplitSpan w, std::vector<SplitSpan
     }
   }
   piece(last, len);
+  return absl::OkStatus();
 }
 
-void SplitRegex::Matches(std::string_view text, SplitSpan w, std::vector<SplitSpan>* out) const {
+absl::Status SplitRegex::Matches(std::string_view text, SplitSpan w,
+                                 std::vector<SplitSpan>* out) const {
   MatchData m(code_->code);
   const auto* subject = reinterpret_cast<PCRE2_SPTR>(text.data() + w.begin);
   const size_t len = w.end - w.begin;
+  int64_t budget = kRunBudgetBase + kBudgetPerByte * static_cast<int64_t>(len);
   size_t pos = 0;
   std::optional<size_t> last_end;
   while (pos <= len) {
-    const int rc = pcre2_match(code_->code, subject, len, pos, PCRE2_NO_UTF_CHECK, m.md, nullptr);
-    if (rc < 0) break;
+    const int rc = BoundedMatch(code_->code, subject, len, pos, m.md, &budget);
+    if (rc == PCRE2_ERROR_NOMATCH) break;
+    if (rc < 0) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "split regex \"", pattern_, "\" on a text of ", len, " bytes: ",
+          rc == PCRE2_ERROR_MATCHLIMIT ? "needed more PCRE2 match steps than its budget"
+                                       : absl::StrCat("PCRE2 ", PcreMessage(rc)),
+          " (at byte ", w.begin + pos, "; budget: ", kRunBudgetBase, " + ", kBudgetPerByte,
+          " steps per byte); the pattern backtracks too much on this text"));
+    }
     const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(m.md);
     const size_t mb = ov[0], me = ov[1];
     // An empty match right where the previous match ended is not one
@@ -97,13 +211,29 @@ void SplitRegex::Matches(std::string_view text, SplitSpan w, std::vector<SplitSp
       pos = me;
     }
   }
+  return absl::OkStatus();
 }
 
-void SplitRegex::SplitAll(std::string_view text, std::vector<SplitSpan>* spans) const {
+absl::Status SplitRegex::SplitAllWithin(std::string_view text, std::vector<SplitSpan>* spans,
+                                        int64_t* budget) const {
   std::vector<SplitSpan> next;
   next.reserve(spans->size() * 2);
-  for (const SplitSpan& w : *spans) Split(text, w, &next);
+  for (const SplitSpan& w : *spans) {
+    if (absl::Status s = Split(text, w, &next, budget); !s.ok()) return s;
+  }
   spans->swap(next);
+  return absl::OkStatus();
+}
+
+absl::Status SplitRegex::SplitAll(std::string_view text, std::vector<SplitSpan>* spans) const {
+  int64_t budget = kRunBudgetBase + kBudgetPerByte * static_cast<int64_t>(text.size());
+  absl::Status s = SplitAllWithin(text, spans, &budget);
+  if (s.ok()) return s;
+  return absl::Status(
+      s.code(), absl::StrCat("split regex \"", pattern_, "\" on a text of ", text.size(),
+                             " bytes: ", s.message(), " (budget: ", kRunBudgetBase, " + ",
+                             kBudgetPerByte,
+                             " steps per byte); the pattern backtracks too much on this text"));
 }
 
 // ---- tokenizer.ggml.pre ----------------------------------------------------

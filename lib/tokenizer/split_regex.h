@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
 namespace vocabd {
@@ -26,26 +27,53 @@ struct SplitSpan {
   uint32_t begin, end;
 };
 
+// Bounded matching: a pattern from a tokenizer.json may backtrack
+// exponentially or quadratically. Every pcre2_match call runs under a match
+// limit that starts small and grows 4x while the call needs more; the steps
+// of every grown limit are charged to a budget per text (SplitAll):
+// kRunBudgetBase + kBudgetPerByte x text bytes. The interpreter (used when
+// JIT is unavailable or its 8 MiB stack is not enough) also has a depth
+// limit (1,000,000) and a heap limit (64 MiB).
+inline constexpr int64_t kRunBudgetBase = int64_t{16} << 20;
+inline constexpr int64_t kBudgetPerByte = 64;
+// Compile probes each pattern on runs of kProbeBytes bytes of one character
+// ("a", "A", "1", " ", "\n", ".", "'", "é", "中", "a "), each also with "!"
+// as its last byte, under the budget any text of that size gets: a pattern
+// that backtracks exponentially ("(a+)+$") is refused at load. A quadratic
+// one (superbpe's "(?=(\d{3})+(?!\d))" on a run of digits) passes and is
+// bounded per text.
+inline constexpr size_t kProbeBytes = 4096;
+
 class SplitRegex {
  public:
   // INVALID_ARGUMENT "<where>: split regex "<pattern>" at offset N: <PCRE2
-  // message>" when the pattern does not compile.
+  // message>" when the pattern does not compile, or "...backtracks
+  // pathologically: splitting a run of 4096 bytes of "a" ..." when a probe
+  // (above) exceeds its budget.
   static absl::StatusOr<SplitRegex> Compile(const std::string& pattern, std::string_view where);
 
-  // Appends the pieces of text[w.begin, w.end) to *out (offsets into text).
-  // text must be valid UTF-8.
-  void Split(std::string_view text, SplitSpan w, std::vector<SplitSpan>* out) const;
   // Appends every match in text[w.begin, w.end) to *out (offsets into
   // text), empty matches included, left to right, non-overlapping (after an
   // empty match the search goes on one character later; an empty match
-  // where the previous match ended is skipped).
-  void Matches(std::string_view text, SplitSpan w, std::vector<SplitSpan>* out) const;
-  // Every span of `in`, split; the result replaces *spans.
-  void SplitAll(std::string_view text, std::vector<SplitSpan>* spans) const;
+  // where the previous match ended is skipped). text must be valid UTF-8.
+  // The span gets the budget of a text of its size (above);
+  // RESOURCE_EXHAUSTED as SplitAll when it is spent.
+  absl::Status Matches(std::string_view text, SplitSpan w, std::vector<SplitSpan>* out) const;
+  // Every span of `in`, split; the result replaces *spans. text must be
+  // valid UTF-8. RESOURCE_EXHAUSTED "split regex "<pattern>" on a text of N
+  // bytes: needed more PCRE2 match steps than its budget ..." when the
+  // text's budget (above) is spent, or a PCRE2 depth / heap limit is hit.
+  absl::Status SplitAll(std::string_view text, std::vector<SplitSpan>* spans) const;
 
   const std::string& pattern() const { return pattern_; }
 
  private:
+  // Appends the pieces of text[w.begin, w.end) to *out (offsets into text),
+  // charging *budget.
+  absl::Status Split(std::string_view text, SplitSpan w, std::vector<SplitSpan>* out,
+                     int64_t* budget) const;
+  absl::Status SplitAllWithin(std::string_view text, std::vector<SplitSpan>* spans,
+                              int64_t* budget) const;
   struct Code;
   std::shared_ptr<const Code> code_;
   std::string pattern_;

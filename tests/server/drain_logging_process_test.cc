@@ -244,11 +244,17 @@ TEST(DrainTest, SigtermUnderLoadFinishesEveryAcceptedCallAndExitsZero) {
         << n << " calls ended " << code;
   }
 
-  // The server logged every call it accepted, and each one finished OK.
+  // The server logged every call it accepted, and each one finished OK;
+  // calls that arrived once the drain began were refused UNAVAILABLE before
+  // any work.
   int logged_ok = 0;
   std::set<std::string> server_ok_ids;
   for (const nlohmann::json& line : JsonLines(vocabd.log())) {
     if (!line.contains("rpc") || line["rpc"].get<std::string>().rfind("vocabd.v1.", 0) != 0) {
+      continue;
+    }
+    if (line["status"] == "UNAVAILABLE") {
+      EXPECT_THAT(line.value("error", ""), HasSubstr("vocabd is draining")) << line.dump();
       continue;
     }
     EXPECT_EQ(line["status"], "OK") << line.dump();
@@ -580,6 +586,22 @@ TEST(LoggingTest, TextFormatAtInfoHasNoRequestLines) {
   ASSERT_EQ(vocabd.TerminateAndWait(std::chrono::seconds(20), &took), 0);
   EXPECT_THAT(vocabd.log(), ::testing::Not(HasSubstr("rpc=")));
   EXPECT_THAT(vocabd.log(), HasSubstr("[info]"));
+}
+
+// The start-up line counts the models actually loaded: --load-model ones
+// too (it said "(1 model(s)" for the --model alone).
+TEST(LoggingTest, StartupLineCountsLoadedRepositoryModels) {
+  namespace fs = std::filesystem;
+  const std::string root = MakeTempDir();
+  fs::create_directories(root + "/hf");
+  fs::copy_file(Stories260KHfDir() + "/config.json", root + "/hf/config.json");
+  fs::copy_file(Stories260KHfDir() + "/model.safetensors", root + "/hf/model.safetensors");
+  VocabdProcess vocabd({"--model-repository", root, "--load-model", "hf"});
+  ASSERT_NE(vocabd.port(), 0) << vocabd.log();
+  EXPECT_THAT(vocabd.log(), HasSubstr("(2 model(s), default 'stories260K'")) << vocabd.log();
+  std::chrono::milliseconds took{0};
+  EXPECT_EQ(vocabd.TerminateAndWait(std::chrono::seconds(20), &took), 0);
+  fs::remove_all(root);
 }
 
 TEST(VocabctlTlsTest, HealthAndEmbedOverTlsWithToken) {

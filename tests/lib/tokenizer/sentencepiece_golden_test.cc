@@ -328,7 +328,7 @@ TEST(PreTokenizerSplitTest, EveryEntryMatchesPythonRegex) {
       const std::string& t = texts[i];
       std::vector<tokenizer_internal::SplitSpan> spans;
       if (!t.empty()) spans.push_back({0, static_cast<uint32_t>(t.size())});
-      for (const auto& re : res) re.SplitAll(t, &spans);
+      for (const auto& re : res) ASSERT_TRUE(re.SplitAll(t, &spans).ok()) << name;
       std::vector<std::string> got;
       for (const auto& s : spans) got.push_back(t.substr(s.begin, s.end - s.begin));
       const auto want = splits[i].get<std::vector<std::string>>();
