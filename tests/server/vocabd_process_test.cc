@@ -270,8 +270,13 @@ TEST_F(VocabdProcessTest, VocabctlScoreStreamMatchesScore) {
     EXPECT_EQ(stream[i]["num_targets"], alone["num_targets"]);
     for (size_t r = 0; r < alone["rows"].size(); ++r) {
       EXPECT_EQ(stream[i]["rows"][r]["target_id"], alone["rows"][r]["target_id"]);
-      EXPECT_EQ(stream[i]["rows"][r]["target_logprob"].get<float>(),
-                alone["rows"][r]["target_logprob"].get<float>())
+      // The stream's requests may share one head call with each other
+      // (dynamic batching): on a CPU whose head runs oneDNN for these rows
+      // (no AVX-512) the row count changes the summation order, so the
+      // values agree to float rounding, not bit for bit.
+      const float alone_logprob = alone["rows"][r]["target_logprob"].get<float>();
+      EXPECT_NEAR(stream[i]["rows"][r]["target_logprob"].get<float>(), alone_logprob,
+                  2e-5 * std::max(1.0f, std::fabs(alone_logprob)))
           << "request " << i << " row " << r;
       EXPECT_EQ(stream[i]["rows"][r]["target_rank"], alone["rows"][r]["target_rank"]);
       EXPECT_EQ(stream[i]["rows"][r]["top_k"][0]["id"], alone["rows"][r]["top_k"][0]["id"]);
