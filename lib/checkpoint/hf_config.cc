@@ -492,7 +492,7 @@ absl::StatusOr<ModelConfig> ParseHfConfig(const std::string& json_text,
     const json* attn = r.Get("attn_config");
     if (attn != nullptr && !attn->is_object()) return r.WrongType("attn_config", *attn, "an object");
     const json empty = json::object();
-    Reader a(attn != nullptr ? *attn : empty, file_name, "attn_config.");
+    ConfigReader a(attn != nullptr ? *attn : empty, file_name, "attn_config.");
     bool alibi = true;
     ASSIGN_OR_RETURN(alibi, a.Bool("alibi", true));
     if (!alibi) {
