@@ -191,6 +191,13 @@ v1::ModelInfo ModelToProto(const Model& model, bool is_default) {
     case EmbeddingScaleRounding::kProduct: info.set_embedding_scale_rounding("product_in_dtype"); break;
     case EmbeddingScaleRounding::kFloat32: info.set_embedding_scale_rounding("float32"); break;
   }
+  v1::EmbeddingNorm* embedding_norm = info.mutable_embedding_norm();
+  embedding_norm->set_kind(cfg.embedding_layer_norm ? v1::LAYER_NORM : v1::NORM_NONE);
+  if (cfg.embedding_layer_norm) {
+    embedding_norm->set_eps(cfg.embedding_norm_eps);
+    embedding_norm->set_eps_key(cfg.embedding_norm_eps_key);
+  }
+  info.set_embedding_token_type(cfg.embedding_token_type);
   v1::HeadVariant* head = info.mutable_head_variant();
   head->set_name(HeadVariantName(cfg.logit_transform));
   head->set_logit_scale(cfg.logit_transform.logit_scale);

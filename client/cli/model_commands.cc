@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "client/cli/commands.h"
 #include "client/cli/output.h"
 #include "lib/core/status_macros.h"
@@ -70,6 +71,16 @@ void PrintModelDetail(const v1::ModelInfo& m) {
   rows.push_back({"final norm:", absl::StrCat(v1::NormKind_Name(m.final_norm().kind()), " eps ",
                                               Num(m.final_norm().eps()))});
   rows.push_back({"embedding scale:", Num(m.embedding_scale())});
+  // The embedding module of BERT-style encoders and BLOOM, in Embed's order.
+  if (m.embedding_token_type() || m.embedding_norm().kind() == v1::LAYER_NORM) {
+    std::vector<std::string> parts;
+    if (m.embedding_token_type()) parts.push_back("+ token_type_embeddings[0]");
+    if (m.embedding_norm().kind() == v1::LAYER_NORM) {
+      parts.push_back(absl::StrCat("then LAYER_NORM eps ", Num(m.embedding_norm().eps()), " (",
+                                   m.embedding_norm().eps_key(), ")"));
+    }
+    rows.push_back({"embed module:", absl::StrJoin(parts, ", ")});
+  }
   rows.push_back({"bos/eos:", absl::StrCat(m.bos_token_id(), " / ", m.eos_token_id())});
   rows.push_back({"requested dtype:", !m.requested_weights_type().empty()
                                           ? m.requested_weights_type()

@@ -122,7 +122,7 @@ inline constexpr char kPositionEmbeddings[] = "transformer.wpe.weight";
 // The embedding module's extras (ModelConfig::embedding_token_type /
 // embedding_layer_norm; F32 after loading):
 //   kTokenTypeEmbeddings "embeddings.token_type_embeddings.weight"
-//                        [type_vocab_size, hidden_size] (BERT, Nomic BERT;
+//                        [type_vocab_size, hidden_size] (BERT, RoBERTa, Nomic BERT;
 //                        GGUF token_types.weight)
 //   kEmbedNorm, kEmbedNormBias "embeddings.LayerNorm.{weight,bias}" [hidden_size]
 //                        (BERT embeddings.LayerNorm, Nomic emb_ln, BLOOM

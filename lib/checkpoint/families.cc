@@ -537,7 +537,11 @@ std::vector<FamilyRules> BuildTable() {
     t.push_back(f);
   }
   {
-    // RobertaConfig / XLMRobertaConfig (see hf_config.h): Embed only.
+    // RobertaConfig / XLMRobertaConfig (modeling_roberta.py,
+    // modeling_xlm_roberta.py; see hf_config.h): RobertaEmbeddings.forward
+    // word + token_type(0) + position (learned, numbered from padding_idx + 1
+    // by create_position_ids_from_input_ids) then LayerNorm (layer_norm_eps,
+    // RobertaConfig default 1e-12), as BERT's; Embed only.
     FamilyRules f;
     f.name = "roberta";
     f.hf_model_types = {"roberta"};
@@ -549,11 +553,19 @@ std::vector<FamilyRules> BuildTable() {
     f.tie_default = true;
     f.positions = PositionScheme::kLearned;
     f.roberta = true;
-    f.hf_tensors = {{"roberta.embeddings.word_embeddings.weight", kEmbedTokens},
-                    {"embeddings.word_embeddings.weight", kEmbedTokens},
-                    {"roberta.embeddings.position_embeddings.weight", kPositionEmbeddings},
-                    {"embeddings.position_embeddings.weight", kPositionEmbeddings},
-                    {"lm_head.decoder.weight", kLmHead}};
+    f.embedding_token_type = true;
+    f.embedding_layer_norm = true;
+    f.embedding_norm_eps = "layer_norm_eps";
+    f.embedding_norm_eps_default = 1e-12;
+    for (const char* prefix : {"roberta.embeddings.", "embeddings."}) {
+      const std::string p = prefix;
+      f.hf_tensors.emplace_back(p + "word_embeddings.weight", kEmbedTokens);
+      f.hf_tensors.emplace_back(p + "position_embeddings.weight", kPositionEmbeddings);
+      f.hf_tensors.emplace_back(p + "token_type_embeddings.weight", kTokenTypeEmbeddings);
+      f.hf_tensors.emplace_back(p + "LayerNorm.weight", kEmbedNorm);
+      f.hf_tensors.emplace_back(p + "LayerNorm.bias", kEmbedNormBias);
+    }
+    f.hf_tensors.emplace_back("lm_head.decoder.weight", kLmHead);
     t.push_back(f);
     f.name = "xlm-roberta";
     f.hf_model_types = {"xlm-roberta"};

@@ -134,7 +134,8 @@ struct FamilyRules {
   // Embedding module beyond the table lookup (BERT-style encoders, BLOOM):
   // Embed returns LayerNorm(word + token_type_embeddings[0] + position),
   // the module's output for token_type_ids = 0 (BertEmbeddings.forward,
-  // NomicBertEmbeddings + emb_ln, BloomModel word_embeddings_layernorm).
+  // RobertaEmbeddings.forward, NomicBertEmbeddings + emb_ln, BloomModel
+  // word_embeddings_layernorm).
   bool embedding_token_type = false;  // adds token_type_embeddings row 0
   bool embedding_layer_norm = false;  // LayerNorm (weight and bias) after the sum
   const char* embedding_norm_eps = nullptr;  // HF eps key of that LayerNorm

@@ -38,10 +38,10 @@ namespace vocabd {
 //     create_position_ids_from_input_ids: padding_idx = `pad_token_id`
 //     (default 1) -> learned_position_padding_idx, learned_position_offset =
 //     padding_idx + 1; `position_embedding_type` must be "absolute". Embed
-//     returns word_embeddings[id] + position_embeddings[row]: the
-//     token_type_embeddings row and the embeddings LayerNorm that HF's
-//     RobertaEmbeddings adds next are the caller's (their tensors are kept
-//     under their own names). No final norm; tie default true. The LM head
+//     returns RobertaEmbeddings.forward's output for token_type_ids = 0:
+//     LayerNorm(word_embeddings[id] + token_type_embeddings[0] +
+//     position_embeddings[row]) with `layer_norm_eps` (default 1e-12), as
+//     BERT. No final norm; tie default true. The LM head
 //     is not served (ModelConfig::lm_head_unsupported_reason): the MLM head's
 //     dense + gelu + layer_norm before the decoder is not implemented, so
 //     ComputeLogits / Score answer FAILED_PRECONDITION.
@@ -87,7 +87,9 @@ absl::StatusOr<ModelConfig> ParseHfConfig(const std::string& json_text,
 // -> model.norm.*, lm_head.bias kept; roberta / xlm-roberta:
 // [roberta.]embeddings.word_embeddings.weight -> embedding,
 // [roberta.]embeddings.position_embeddings.weight -> transformer.wpe.weight,
-// lm_head.decoder.weight -> lm_head.weight. Tensors not listed keep their
+// [roberta.]embeddings.{token_type_embeddings,LayerNorm}.* ->
+// embeddings.{token_type_embeddings,LayerNorm}.*, lm_head.decoder.weight ->
+// lm_head.weight. Tensors not listed keep their
 // names.
 std::vector<std::pair<std::string, std::string>> HfCanonicalTensorNames(
     const std::string& architecture);

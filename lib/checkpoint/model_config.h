@@ -88,7 +88,7 @@ struct ModelConfig {
   std::string embedding_scale_source;
   // How the product is rounded (lib/embedding/embedding_scale.h).
   EmbeddingScaleRounding embedding_scale_rounding = EmbeddingScaleRounding::kScaleAndProduct;
-  // The embedding module beyond the lookup (BERT, Nomic BERT, BLOOM): Embed
+  // The embedding module beyond the lookup (BERT, RoBERTa / XLM-R, Nomic BERT, BLOOM): Embed
   // adds token_type_embeddings row 0 (token_type_ids = 0) after the scaled
   // rows and before the learned position row, then applies a LayerNorm
   // (weight + bias, eps embedding_norm_eps, from the key

@@ -189,7 +189,7 @@ class Model {
   // (cumsum(mask) + past) * mask + P. Explicit position_ids are used as
   // given (row = position + offset, pads included).
   // Families with an embedding module (config().embedding_token_type /
-  // embedding_layer_norm: BERT, Nomic BERT, BLOOM) return its output for
+  // embedding_layer_norm: BERT, RoBERTa / XLM-R, Nomic BERT, BLOOM) return its output for
   // token_type_ids = 0: table[id] * scale + token_type_embeddings[0] (+ the
   // position row), then LayerNorm(weight, bias, embedding_norm_eps) in fp32
   // (lib/head/norm.h), as BertEmbeddings.forward orders them.

@@ -4,7 +4,9 @@ values, for tests/lib/checkpoint/checkpoint_forms_test.cc.
 
 Run with Debian's NumPy: /usr/bin/python3 tests/golden/make_checkpoint_forms_golden.py
 Writes tests/data/forms/<case>/... and tests/golden/checkpoint_forms_golden.json.
-RoBERTa forms (roberta, xlm_roberta): golden embeddings word[id] + pos[row]
+RoBERTa forms (roberta, xlm_roberta): golden embeddings as HF's
+modeling_roberta.RobertaEmbeddings.forward with token_type_ids = 0,
+  LayerNorm(word[id] + token_type[0] + pos[row]) (layer_norm_eps, float64),
 with rows from HF's create_position_ids_from_input_ids,
   row = (cumsum(ids != pad) + past_key_values_length) * (ids != pad) + pad.
 
@@ -350,7 +352,12 @@ def roberta_form(name, model_type, prefix, pad, max_pos, cases):
     for ids, past in cases:
         a = np.array([ids], np.int64)
         rows = roberta_position_rows(a, pad, past)[0]
-        emb = word[a[0]] + pos[rows]  # float32 + float32: one rounding, as vocabd
+        # RobertaEmbeddings.forward: inputs_embeds + token_type_embeddings(0)
+        # + position_embeddings(position_ids), then self.LayerNorm.
+        x = (word[a[0]].astype(np.float64) + ttype[0].astype(np.float64) +
+             pos[rows].astype(np.float64))
+        emb = layer_norm(x, lnw.astype(np.float64), lnb.astype(np.float64),
+                         config["layer_norm_eps"])
         out.append({"ids": ids, "past": past, "rows": rows.tolist(),
                     "embeddings": emb.astype(np.float32).ravel().tolist()})
     golden["roberta"][name] = {"padding_idx": pad, "cases": out}

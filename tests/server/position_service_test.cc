@@ -409,14 +409,17 @@ TEST_F(PositionServiceTest, EmbedSinusoidalLengthPolicy) {
 }
 
 // A RoBERTa checkpoint (tests/data/forms/roberta) through a real server:
-// GetModel reports its learned-position numbering and that its LM head is
-// not served; Embed follows HF's create_position_ids_from_input_ids (NumPy
+// GetModel / ListModels report its learned-position numbering, its
+// embedding module (token type row 0, LayerNorm eps and key; GPT-2 beside it
+// has none) and that its LM head is not served; Embed follows HF's
+// create_position_ids_from_input_ids and RobertaEmbeddings.forward (NumPy
 // golden); ComputeLogits / Score / ScoreStream answer FAILED_PRECONDITION
 // naming the model and the reason.
 TEST(RobertaServingTest, EmbedOnlyModelWithHfPositionNumbering) {
   VocabdServer::Options options;
   options.listen_address = "127.0.0.1:0";
-  options.models = {{"roberta", SourceDir() + "/tests/data/forms/roberta"}};
+  options.models = {{"roberta", SourceDir() + "/tests/data/forms/roberta"},
+                    {"gpt2", SourceDir() + "/tests/data/forms/gpt2"}};
   auto server = VocabdServer::Create(options);
   ASSERT_TRUE(server.ok()) << server.status();
   VocabdClient::Options client_options;
@@ -432,10 +435,32 @@ TEST(RobertaServingTest, EmbedOnlyModelWithHfPositionNumbering) {
   EXPECT_EQ(info->learned_position_padding_idx(), 1);
   EXPECT_EQ(info->learned_position_offset(), 2);
   EXPECT_THAT(info->lm_head_unsupported_reason(), HasSubstr("served for Embed only"));
+  // The embedding module's rules (tests/data/forms/roberta/config.json
+  // layer_norm_eps 1e-5).
+  EXPECT_EQ(info->family(), "roberta");
+  EXPECT_TRUE(info->embedding_token_type());
+  EXPECT_EQ(info->embedding_norm().kind(), v1::LAYER_NORM);
+  EXPECT_EQ(info->embedding_norm().eps(), 1e-5);
+  EXPECT_EQ(info->embedding_norm().eps_key(), "layer_norm_eps");
+  EXPECT_EQ(info->final_norm().kind(), v1::NORM_NONE);
+  // ListModels says the same; GPT-2 (learned positions too) has no
+  // embedding module: Embed is wte + wpe.
+  auto listed = c.ListModels();
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  ASSERT_EQ(listed->models_size(), 2);
+  for (const v1::ModelInfo& m : listed->models()) {
+    SCOPED_TRACE(m.name());
+    const bool roberta = m.name() == "roberta";
+    EXPECT_EQ(m.embedding_token_type(), roberta);
+    EXPECT_EQ(m.embedding_norm().kind(), roberta ? v1::LAYER_NORM : v1::NORM_NONE);
+    EXPECT_EQ(m.embedding_norm().eps(), roberta ? 1e-5 : 0.0);
+    EXPECT_EQ(m.embedding_norm().eps_key(), roberta ? "layer_norm_eps" : "");
+  }
 
   const nlohmann::json golden =
       ReadGolden("checkpoint_forms_golden.json").at("roberta").at("roberta").at("cases");
   v1::EmbedRequest embed;
+  embed.set_model("roberta");
   std::vector<float> want;
   for (const auto& g : golden) {
     v1::TokenSequence* seq = embed.add_sequences();
@@ -449,15 +474,23 @@ TEST(RobertaServingTest, EmbedOnlyModelWithHfPositionNumbering) {
   auto got = DecodeFloatTensor(embedded->embeddings(), "embeddings");
   ASSERT_TRUE(got.ok());
   ASSERT_EQ(got->size(), want.size());
-  EXPECT_EQ(0, std::memcmp(got->data(), want.data(), want.size() * sizeof(float)));
+  // RobertaEmbeddings.forward: LayerNorm(word + token_type[0] + position),
+  // fp32 against the float64 golden.
+  for (size_t i = 0; i < want.size(); ++i) {
+    ASSERT_LE(std::fabs(static_cast<double>((*got)[i]) - want[i]),
+              2e-6 + 2e-6 * std::fabs(static_cast<double>(want[i])))
+        << "element " << i;
+  }
 
   v1::ScoreRequest score;
+  score.set_model("roberta");
   *score.mutable_hidden() = EncodeFloatTensor(std::vector<float>(8, 0.5f), {1, 8});
   absl::Status s = c.Score(score).status();
   EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
   EXPECT_THAT(s.message(), HasSubstr("model 'roberta' has no servable LM head"));
   EXPECT_THAT(s.message(), HasSubstr("masked-LM head"));
   v1::ComputeLogitsRequest logits;
+  logits.set_model("roberta");
   *logits.mutable_hidden() = score.hidden();
   s = c.ComputeLogits(logits).status();
   EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;

@@ -7,8 +7,11 @@
 //   - RoBERTa / XLM-R (tests/data/forms/roberta, xlm_roberta, made by
 //     tests/golden/make_checkpoint_forms_golden.py): positions numbered as
 //     HF's create_position_ids_from_input_ids (pads on row padding_idx,
-//     content from padding_idx + 1), against the NumPy golden; the LM head
-//     is refused with FAILED_PRECONDITION.
+//     content from padding_idx + 1); Embed = RobertaEmbeddings.forward for
+//     token_type_ids = 0, LayerNorm(word + token_type[0] + position), against
+//     the NumPy golden (|diff| <= 2e-6 + 2e-6 |ref|, the fp32 LayerNorm
+//     against float64); the LM head is refused with FAILED_PRECONDITION.
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <map>
@@ -76,6 +79,18 @@ void ExpectBitEqual(const std::vector<float>& got, const std::vector<float>& wan
   ASSERT_EQ(got.size(), want.size()) << what;
   for (size_t i = 0; i < got.size(); ++i) {
     ASSERT_EQ(0, std::memcmp(&got[i], &want[i], sizeof(float)))
+        << what << " element " << i << ": got " << got[i] << " want " << want[i];
+  }
+}
+
+// |got - want| <= 2e-6 + 2e-6 |want| element-wise: an fp32 LayerNorm against
+// the float64 reference.
+void ExpectLayerNormNear(const std::vector<float>& got, const std::vector<float>& want,
+                         const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (size_t i = 0; i < got.size(); ++i) {
+    ASSERT_LE(std::fabs(static_cast<double>(got[i]) - want[i]),
+              2e-6 + 2e-6 * std::fabs(static_cast<double>(want[i])))
         << what << " element " << i << ": got " << got[i] << " want " << want[i];
   }
 }
@@ -209,11 +224,21 @@ TEST(RobertaLearnedPositionsTest, ConfigMapsPaddingIdxOffsetAndEmbedOnly) {
     EXPECT_EQ(c.final_norm_kind, NormKind::kNone);
     EXPECT_TRUE(c.tie_word_embeddings);
     EXPECT_THAT(c.lm_head_unsupported_reason, HasSubstr("served for Embed only"));
-    // The embeddings' own LayerNorm and token-type table stay under their
-    // names (the caller applies them).
-    EXPECT_NE(model->checkpoint().Find(prefix + "embeddings.LayerNorm.weight"), nullptr);
-    EXPECT_NE(model->checkpoint().Find(prefix + "embeddings.token_type_embeddings.weight"),
-              nullptr);
+    // RobertaEmbeddings: token-type row 0 and the LayerNorm (layer_norm_eps)
+    // are applied by Embed, from the file's [roberta.]embeddings.* tensors
+    // under their canonical names.
+    EXPECT_TRUE(c.embedding_token_type);
+    EXPECT_TRUE(c.embedding_layer_norm);
+    EXPECT_EQ(c.embedding_norm_eps, 1e-5);
+    EXPECT_EQ(c.embedding_norm_eps_key, "layer_norm_eps");
+    EXPECT_EQ(c.family, "roberta" == form ? "roberta" : "xlm-roberta");
+    EXPECT_NE(model->checkpoint().Find(kEmbedNorm), nullptr);
+    EXPECT_NE(model->checkpoint().Find(kEmbedNormBias), nullptr);
+    EXPECT_NE(model->checkpoint().Find(kTokenTypeEmbeddings), nullptr);
+    if (!prefix.empty()) {
+      EXPECT_EQ(model->checkpoint().Find(prefix + "embeddings.LayerNorm.bias"), nullptr)
+          << "renamed to " << kEmbedNormBias;
+    }
   }
 }
 
@@ -242,7 +267,8 @@ TEST(RobertaLearnedPositionsTest, EmbedMatchesHfCreatePositionIdsFromInputIds) {
     EmbedOutput out;
     absl::Status s = model->Embed(in, &out);
     ASSERT_TRUE(s.ok()) << s;
-    ExpectBitEqual(out.embeddings, want, form + " default numbering");
+    ExpectLayerNormNear(out.embeddings, want, form + " default numbering");
+    const std::vector<float> numbered = out.embeddings;
 
     // HF's own position ids passed explicitly with learned_position_offset 0
     // give the same rows (explicit ids are used as given, pads included).
@@ -254,7 +280,7 @@ TEST(RobertaLearnedPositionsTest, EmbedMatchesHfCreatePositionIdsFromInputIds) {
     }
     s = model->Embed(explicit_in, &out);
     ASSERT_TRUE(s.ok()) << s;
-    ExpectBitEqual(out.embeddings, want, form + " explicit HF position ids");
+    ExpectBitEqual(out.embeddings, numbered, form + " explicit HF position ids");
   }
 }
 
@@ -264,10 +290,27 @@ TEST(RobertaLearnedPositionsTest, PadsDoNotShiftContentAndPlainNumberingDiffers)
   const auto tensors = ReadF32Safetensors(FormDir("roberta") + "/model.safetensors");
   const RawTensor& word = tensors.at("roberta.embeddings.word_embeddings.weight");
   const RawTensor& pos = tensors.at("roberta.embeddings.position_embeddings.weight");
+  const RawTensor& type = tensors.at("roberta.embeddings.token_type_embeddings.weight");
+  const RawTensor& ln_w = tensors.at("roberta.embeddings.LayerNorm.weight");
+  const RawTensor& ln_b = tensors.at("roberta.embeddings.LayerNorm.bias");
   const int64_t h = word.shape[1];
+  // RobertaEmbeddings.forward for token_type_ids = 0, float64:
+  // LayerNorm(word[id] + token_type[0] + pos[r]) with layer_norm_eps 1e-5
+  // (biased variance); r < 0: no position row.
   auto row = [&](int64_t id, int64_t r) {
+    std::vector<double> x(static_cast<size_t>(h));
+    double mean = 0.0, var = 0.0;
+    for (int64_t j = 0; j < h; ++j) {
+      x[j] = static_cast<double>(word.values[id * h + j]) + type.values[j] +
+             (r >= 0 ? static_cast<double>(pos.values[r * h + j]) : 0.0);
+      mean += x[j] / static_cast<double>(h);
+    }
+    for (int64_t j = 0; j < h; ++j) var += (x[j] - mean) * (x[j] - mean) / static_cast<double>(h);
     std::vector<float> v(static_cast<size_t>(h));
-    for (int64_t j = 0; j < h; ++j) v[j] = word.values[id * h + j] + pos.values[r * h + j];
+    for (int64_t j = 0; j < h; ++j) {
+      v[j] = static_cast<float>((x[j] - mean) / std::sqrt(var + 1e-5) * ln_w.values[j] +
+                                ln_b.values[j]);
+    }
     return v;
   };
   // Left-padded [pad, pad, 7, 9] and unpadded [7, 9]: the content tokens get
@@ -282,7 +325,11 @@ TEST(RobertaLearnedPositionsTest, PadsDoNotShiftContentAndPlainNumberingDiffers)
     const std::vector<float> v = row(id, r);
     want.insert(want.end(), v.begin(), v.end());
   }
-  ExpectBitEqual(out.embeddings, want, "left padded");
+  ExpectLayerNormNear(out.embeddings, want, "left padded");
+  // The content rows of both sequences are the same computation: same bits.
+  ExpectBitEqual(std::vector<float>(out.embeddings.begin() + 2 * h, out.embeddings.begin() + 4 * h),
+                 std::vector<float>(out.embeddings.begin() + 4 * h, out.embeddings.end()),
+                 "padded vs unpadded content");
   // GPT-2-style numbering would have put 7 on row 4: must differ.
   EXPECT_NE(std::vector<float>(out.embeddings.begin() + 2 * h, out.embeddings.begin() + 3 * h),
             row(7, 4));
@@ -295,6 +342,64 @@ TEST(RobertaLearnedPositionsTest, PadsDoNotShiftContentAndPlainNumberingDiffers)
   EXPECT_THAT(s.message(), HasSubstr("sequences[0].token_ids[13]: position 10 of token 13 + "
                                      "learned_position_offset 2 is "
                                      "beyond the learned position table (12 rows"));
+}
+
+// The Embed options on an embedding-LayerNorm family: absolute_positions =
+// NONE leaves out the position row only (token type row and LayerNorm are
+// still applied); LEARNED is the default; embedding_scale multiplies the
+// word rows before the sum.
+TEST(RobertaLearnedPositionsTest, EmbedOptionsKeepTokenTypeAndLayerNorm) {
+  auto model = CreateModel("roberta", FormDir("roberta"));
+  ASSERT_NE(model, nullptr);
+  const auto tensors = ReadF32Safetensors(FormDir("roberta") + "/model.safetensors");
+  const RawTensor& word = tensors.at("roberta.embeddings.word_embeddings.weight");
+  const RawTensor& type = tensors.at("roberta.embeddings.token_type_embeddings.weight");
+  const RawTensor& ln_w = tensors.at("roberta.embeddings.LayerNorm.weight");
+  const RawTensor& ln_b = tensors.at("roberta.embeddings.LayerNorm.bias");
+  const int64_t h = word.shape[1];
+  auto no_position_row = [&](int64_t id, double scale) {
+    std::vector<double> x(static_cast<size_t>(h));
+    double mean = 0.0, var = 0.0;
+    for (int64_t j = 0; j < h; ++j) {
+      x[j] = static_cast<double>(static_cast<float>(word.values[id * h + j] * scale)) +
+             type.values[j];
+      mean += x[j] / static_cast<double>(h);
+    }
+    for (int64_t j = 0; j < h; ++j) var += (x[j] - mean) * (x[j] - mean) / static_cast<double>(h);
+    std::vector<float> v(static_cast<size_t>(h));
+    for (int64_t j = 0; j < h; ++j) {
+      v[j] = static_cast<float>((x[j] - mean) / std::sqrt(var + 1e-5) * ln_w.values[j] +
+                                ln_b.values[j]);
+    }
+    return v;
+  };
+  EmbedInput in;
+  in.token_ids = {{0, 5, 7}};
+  in.absolute_positions = AbsolutePositionsMode::kNone;
+  EmbedOutput out;
+  ASSERT_TRUE(model->Embed(in, &out).ok());
+  std::vector<float> want;
+  for (int64_t id : {0, 5, 7}) {
+    const std::vector<float> v = no_position_row(id, 1.0);
+    want.insert(want.end(), v.begin(), v.end());
+  }
+  ExpectLayerNormNear(out.embeddings, want, "absolute_positions NONE");
+  in.embedding_scale = EmbeddingScaleMode::kSqrtHidden;
+  ASSERT_TRUE(model->Embed(in, &out).ok());
+  want.clear();
+  for (int64_t id : {0, 5, 7}) {
+    const std::vector<float> v = no_position_row(id, std::sqrt(static_cast<double>(h)));
+    want.insert(want.end(), v.begin(), v.end());
+  }
+  ExpectLayerNormNear(out.embeddings, want, "absolute_positions NONE, sqrt(hidden_size)");
+  // LEARNED asked explicitly = the model default.
+  EmbedInput by_default;
+  by_default.token_ids = {{0, 5, 7}};
+  EmbedOutput default_out;
+  ASSERT_TRUE(model->Embed(by_default, &default_out).ok());
+  by_default.absolute_positions = AbsolutePositionsMode::kLearned;
+  ASSERT_TRUE(model->Embed(by_default, &out).ok());
+  ExpectBitEqual(out.embeddings, default_out.embeddings, "LEARNED = default");
 }
 
 TEST(RobertaLearnedPositionsTest, ScoreAndLogitsAreFailedPreconditionNamingModelAndReason) {
