@@ -39,7 +39,7 @@
 #include "vocabd/v1/tokenizer.grpc.pb.h"
 
 namespace vocabd::testing {
-namespace {
+namespace grpc_hardening_test {
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
@@ -584,5 +584,5 @@ TEST(DrainUnderLoadTest, CallsInFlightAtShutdownFinish) {
   EXPECT_LT(took, std::chrono::seconds(20));
 }
 
-}  // namespace
+}  // namespace grpc_hardening_test
 }  // namespace vocabd::testing

@@ -23,7 +23,7 @@
 #include "tests/test_util.h"
 
 namespace vocabd::quant {
-namespace {
+namespace quant_test {
 
 uint32_t Bits(float f) {
   uint32_t u;
@@ -384,5 +384,5 @@ TEST(QuantizeTest, RefusesUnservedTypesAndPartialBlocks) {
   EXPECT_FALSE(DequantizeRow(GgmlType::kQ6_K, out, 32, y));
 }
 
-}  // namespace
+}  // namespace quant_test
 }  // namespace vocabd::quant

@@ -34,7 +34,7 @@
 #include "tests/test_util.h"
 
 namespace vocabd {
-namespace {
+namespace hf_tokenizer_test {
 
 using json = nlohmann::json;
 using ::testing::ElementsAreArray;
@@ -733,5 +733,5 @@ TEST(HfTokenizerTest, BpeModelOptions) {
   EXPECT_THAT(ids(*noign, "abc ab"), ElementsAreArray({4, 2, 4}));
 }
 
-}  // namespace
+}  // namespace hf_tokenizer_test
 }  // namespace vocabd
