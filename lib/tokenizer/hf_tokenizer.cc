@@ -334,6 +334,7 @@ absl::Status ReplaceChars(const SplitRegex& re, const std::string& content,
   }
   out.insert(out.end(), chars->begin() + static_cast<ptrdiff_t>(next), chars->end());
   chars->swap(out);
+  return absl::OkStatus();
 }
 
 absl::Status Precompiled(const SpmNormalizer& cm, std::vector<NChar>* chars) {
