@@ -190,7 +190,10 @@ TEST_F(GrpcHardeningTest, ScoreStreamWhoseClientNeverReadsIsBounded) {
   // The budget plus one request's estimate (about 7 MB here).
   EXPECT_LE(ScoreStreamReactor::peak_buffered_bytes(),
             ScoreStreamReactor::kMaxBufferedBytes + 16 * kMiB);
-  EXPECT_RSS_LT(rss_stalled - rss_before, 160 * kMiB) << written << " requests written";
+  // The process's growth (the client's own buffers included; malloc keeps
+  // what it freed): far below the ~520 MB the 400 answers would hold
+  // unbounded, with room for the allocator's variation between runs.
+  EXPECT_RSS_LT(rss_stalled - rss_before, 256 * kMiB) << written << " requests written";
   ctx.TryCancel();
   stop = true;
   writer.join();
@@ -198,7 +201,7 @@ TEST_F(GrpcHardeningTest, ScoreStreamWhoseClientNeverReadsIsBounded) {
   EXPECT_EQ(status.error_code(), grpc::StatusCode::CANCELLED) << status.error_message();
   probe.ExpectAllAnswered("ScoreStream never read");
   // Freed: a second stream of the same kind grows RSS no further.
-  EXPECT_RSS_LT(VmRssBytes() - rss_before, 160 * kMiB);
+  EXPECT_RSS_LT(VmRssBytes() - rss_before, 256 * kMiB);
 }
 
 // ------------------------------------------------------------ Tokenize ----
