@@ -47,6 +47,9 @@ Groups SplitRows(int64_t rows) {
 // F32 (AVX512F)
 #pragma GCC push_options
 #pragma GCC target("avx512f")
+#if defined(__clang__)  // clang ignores GCC target pragmas
+#pragma clang attribute push(__attribute__((target("avx512f"))), apply_to = function)
+#endif
 
 // Sum of the 16 lanes in a fixed tree: halves, quarters, pairs, lanes.
 inline float Reduce16(__m512 v) {
@@ -173,12 +176,18 @@ void KernelF32(const float* x, int64_t rows, const float* w, int64_t d, int64_t 
   }
 }
 
+#if defined(__clang__)
+#pragma clang attribute pop
+#endif
 #pragma GCC pop_options
 
 // ---------------------------------------------------------------------------
 // BF16 (AVX512F + AVX512BW + AVX512_BF16)
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512bw,avx512bf16")
+#if defined(__clang__)  // clang ignores GCC target pragmas
+#pragma clang attribute push(__attribute__((target("avx512f,avx512bw,avx512bf16"))), apply_to = function)
+#endif
 
 inline __m512bh LoadBf16(const uint16_t* p) {
   return (__m512bh)(_mm512_loadu_si512(p));
@@ -274,6 +283,9 @@ void KernelBf16(const uint16_t* x, int64_t rows, const uint16_t* w, int64_t d, i
   }
 }
 
+#if defined(__clang__)
+#pragma clang attribute pop
+#endif
 #pragma GCC pop_options
 
 
@@ -287,6 +299,9 @@ void KernelBf16(const uint16_t* x, int64_t rows, const uint16_t* w, int64_t d, i
 // same 32 weight rows (in L2 by then).
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512bw,avx512bf16,amx-tile,amx-bf16")
+#if defined(__clang__)  // clang ignores GCC target pragmas
+#pragma clang attribute push(__attribute__((target("avx512f,avx512bw,avx512bf16,amx-tile,amx-bf16"))), apply_to = function)
+#endif
 
 struct alignas(64) TileConfig {
   uint8_t palette_id;
@@ -376,6 +391,9 @@ void KernelBf16Amx(const uint16_t* xp, const uint16_t* x, int64_t rows, const ui
   if (v < v1) KernelBf16(x, rows, w, d, v, v1, out, ldo);  // < 16 rows left
 }
 
+#if defined(__clang__)
+#pragma clang attribute pop
+#endif
 #pragma GCC pop_options
 
 }  // namespace

@@ -58,6 +58,9 @@ double SumExpScalar(const float* l, int64_t begin, int64_t end, double m) {
 // few ulp of std::exp: far below the float32 logits' own rounding.
 #pragma GCC push_options
 #pragma GCC target("avx512f")
+#if defined(__clang__)  // clang ignores GCC target pragmas
+#pragma clang attribute push(__attribute__((target("avx512f"))), apply_to = function)
+#endif
 // (The maskz forms with a full mask are the plain instructions; the unmasked
 // intrinsics trip GCC 12's -Wmaybe-uninitialized.)
 constexpr __mmask8 kAll8 = 0xFF;
@@ -123,6 +126,9 @@ ChunkMax MaxOfAvx512(const float* l, int64_t begin, int64_t end) {
   return tail;
 }
 
+#if defined(__clang__)
+#pragma clang attribute pop
+#endif
 #pragma GCC pop_options
 
 const bool kHaveAvx512 = [] {
