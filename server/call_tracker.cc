@@ -5,6 +5,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <thread>
 
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/stubs/logging.h>
@@ -211,8 +212,20 @@ absl::Status CallTracker::Options::Validate() const {
                                                    max_concurrent_requests,
                                                    " must be >= 0 (0 = no limit)"));
   }
+  if (drain_quiet_period.count() < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--drain-quiet-ms = ", drain_quiet_period.count(), " must be >= 0 (0 = no wait)"));
+  }
   return absl::OkStatus();
 }
+
+namespace {
+int64_t SteadyNowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<CallTracker>> CallTracker::Create(const Options& options,
                                                                  Metrics* metrics) {
@@ -228,6 +241,7 @@ CallTracker::MakeInterceptorFactory() {
 
 void CallTracker::CallStarted(const grpc::ServerContextBase* context) {
   const int64_t in_flight = in_flight_.fetch_add(1, std::memory_order_relaxed) + 1;
+  last_call_started_ns_.store(SteadyNowNs(), std::memory_order_relaxed);
   if (metrics_ != nullptr) metrics_->AddInFlight(1);
   const int64_t max = options_.max_concurrent_requests;
   if (max <= 0) return;
@@ -371,13 +385,34 @@ grpc::Status CallTracker::Admit(grpc::CallbackServerContext* context,
 }
 
 void CallTracker::StartDraining() {
+  drain_started_ns_.store(SteadyNowNs(), std::memory_order_relaxed);
   std::lock_guard<std::mutex> lock(mu_);
   draining_ = true;
 }
 
-bool CallTracker::WaitForAdmittedCalls(std::chrono::system_clock::time_point deadline) {
-  std::unique_lock<std::mutex> lock(mu_);
-  return admitted_cv_.wait_until(lock, deadline, [this] { return admitted_.empty(); });
+bool CallTracker::WaitUntilDrained(std::chrono::system_clock::time_point deadline) {
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (!admitted_cv_.wait_until(lock, deadline, [this] { return admitted_.empty(); })) {
+      return false;
+    }
+  }
+  // Calls arriving from now on are refused (draining_): give the ones in
+  // transit the quiet period to arrive and be answered.
+  const int64_t quiet_ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(options_.drain_quiet_period).count();
+  for (;;) {
+    const int64_t last = std::max(last_call_started_ns_.load(std::memory_order_relaxed),
+                                  drain_started_ns_.load(std::memory_order_relaxed));
+    const int64_t since_ns = SteadyNowNs() - last;
+    const bool idle = in_flight() == 0;
+    if (idle && since_ns >= quiet_ns) return true;
+    const auto now = std::chrono::system_clock::now();
+    if (now >= deadline) return idle;
+    const std::chrono::nanoseconds wait(idle ? quiet_ns - since_ns : 5'000'000);  // 5 ms polls
+    std::this_thread::sleep_for(
+        std::min(wait, std::chrono::duration_cast<std::chrono::nanoseconds>(deadline - now)));
+  }
 }
 
 bool RejectIfNotAdmitted(CallTracker* tracker, grpc::CallbackServerContext* context,

@@ -41,6 +41,14 @@ class CallTracker {
     // vocabd.v1 calls allowed in flight at once (health and reflection are
     // not counted); 0 = no limit. Calls beyond it get RESOURCE_EXHAUSTED.
     int max_concurrent_requests = 0;
+    // Drain (WaitUntilDrained): once the admitted calls finished, how long
+    // no new call may have arrived, counted from the later of the last call
+    // and the start of the drain, before the drain ends (0 = no wait). Calls
+    // a client sent just before the drain began can still be on their way (in
+    // the socket, or received by gRPC and waiting for a handler); gRPC's own
+    // shutdown would cancel those, so the drain lets them arrive and refuses
+    // them UNAVAILABLE (a status clients retry elsewhere) first.
+    std::chrono::milliseconds drain_quiet_period{0};
     // INVALID_ARGUMENT naming the flag for negative values.
     absl::Status Validate() const;
   };
@@ -68,9 +76,11 @@ class CallTracker {
   // not admitted before with UNAVAILABLE "vocabd is draining ...", so the
   // calls admitted so far can finish while no new work starts.
   void StartDraining();
-  // Waits until no admitted vocabd.v1 call is in flight, or `deadline`;
-  // returns whether none is left.
-  bool WaitForAdmittedCalls(std::chrono::system_clock::time_point deadline);
+  // Waits until no admitted vocabd.v1 call is in flight, then until no call
+  // at all is in flight (the refused ones answered) and neither a call nor
+  // the drain started within options.drain_quiet_period; at most until
+  // `deadline`. Returns whether no call is left in flight.
+  bool WaitUntilDrained(std::chrono::system_clock::time_point deadline);
 
   // vocabd.v1 calls started whose status is not sent yet.
   int64_t in_flight() const { return in_flight_.load(std::memory_order_relaxed); }
@@ -99,6 +109,9 @@ class CallTracker {
   std::atomic<int64_t> in_flight_{0};
   std::atomic<int64_t> slots_in_use_{0};  // calls holding a max_concurrent_requests slot
   std::atomic<uint64_t> next_id_{1};
+  // steady_clock times (ns) of the last CallStarted and of StartDraining.
+  std::atomic<int64_t> last_call_started_ns_{0};
+  std::atomic<int64_t> drain_started_ns_{0};
   std::mutex mu_;
   std::unordered_map<const grpc::ServerContextBase*, RequestInfo> requests_;
   // Calls that found every slot taken -> calls in flight counting them.

@@ -30,6 +30,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "absl/strings/ascii.h"
+#include "server/api_services.h"
 #include "server/grpc_status.h"
 #include "server/http_json.h"
 #include "server/metrics_http.h"
@@ -58,14 +59,13 @@ void SendError(httplib::Response& res, const absl::Status& status) {
 std::string UnaryRpcList() {
   const auto* pool = google::protobuf::DescriptorPool::generated_pool();
   std::string out;
-  for (const char* service : {"ModelService", "EmbeddingService", "ScoringService",
-                              "PositionService", "TokenizerService"}) {
-    const auto* s = pool->FindServiceByName(absl::StrCat(kPackage, service));
+  for (const char* service : kApiServices) {
+    const auto* s = pool->FindServiceByName(service);
     if (s == nullptr) continue;
     for (int i = 0; i < s->method_count(); ++i) {
       const auto* m = s->method(i);
       if (m->client_streaming() || m->server_streaming()) continue;
-      absl::StrAppend(&out, out.empty() ? "" : ", ", "/v1/", service, "/", m->name());
+      absl::StrAppend(&out, out.empty() ? "" : ", ", "/v1/", s->name(), "/", m->name());
     }
   }
   return out;
@@ -371,6 +371,7 @@ absl::StatusOr<std::unique_ptr<HttpGateway>> HttpGateway::Create(
       !s.ok()) {
     return s;
   }
+  BuildApiDescriptors();  // before the connection threads (server/api_services.h)
   std::unique_ptr<HttpGateway> gateway(new HttpGateway());
   auto state = std::make_shared<State>();
   state->channel = std::move(channel);

@@ -40,6 +40,7 @@ int main(int argc, char** argv) {
   std::string log_format = "text";
   int intra_op_threads = 0;
   int64_t drain_timeout_ms = options.drain_timeout.count();
+  int64_t drain_quiet_ms = 200;
   app.add_option("--listen", options.listen_address, "gRPC listen address host:port (port 0 = any)")
       ->capture_default_str()
       ->envname("VOCABD_LISTEN");
@@ -115,6 +116,12 @@ int main(int argc, char** argv) {
                  "On SIGTERM/SIGINT, how long in-flight calls may take to finish (ms)")
       ->capture_default_str()
       ->envname("VOCABD_DRAIN_TIMEOUT_MS");
+  app.add_option("--drain-quiet-ms", drain_quiet_ms,
+                 "On SIGTERM/SIGINT, after the in-flight calls finished: how long no new call may "
+                 "have arrived before gRPC shuts down (calls in transit are refused UNAVAILABLE, "
+                 "not cancelled; ms, within --drain-timeout-ms)")
+      ->capture_default_str()
+      ->envname("VOCABD_DRAIN_QUIET_MS");
   app.add_option("--metrics-listen", options.metrics_listen,
                  "Prometheus /metrics HTTP address host:port (empty = off)")
       ->capture_default_str()
@@ -207,6 +214,7 @@ int main(int argc, char** argv) {
     setenv("OMP_NUM_THREADS", std::to_string(intra_op_threads).c_str(), 1);
   }
   options.drain_timeout = std::chrono::milliseconds(drain_timeout_ms);
+  options.drain_quiet_period = std::chrono::milliseconds(drain_quiet_ms);
   options.models.clear();
   if (!options.model_repository.empty() && app.count("--model") == 0 &&
       std::getenv("VOCABD_MODEL") == nullptr) {

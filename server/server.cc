@@ -16,6 +16,7 @@
 #include "lib/serving/model_registry.h"
 #include "lib/serving/model_repository.h"
 #include "lib/core/status_macros.h"
+#include "server/api_services.h"
 #include "server/build_info.h"
 #include "server/call_tracker.h"
 #include "server/embedding_service.h"
@@ -38,10 +39,6 @@ constexpr int kMaxTransportMetadataBytes = 4 << 20;
 constexpr std::chrono::milliseconds kHealthCheckInterval{1000};
 
 // Services whose health grpc.health.v1 reports individually.
-const char* const kServiceNames[] = {
-    "vocabd.v1.ModelService", "vocabd.v1.EmbeddingService", "vocabd.v1.ScoringService",
-    "vocabd.v1.PositionService", "vocabd.v1.TokenizerService"};
-
 // Logs how a model's head is served (dtype, oneDNN kernel, batching) and
 // warns when BF16 was asked for but the CPU cannot run it.
 void LogServing(const Model& model) {
@@ -136,6 +133,7 @@ absl::Status VocabdServer::Options::Validate() const {
   CallTracker::Options tracker_options;
   tracker_options.max_tokens_per_request = max_tokens_per_request;
   tracker_options.max_concurrent_requests = max_concurrent_requests;
+  tracker_options.drain_quiet_period = drain_quiet_period;
   RETURN_IF_ERROR(tracker_options.Validate());
   TokenizeLimits tokenize_limits;
   tokenize_limits.max_text_bytes = max_text_bytes;
@@ -233,6 +231,8 @@ VocabdServer::~VocabdServer() { Shutdown(); }
 
 absl::StatusOr<std::unique_ptr<VocabdServer>> VocabdServer::Create(const Options& options) {
   RETURN_IF_ERROR(options.Validate());
+  // Before any thread of ours or gRPC's exists (server/api_services.h).
+  BuildApiDescriptors();
   auto impl = std::make_unique<Impl>();
   impl->options = options;
   const BuildInfo& build = GetBuildInfo();
@@ -242,6 +242,7 @@ absl::StatusOr<std::unique_ptr<VocabdServer>> VocabdServer::Create(const Options
   CallTracker::Options tracker_options;
   tracker_options.max_tokens_per_request = options.max_tokens_per_request;
   tracker_options.max_concurrent_requests = options.max_concurrent_requests;
+  tracker_options.drain_quiet_period = options.drain_quiet_period;
   ASSIGN_OR_RETURN(impl->tracker, CallTracker::Create(tracker_options, impl->metrics.get()));
   ComputePool::Options pool_options;
   pool_options.num_threads = options.compute_threads;
@@ -343,7 +344,7 @@ absl::StatusOr<std::unique_ptr<VocabdServer>> VocabdServer::Create(const Options
   // NOT_SERVING (overall and per service) until everything is up.
   impl->health_service = std::make_unique<HealthService>();
   impl->health_service->SetServingStatus("", false);
-  for (const char* name : kServiceNames) impl->health_service->SetServingStatus(name, false);
+  for (const char* name : kApiServices) impl->health_service->SetServingStatus(name, false);
 
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
@@ -437,7 +438,7 @@ absl::StatusOr<std::unique_ptr<VocabdServer>> VocabdServer::Create(const Options
                  listen.substr(0, listen.rfind(':')), impl->http_gateway->port(),
                  impl->http_gateway->port());
   }
-  for (const char* name : kServiceNames) impl->health_service->SetServingStatus(name, true);
+  for (const char* name : kApiServices) impl->health_service->SetServingStatus(name, true);
   impl->registry.set_on_change([impl = impl.get()] { impl->UpdateHealth(); });
   {
     std::lock_guard<std::mutex> lock(impl->health_mu);
@@ -515,7 +516,7 @@ void VocabdServer::Shutdown() {
   // a call that reached the server but had not started yet).
   const auto deadline = std::chrono::system_clock::now() + impl_->options.drain_timeout;
   impl_->tracker->StartDraining();
-  if (!impl_->tracker->WaitForAdmittedCalls(deadline)) {
+  if (!impl_->tracker->WaitUntilDrained(deadline)) {
     spdlog::warn("drain deadline reached with calls in flight: cancelling them");
   }
   impl_->server->Shutdown(deadline);

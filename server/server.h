@@ -56,6 +56,13 @@ class VocabdServer {
     int max_send_message_bytes = 256 << 20;
     // In-flight calls get this long to finish on Shutdown().
     std::chrono::milliseconds drain_timeout{10000};
+    // Shutdown(): after the admitted calls finished, the drain also waits
+    // until no call arrived for this long (counted from the later of the last
+    // call and the drain's start), so calls in transit are refused
+    // UNAVAILABLE rather than cancelled by gRPC's shutdown
+    // (CallTracker::Options::drain_quiet_period). 0 = no wait; vocabd's
+    // --drain-quiet-ms defaults to 200.
+    std::chrono::milliseconds drain_quiet_period{0};
     // Operations (see docs/operating.md):
     // Prometheus /metrics HTTP address host:port; empty = no HTTP listener
     // (metrics are still collected, see metrics()).

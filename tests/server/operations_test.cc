@@ -249,6 +249,11 @@ TEST(LimitsTest, NegativeLimitsAreRejectedNamingTheFlag) {
   server = VocabdServer::Create(options);
   ASSERT_FALSE(server.ok());
   EXPECT_THAT(server.status().message(), HasSubstr("--max-tokens-per-request = -5"));
+  options.max_tokens_per_request = 0;
+  options.drain_quiet_period = std::chrono::milliseconds(-1);
+  server = VocabdServer::Create(options);
+  ASSERT_FALSE(server.ok());
+  EXPECT_EQ(server.status().message(), "--drain-quiet-ms = -1 must be >= 0 (0 = no wait)");
 }
 
 TEST(LimitsTest, MaxConcurrentRequestsRefusesExtraCallsButNotHealth) {
