@@ -27,7 +27,10 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD_DIR="${VOCABD_BUILD_DIR:-$ROOT/build}"
 ASAN_DIR="${VOCABD_ASAN_BUILD_DIR:-$ROOT/build-asan}"
 TSAN_DIR="${VOCABD_TSAN_BUILD_DIR:-$ROOT/build-tsan}"
-JOBS="${VOCABD_JOBS:-$(nproc)}"
+# Compile jobs: one more than the cores (a link or a protoc step leaves a core
+# idle otherwise); ctest runs as many tests as there are cores.
+JOBS="${VOCABD_JOBS:-$(($(nproc) + 1))}"
+TEST_JOBS="${VOCABD_TEST_JOBS:-$(nproc)}"
 
 # Building and running vocabd, vocabctl and the Python client.
 RUN_PACKAGES=(
@@ -112,7 +115,7 @@ run_tests() {
   deps test
   configure_and_build "$BUILD_DIR" "${RELEASE_ARGS[@]}" --
   local TIMEFORMAT="ctest build: %R s wall, %U s user, %S s sys"
-  time (cd "$BUILD_DIR" && ctest --output-on-failure -j "$JOBS" --timeout 900)
+  time (cd "$BUILD_DIR" && ctest --output-on-failure -j "$TEST_JOBS" --timeout 900)
   echo "deploy/dev.sh test: $((SECONDS - start)) s in all"
 }
 
@@ -127,14 +130,19 @@ export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:history_size=7:supp
 # the fuzz targets (fuzz/). -O1 -g1: the usual sanitizer level; compiles
 # much faster than -O3 and keeps stacks readable. The first report aborts
 # the test (halt_on_error) and so fails ctest.
+# The GoogleTest executables run as 8 shards each (VOCABD_TEST_SHARDS,
+# tests/CMakeLists.txt): every TEST runs, in 8 processes per executable rather
+# than one process per TEST.
+SANITIZER_TEST_SHARDS=8
 ASAN_ARGS=(-DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=clang++ -DVOCABD_SANITIZE=address,undefined
-           -DVOCABD_FUZZ=ON -DVOCABD_BUILD_BENCH=OFF "-DCMAKE_CXX_FLAGS_RELEASE=-O1 -DNDEBUG")
+           -DVOCABD_FUZZ=ON -DVOCABD_BUILD_BENCH=OFF "-DCMAKE_CXX_FLAGS_RELEASE=-O1 -DNDEBUG"
+           -DVOCABD_TEST_SHARDS=$SANITIZER_TEST_SHARDS)
 asan_tests() {
   local start=$SECONDS
   deps sanitizers
   configure_and_build "$ASAN_DIR" "${ASAN_ARGS[@]}" --
   local TIMEFORMAT="asan ctest: %R s wall, %U s user, %S s sys"
-  time (cd "$ASAN_DIR" && ctest --output-on-failure -j "$JOBS" --timeout 1800)
+  time (cd "$ASAN_DIR" && ctest --output-on-failure -j "$TEST_JOBS" --timeout 1800)
   echo "asan suite (build + test): $((SECONDS - start)) s"
 }
 
@@ -158,7 +166,7 @@ tsan_tests() {
   configure_and_build "$TSAN_DIR" -DCMAKE_BUILD_TYPE=Release -DVOCABD_SANITIZE=thread -DVOCABD_BUILD_BENCH=OFF \
     "-DCMAKE_CXX_FLAGS_RELEASE=-O1 -DNDEBUG" -- vocabd_serving_tests vocabd_server_tests
   local TIMEFORMAT="tsan ctest: %R s wall, %U s user, %S s sys"
-  time (cd "$TSAN_DIR" && OMP_NUM_THREADS=1 ctest --output-on-failure -j "$JOBS" --timeout 1800 -L threads)
+  time (cd "$TSAN_DIR" && OMP_NUM_THREADS=1 ctest --output-on-failure -j "$TEST_JOBS" --timeout 1800 -L threads)
   echo "tsan suite (build + test): $((SECONDS - start)) s"
 }
 
