@@ -40,7 +40,7 @@ int main(int argc, char** argv) {
   std::string log_format = "text";
   int intra_op_threads = 0;
   int64_t drain_timeout_ms = options.drain_timeout.count();
-  int64_t drain_quiet_ms = 200;
+  int64_t drain_quiet_ms = options.drain_quiet_period.count();
   app.add_option("--listen", options.listen_address, "gRPC listen address host:port (port 0 = any)")
       ->capture_default_str()
       ->envname("VOCABD_LISTEN");
@@ -119,7 +119,8 @@ int main(int argc, char** argv) {
   app.add_option("--drain-quiet-ms", drain_quiet_ms,
                  "On SIGTERM/SIGINT, after the in-flight calls finished: how long no new call may "
                  "have arrived before gRPC shuts down (calls in transit are refused UNAVAILABLE, "
-                 "not cancelled; ms, within --drain-timeout-ms)")
+                 "not cancelled; ms, within --drain-timeout-ms; 0 = no wait). For callers that "
+                 "stop sending on NOT_SERVING")
       ->capture_default_str()
       ->envname("VOCABD_DRAIN_QUIET_MS");
   app.add_option("--metrics-listen", options.metrics_listen,

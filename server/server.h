@@ -60,8 +60,10 @@ class VocabdServer {
     // until no call arrived for this long (counted from the later of the last
     // call and the drain's start), so calls in transit are refused
     // UNAVAILABLE rather than cancelled by gRPC's shutdown
-    // (CallTracker::Options::drain_quiet_period). 0 = no wait; vocabd's
-    // --drain-quiet-ms defaults to 200.
+    // (CallTracker::Options::drain_quiet_period). 0 = no wait. Only for
+    // callers that stop sending when health turns NOT_SERVING: a client that
+    // keeps sending to the draining server holds the drain until
+    // drain_timeout.
     std::chrono::milliseconds drain_quiet_period{0};
     // Operations (see docs/operating.md):
     // Prometheus /metrics HTTP address host:port; empty = no HTTP listener

@@ -105,6 +105,20 @@ class Node {
   const std::string& file_;
 };
 
+// A "Sequence" component: `parse(element, depth + 1)` for each element of
+// n[key] (its path "<path>.<key>[i]"), at most kMaxSequenceDepth levels deep.
+template <typename Parse>
+absl::Status ParseSequence(const Node& n, const char* key, int depth, Parse parse) {
+  if (depth >= kMaxSequenceDepth) return n.Deep();
+  auto it = n.j().find(key);
+  if (it == n.j().end() || !it->is_array()) return n.Error(key, "is missing or not an array");
+  for (size_t i = 0; i < it->size(); ++i) {
+    const Node element((*it)[i], absl::StrCat(n.At(key), "[", i, "]"), n.file());
+    if (absl::Status s = parse(element, depth + 1); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
 // A single character given as a JSON string (Metaspace replacement,
 // CharDelimiterSplit delimiter, Strip content).
 absl::Status OneChar(const Node& n, const char* key, uint32_t* cp) {
@@ -464,13 +478,7 @@ absl::Status ParseNormalizer(const Node& n, int depth, std::vector<NormOp>* ops)
   if (!type.ok()) return type.status();
   const std::string& t = *type;
   if (t == "Sequence") {
-    if (depth >= kMaxSequenceDepth) return n.Deep();
-    auto it = n.j().find("normalizers");
-    if (it == n.j().end() || !it->is_array()) return n.Error("normalizers", "is missing or not an array");
-    for (size_t i = 0; i < it->size(); ++i) {
-          if (absl::Status s = ParseNormalizer(Node((*it)[i], absl::StrCat(n.At("normalizers"), "[", i, "]"), n.file()), depth + 1, ops); !s.ok()) return s;
-    }
-    return absl::OkStatus();
+    return ParseSequence(n, "normalizers", depth, [ops](const Node& e, int d) { return ParseNormalizer(e, d, ops); });
   }
   NormOp op;
   if (t == "NFC") op.kind = NormOp::kNfc;
@@ -858,13 +866,7 @@ absl::Status ParsePreTokenizer(const Node& n, int depth, std::vector<PreOp>* ops
   if (!type.ok()) return type.status();
   const std::string& t = *type;
   if (t == "Sequence") {
-    if (depth >= kMaxSequenceDepth) return n.Deep();
-    auto it = n.j().find("pretokenizers");
-    if (it == n.j().end() || !it->is_array()) return n.Error("pretokenizers", "is missing or not an array");
-    for (size_t i = 0; i < it->size(); ++i) {
-      if (absl::Status s = ParsePreTokenizer(Node((*it)[i], absl::StrCat(n.At("pretokenizers"), "[", i, "]"), n.file()), depth + 1, ops); !s.ok()) return s;
-    }
-    return absl::OkStatus();
+    return ParseSequence(n, "pretokenizers", depth, [ops](const Node& e, int d) { return ParsePreTokenizer(e, d, ops); });
   }
   PreOp op;
   if (t == "Split") {
@@ -1405,13 +1407,7 @@ absl::Status ParseDecoder(const Node& n, int depth, std::vector<DecOp>* ops) {
   if (!type.ok()) return type.status();
   const std::string& t = *type;
   if (t == "Sequence") {
-    if (depth >= kMaxSequenceDepth) return n.Deep();
-    auto it = n.j().find("decoders");
-    if (it == n.j().end() || !it->is_array()) return n.Error("decoders", "is missing or not an array");
-    for (size_t i = 0; i < it->size(); ++i) {
-      if (absl::Status s = ParseDecoder(Node((*it)[i], absl::StrCat(n.At("decoders"), "[", i, "]"), n.file()), depth + 1, ops); !s.ok()) return s;
-    }
-    return absl::OkStatus();
+    return ParseSequence(n, "decoders", depth, [ops](const Node& e, int d) { return ParseDecoder(e, d, ops); });
   }
   DecOp op;
   if (t == "ByteLevel") {
@@ -1506,13 +1502,7 @@ absl::Status ParsePost(const Node& n, int depth, const std::function<std::option
     return absl::OkStatus();
   };
   if (t == "Sequence") {
-    if (depth >= kMaxSequenceDepth) return n.Deep();
-    auto it = n.j().find("processors");
-    if (it == n.j().end() || !it->is_array()) return n.Error("processors", "is missing or not an array");
-    for (size_t i = 0; i < it->size(); ++i) {
-      if (absl::Status s = ParsePost(Node((*it)[i], absl::StrCat(n.At("processors"), "[", i, "]"), n.file()), depth + 1, find, post); !s.ok()) return s;
-    }
-    return absl::OkStatus();
+    return ParseSequence(n, "processors", depth, [&](const Node& e, int d) { return ParsePost(e, d, find, post); });
   }
   if (t == "BertProcessing" || t == "RobertaProcessing") {
     int32_t cls = 0, sep = 0;
@@ -1794,6 +1784,29 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> MakeHfTokenizer(const json& j, const 
     if (absl::Status s = an.String("content", &content, &present); !s.ok()) return s;
     if (!present || content.empty()) return an.Error("content", "is missing or empty");
     if (absl::Status s = an.Bool("special", &special); !s.ok()) return s;
+    // tokenizers' AddedToken rules. tokenizers requires every flag (the
+    // files it writes carry them all); one left out here counts as false.
+    Vocab::SplitRules rules;
+    bool normalized = false;
+    for (const auto& [key, out] : {std::pair<const char*, bool*>{"single_word", &rules.single_word},
+                                   {"lstrip", &rules.lstrip},
+                                   {"rstrip", &rules.rstrip},
+                                   {"normalized", &normalized}}) {
+      if (absl::Status s = an.Bool(key, out); !s.ok()) return s;
+    }
+    if (normalized) {
+      // Matched on the normalized text between the other added tokens
+      // (AddedVocabulary::extract_and_normalize); without a normalizer
+      // that text is the input itself.
+      if (!Field(j, "normalizer").is_null()) {
+        return an.Error("normalized", "= true with a normalizer: matching an added token on the "
+                                      "normalized text is not supported");
+      }
+      rules.second_pass = true;
+    }
+    if (rules.single_word || rules.lstrip || rules.rstrip || rules.second_pass) {
+      v.split_rules.emplace_back(id, rules);
+    }
     v.pieces[id] = content;
     v.types[id] = special ? TokenType::kControl : TokenType::kUserDefined;
     v.split_tokens.push_back(id);

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <utility>
 
+#include <unicode/uchar.h>
+
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "lib/tokenizer/incremental_decode.h"
@@ -118,17 +120,94 @@ absl::Status ValidateVocab(Vocab* v) {
 }
 
 VocabTokenizer::VocabTokenizer(Vocab vocab) : vocab_(std::move(vocab)) {
+  for (const auto& [id, rules] : vocab_.split_rules) rules_[id] = rules;
   absl::flat_hash_set<int32_t> seen;
   for (int32_t id : vocab_.split_tokens) {
     const std::string& p = vocab_.pieces[id];
     if (p.empty() || !seen.insert(id).second) continue;
-    split_by_first_byte_[static_cast<unsigned char>(p[0])].push_back(id);
+    auto it = rules_.find(id);
+    const int pass = it != rules_.end() && it->second.second_pass ? 1 : 0;
+    split_by_first_byte_[pass][static_cast<unsigned char>(p[0])].push_back(id);
+    if (pass == 1) has_second_pass_ = true;
   }
-  for (auto& list : split_by_first_byte_) {
-    std::stable_sort(list.begin(), list.end(), [&](int32_t a, int32_t b) {
-      return vocab_.pieces[a].size() > vocab_.pieces[b].size();
-    });
+  for (auto& table : split_by_first_byte_) {
+    for (auto& list : table) {
+      std::stable_sort(list.begin(), list.end(), [&](int32_t a, int32_t b) {
+        return vocab_.pieces[a].size() > vocab_.pieces[b].size();
+      });
+    }
   }
+}
+
+namespace {
+
+// The code point ending at text[end) / starting at text[begin] (valid UTF-8).
+UChar32 CodePointBefore(std::string_view text, size_t end, size_t* begin) {
+  size_t b = end - 1;
+  while (b > 0 && (static_cast<unsigned char>(text[b]) & 0xC0) == 0x80) --b;
+  size_t pos = b;
+  *begin = b;
+  return static_cast<UChar32>(DecodeUtf8(text, &pos));
+}
+UChar32 CodePointAt(std::string_view text, size_t begin, size_t* end) {
+  size_t pos = begin;
+  const auto c = static_cast<UChar32>(DecodeUtf8(text, &pos));
+  *end = pos;
+  return c;
+}
+// Rust regex's Unicode \w and \s (UTS #18), which tokenizers' added-token
+// rules use.
+bool IsWordChar(UChar32 c) {
+  return u_hasBinaryProperty(c, UCHAR_ALPHABETIC) ||
+         (U_GET_GC_MASK(c) & (U_GC_M_MASK | U_GC_ND_MASK | U_GC_PC_MASK)) != 0 ||
+         u_hasBinaryProperty(c, UCHAR_JOIN_CONTROL);
+}
+bool IsSpaceChar(UChar32 c) { return u_hasBinaryProperty(c, UCHAR_WHITE_SPACE); }
+
+}  // namespace
+
+void VocabTokenizer::FindSplits(std::string_view text, size_t begin, size_t end, int pass,
+                                std::vector<Split>* out) const {
+  const auto& table = split_by_first_byte_[pass];
+  size_t start_offset = begin;  // end of the last split emitted
+  size_t i = begin;
+  while (i < end) {
+    int32_t hit = -1;
+    for (int32_t id : table[static_cast<unsigned char>(text[i])]) {
+      const std::string& p = vocab_.pieces[id];
+      if (end - i >= p.size() && text.compare(i, p.size(), p) == 0) {
+        hit = id;
+        break;
+      }
+    }
+    if (hit < 0) {
+      ++i;
+      continue;
+    }
+    size_t start = i, stop = i + vocab_.pieces[hit].size();
+    i = stop;  // the next match starts after this one, kept or not
+    const auto rule = rules_.find(hit);
+    if (rule != rules_.end()) {
+      const Vocab::SplitRules& r = rule->second;
+      size_t b = 0, e = 0;
+      if (r.single_word && ((start > begin && IsWordChar(CodePointBefore(text, start, &b))) ||
+                            (stop < end && IsWordChar(CodePointAt(text, stop, &e))))) {
+        continue;
+      }
+      if (r.lstrip) {
+        size_t s = start;
+        while (s > begin && IsSpaceChar(CodePointBefore(text, s, &b))) s = b;
+        start = std::max(s, start_offset);
+      }
+      if (r.rstrip) {
+        while (stop < end && IsSpaceChar(CodePointAt(text, stop, &e))) stop = e;
+      }
+    }
+    if (start_offset < start) out->push_back({start_offset, start, -1});
+    out->push_back({start, stop, hit});
+    start_offset = stop;
+  }
+  if (start_offset < end) out->push_back({start_offset, end, -1});
 }
 
 absl::Status VocabTokenizer::EncodeImpl(std::string_view text, bool add_special_tokens,
@@ -140,39 +219,24 @@ absl::Status VocabTokenizer::EncodeImpl(std::string_view text, bool add_special_
     ids->push_back(*vocab_.bos);
     if (offsets) offsets->emplace_back(0, 0);
   }
-  size_t seg_begin = 0;
-  size_t i = 0;
-  while (i < text.size()) {
-    const auto& cands = split_by_first_byte_[static_cast<unsigned char>(text[i])];
-    int32_t hit = -1;
-    for (int32_t id : cands) {
-      const std::string& p = vocab_.pieces[id];
-      if (text.size() - i >= p.size() && text.compare(i, p.size(), p) == 0) {
-        hit = id;
-        break;
-      }
+  std::vector<Split> first, splits;
+  FindSplits(text, 0, text.size(), 0, &first);
+  for (const Split& sp : first) {
+    if (sp.id < 0 && has_second_pass_) {
+      FindSplits(text, sp.begin, sp.end, 1, &splits);
+    } else {
+      splits.push_back(sp);
     }
-    if (hit < 0) {
-      ++i;
-      continue;
-    }
-    if (i > seg_begin) {
-      if (absl::Status s = EncodeSegment(text.substr(seg_begin, i - seg_begin),
-                                         static_cast<int64_t>(seg_begin), ids, offsets);
-          !s.ok()) {
-        return s;
-      }
-    }
-    const size_t len = vocab_.pieces[hit].size();
-    ids->push_back(hit);
-    if (offsets) offsets->emplace_back(static_cast<int64_t>(i), static_cast<int64_t>(i + len));
-    i += len;
-    seg_begin = i;
   }
-  if (seg_begin < text.size()) {
-    if (absl::Status s = EncodeSegment(text.substr(seg_begin), static_cast<int64_t>(seg_begin),
-                                       ids, offsets);
-        !s.ok()) {
+  for (const Split& sp : splits) {
+    if (sp.id >= 0) {
+      ids->push_back(sp.id);
+      if (offsets) {
+        offsets->emplace_back(static_cast<int64_t>(sp.begin), static_cast<int64_t>(sp.end));
+      }
+    } else if (absl::Status s = EncodeSegment(text.substr(sp.begin, sp.end - sp.begin),
+                                              static_cast<int64_t>(sp.begin), ids, offsets);
+               !s.ok()) {
       return s;
     }
   }

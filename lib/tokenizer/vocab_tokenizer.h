@@ -20,8 +20,10 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "lib/tokenizer/tokenizer.h"
@@ -41,6 +43,24 @@ struct Vocab {
   // Tokens matched verbatim in the input before the model runs (HF added
   // tokens, GGUF control / user-defined tokens).
   std::vector<int32_t> split_tokens;
+  // Hugging Face added tokens' matching rules (tokenizers' AddedToken, its
+  // AddedVocabulary::find_matches); a split token without an entry has them
+  // all false. Matches are found leftmost-longest, then:
+  //   single_word  a match preceded or followed by a word character (regex
+  //                \w: Alphabetic, M, Nd, Pc, Join_Control) is dropped
+  //   lstrip       the token's span takes the White_Space run before it
+  //                (not past the previous token's end)
+  //   rstrip       ... and the White_Space run after it
+  //   second_pass  a `normalized` token: matched only in the text between
+  //                the other tokens, after those (exact when the tokenizer
+  //                has no normalizer; the loader refuses the other case)
+  struct SplitRules {
+    bool single_word = false;
+    bool lstrip = false;
+    bool rstrip = false;
+    bool second_pass = false;
+  };
+  std::vector<std::pair<int32_t, SplitRules>> split_rules;
   std::string source;
 };
 
@@ -91,9 +111,24 @@ class VocabTokenizer : public Tokenizer {
                           std::vector<int32_t>* ids,
                           std::vector<std::pair<int64_t, int64_t>>* offsets) const;
 
+  // One split-token span or the text between ([begin, end) bytes of the
+  // input; id -1 = text).
+  struct Split {
+    size_t begin, end;
+    int32_t id;
+  };
+  // Appends the split tokens of pass `pass` found in text[begin, end) and the
+  // text between them to *out, applying split_rules (HF find_matches).
+  void FindSplits(std::string_view text, size_t begin, size_t end, int pass,
+                  std::vector<Split>* out) const;
+
   Vocab vocab_;
-  // Split tokens by first byte, longest first.
-  std::array<std::vector<int32_t>, 256> split_by_first_byte_;
+  // Split tokens by first byte, longest first: [0] the first pass (every
+  // split token without second_pass), [1] the second.
+  std::array<std::array<std::vector<int32_t>, 256>, 2> split_by_first_byte_;
+  bool has_second_pass_ = false;
+  // Rules per split token id (empty when no token has any).
+  absl::flat_hash_map<int32_t, Vocab::SplitRules> rules_;
 };
 
 // UTF-8 helpers.

@@ -67,55 +67,19 @@ v1::ScoreRequest ScoreRows(int64_t rows, int top_k = 0) {
 
 // Calls Score (one row) every 50 ms on its own channel, each with a 1 s
 // deadline, until stopped; every call must succeed.
-class ScoreProbe {
+class ScoreProbe : public ServingProbe {
  public:
   explicit ScoreProbe(const std::string& target)
-      : stub_(v1::ScoringService::NewStub(Channel(target))) {
-    thread_ = std::thread([this] { Run(); });
-  }
-  ~ScoreProbe() { Stop(); }
-  void ExpectAllAnswered(const std::string& what) {
-    Stop();
-    EXPECT_GE(calls_, 1) << what;
-    EXPECT_EQ(failures_, 0) << what << ": " << first_failure_;
-  }
-
- private:
-  void Stop() {
-    stop_ = true;
-    if (thread_.joinable()) thread_.join();
-  }
-  void Run() {
-    const v1::ScoreRequest req = ScoreRows(1, 5);
-    while (!stop_) {
-      v1::ScoreResponse res;
-      grpc::ClientContext ctx;
-      ctx.set_deadline(std::chrono::system_clock::now() +
-                       std::chrono::milliseconds(1000 * kSanitizerSlowdown));
-      const grpc::Status s = stub_->Score(&ctx, req, &res);
-      ++calls_;
-      if (!s.ok() && failures_++ == 0) {
-        first_failure_ = std::to_string(s.error_code()) + " " + s.error_message();
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-  }
-  std::unique_ptr<v1::ScoringService::Stub> stub_;
-  std::atomic<bool> stop_{false};
-  int calls_ = 0;
-  int failures_ = 0;
-  std::string first_failure_;
-  std::thread thread_;
+      : ServingProbe([stub = std::shared_ptr<v1::ScoringService::Stub>(
+                          v1::ScoringService::NewStub(Channel(target))),
+                      req = ScoreRows(1, 5)] {
+          v1::ScoreResponse res;
+          grpc::ClientContext ctx;
+          ctx.set_deadline(std::chrono::system_clock::now() +
+                           std::chrono::milliseconds(1000 * kSanitizerSlowdown));
+          return stub->Score(&ctx, req, &res);
+        }) {}
 };
-
-// A repository model folder: the stories260K-hf checkpoint with
-// `tokenizer_json` as its tokenizer.json.
-void WriteRepoModel(const std::string& dir, const std::string& tokenizer_json) {
-  fs::create_directories(dir);
-  fs::copy_file(Stories260KHfDir() + "/config.json", dir + "/config.json");
-  fs::copy_file(Stories260KHfDir() + "/model.safetensors", dir + "/model.safetensors");
-  std::ofstream(dir + "/tokenizer.json") << tokenizer_json;
-}
 
 // A BPE tokenizer.json whose only pre-tokenizer is Split(pattern).
 std::string SplitTokenizerJson(const std::string& pattern) {
@@ -247,15 +211,6 @@ TEST_F(GrpcHardeningTest, TokenizeDoesNotStarveScore) {
   for (auto& t : clients) t.join();
   EXPECT_GE(ok.load(), 1);
   probe.ExpectAllAnswered("4 clients x 4 x 1 MiB Tokenize");
-}
-
-grpc::Status LoadRepoModel(const std::string& target, const std::string& name) {
-  auto stub = v1::ModelService::NewStub(Channel(target));
-  grpc::ClientContext ctx;
-  v1::LoadModelRequest req;
-  req.set_name(name);
-  v1::ModelInfo info;
-  return stub->LoadModel(&ctx, req, &info);
 }
 
 // A tokenizer.json Split pattern that backtracks exponentially ("(a+)+$")
@@ -516,8 +471,9 @@ TEST(DrainUnderLoadTest, CallsInFlightAtShutdownFinish) {
   options.models = {{kBinModel, Stories260KBin()}};
   options.compute_threads = 1;
   options.drain_timeout = std::chrono::milliseconds(30000);
-  // vocabd's default quiet period (--drain-quiet-ms), longer under the
-  // sanitizers: a ThreadSanitizer client can pause 200+ ms between calls.
+  // --drain-quiet-ms 200 (these callers stop sending once shutting_down is
+  // set), longer under the sanitizers: a ThreadSanitizer client can pause
+  // 200+ ms between calls.
   options.drain_quiet_period = std::chrono::milliseconds(200 * kSanitizerSlowdown);
   auto server = VocabdServer::Create(options);
   ASSERT_TRUE(server.ok()) << server.status();

@@ -170,44 +170,21 @@ constexpr char kEmbedBody[] = R"({"sequences": [{"tokenIds": [1, 403]}]})";
 
 // Calls Embed over gRPC every 50 ms (1 s deadline each) until stopped; every
 // call must succeed: a well-behaved caller is served while the attack runs.
-class GrpcProbe {
+class GrpcProbe : public ServingProbe {
  public:
   explicit GrpcProbe(const std::string& target)
-      : stub_(v1::EmbeddingService::NewStub(
-            grpc::CreateChannel(target, grpc::InsecureChannelCredentials()))) {
-    thread_ = std::thread([this] { Run(); });
-  }
-  ~GrpcProbe() { Stop(); }
-  // Stops the probe and checks every call was answered OK within 1 s.
-  void ExpectAllAnswered(const std::string& what) {
-    Stop();
-    EXPECT_GE(calls_, 1) << what;
-    EXPECT_EQ(failures_, 0) << what << ": " << first_failure_;
-  }
-
- private:
-  void Stop() {
-    stop_ = true;
-    if (thread_.joinable()) thread_.join();
-  }
-  void Run() {
-    while (!stop_) {
-      v1::EmbedRequest req;
-      req.add_sequences()->add_token_ids(1);
-      v1::EmbedResponse res;
-      grpc::ClientContext ctx;
-      ctx.set_deadline(std::chrono::system_clock::now() +
-                       std::chrono::milliseconds(1000 * kSanitizerSlowdown));
-      const grpc::Status s = stub_->Embed(&ctx, req, &res);
-      ++calls_;
-      if (!s.ok()) {
-        if (failures_++ == 0) first_failure_ = s.error_message();
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-  }
-  std::unique_ptr<v1::EmbeddingService::Stub> stub_;
-  std::atomic<bool> stop_{false};
+      : ServingProbe([stub = std::shared_ptr<v1::EmbeddingService::Stub>(
+                          v1::EmbeddingService::NewStub(grpc::CreateChannel(
+                              target, grpc::InsecureChannelCredentials())))] {
+          v1::EmbedRequest req;
+          req.add_sequences()->add_token_ids(1);
+          v1::EmbedResponse res;
+          grpc::ClientContext ctx;
+          ctx.set_deadline(std::chrono::system_clock::now() +
+                           std::chrono::milliseconds(1000 * kSanitizerSlowdown));
+          return stub->Embed(&ctx, req, &res);
+        }) {}
+};
   int calls_ = 0;
   int failures_ = 0;
   std::string first_failure_;
@@ -216,15 +193,6 @@ class GrpcProbe {
 
 // "[[[...]]]" nested `depth` levels.
 std::string Nested(size_t depth) { return std::string(depth, '[') + std::string(depth, ']'); }
-
-// A repository model folder: the stories260K-hf checkpoint with
-// `tokenizer_json` as its tokenizer.json.
-void WriteRepoModel(const std::string& dir, const std::string& tokenizer_json) {
-  fs::create_directories(dir);
-  fs::copy_file(Stories260KHfDir() + "/config.json", dir + "/config.json");
-  fs::copy_file(Stories260KHfDir() + "/model.safetensors", dir + "/model.safetensors");
-  std::ofstream(dir + "/tokenizer.json") << tokenizer_json;
-}
 
 // {"type": "Sequence", "pretokenizers": [ ... ]} nested `levels` times
 // around a ByteLevel pre-tokenizer.
@@ -326,16 +294,6 @@ TEST_F(HttpHardeningTest, DeeplyNestedJsonBodyIsRefusedBeforeParsing) {
   EXPECT_THAT(r.body, ::testing::Not(HasSubstr("nesting depth")));
   EXPECT_RSS_LT(VmRssBytes() - rss_before, 16 * kMiB);
   probe.ExpectAllAnswered("nested JSON attack");
-}
-
-grpc::Status LoadRepoModel(const std::string& target, const std::string& name) {
-  auto stub = v1::ModelService::NewStub(
-      grpc::CreateChannel(target, grpc::InsecureChannelCredentials()));
-  grpc::ClientContext ctx;
-  v1::LoadModelRequest req;
-  req.set_name(name);
-  v1::ModelInfo info;
-  return stub->LoadModel(&ctx, req, &info);
 }
 
 grpc::Status Tokenize(const std::string& target, const std::string& model) {

@@ -1,6 +1,11 @@
 #include "tests/server/server_fixture.h"
 
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+
 #include "tests/test_util.h"
+#include "vocabd/v1/model.grpc.pb.h"
 
 namespace vocabd::testing {
 
@@ -26,6 +31,48 @@ void ServerTest::TearDownTestSuite() {
   client_.reset();
   if (server_) server_->Shutdown();
   server_.reset();
+}
+
+void WriteRepoModel(const std::string& dir, const std::string& tokenizer_json) {
+  namespace fs = std::filesystem;
+  fs::create_directories(dir);
+  fs::copy_file(Stories260KHfDir() + "/config.json", dir + "/config.json");
+  fs::copy_file(Stories260KHfDir() + "/model.safetensors", dir + "/model.safetensors");
+  std::ofstream(dir + "/tokenizer.json") << tokenizer_json;
+}
+
+grpc::Status LoadRepoModel(const std::string& target, const std::string& name) {
+  auto stub =
+      v1::ModelService::NewStub(grpc::CreateChannel(target, grpc::InsecureChannelCredentials()));
+  grpc::ClientContext ctx;
+  v1::LoadModelRequest req;
+  req.set_name(name);
+  v1::ModelInfo info;
+  return stub->LoadModel(&ctx, req, &info);
+}
+
+ServingProbe::ServingProbe(std::function<grpc::Status()> call) : call_(std::move(call)) {
+  thread_ = std::thread([this] {
+    while (!stop_) {
+      const grpc::Status s = call_();
+      ++calls_;
+      if (!s.ok() && failures_++ == 0) {
+        first_failure_ = std::to_string(s.error_code()) + " " + s.error_message();
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  });
+}
+
+void ServingProbe::Stop() {
+  stop_ = true;
+  if (thread_.joinable()) thread_.join();
+}
+
+void ServingProbe::ExpectAllAnswered(const std::string& what) {
+  Stop();
+  EXPECT_GE(calls_, 1) << what;
+  EXPECT_EQ(failures_, 0) << what << ": " << first_failure_;
 }
 
 }  // namespace vocabd::testing

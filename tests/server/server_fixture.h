@@ -3,9 +3,14 @@
 #ifndef VOCABD_TESTS_SERVER_SERVER_FIXTURE_H_
 #define VOCABD_TESTS_SERVER_SERVER_FIXTURE_H_
 
+#include <atomic>
+#include <functional>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
+
+#include <grpcpp/grpcpp.h>
 
 #include <gtest/gtest.h>
 
@@ -31,6 +36,34 @@ class ServerTest : public ::testing::Test {
  private:
   static std::unique_ptr<VocabdServer> server_;
   static std::unique_ptr<VocabdClient> client_;
+};
+
+// A repository model folder `dir`: the stories260K-hf checkpoint with
+// `tokenizer_json` as its tokenizer.json.
+void WriteRepoModel(const std::string& dir, const std::string& tokenizer_json);
+
+// ModelService.LoadModel(name) on `target`.
+grpc::Status LoadRepoModel(const std::string& target, const std::string& name);
+
+// A well-behaved caller beside an attack: runs `call` (one RPC, which sets
+// its own deadline) every 50 ms on its own thread until stopped.
+class ServingProbe {
+ public:
+  explicit ServingProbe(std::function<grpc::Status()> call);
+  ~ServingProbe() { Stop(); }
+  ServingProbe(const ServingProbe&) = delete;
+  ServingProbe& operator=(const ServingProbe&) = delete;
+  // Stops the probe; at least one call ran and every call answered OK.
+  void ExpectAllAnswered(const std::string& what);
+
+ private:
+  void Stop();
+  std::function<grpc::Status()> call_;
+  std::atomic<bool> stop_{false};
+  int calls_ = 0;
+  int failures_ = 0;
+  std::string first_failure_;
+  std::thread thread_;
 };
 
 }  // namespace vocabd::testing

@@ -733,5 +733,64 @@ TEST(HfTokenizerTest, BpeModelOptions) {
   EXPECT_THAT(ids(*noign, "abc ab"), ElementsAreArray({4, 2, 4}));
 }
 
+// Added tokens' rules as tokenizers' AddedVocabulary applies them: matches
+// found leftmost-longest; single_word drops a match touching a word
+// character (\w); lstrip / rstrip widen the token's span over the White_Space
+// before / after it (lstrip never past the previous token); `normalized`
+// tokens are matched in a second pass over the text between the others.
+// The model splits the rest into characters (BPE, no merges, no
+// pre-tokenizer), so every expected id and offset follows from those rules.
+TEST(HfTokenizerTest, AddedTokenRules) {
+  auto added = [](int id, const char* content, bool lstrip, bool rstrip, bool single_word,
+                  bool normalized) {
+    return json{{"id", id},         {"content", content},         {"lstrip", lstrip},
+                {"rstrip", rstrip}, {"single_word", single_word}, {"normalized", normalized},
+                {"special", !normalized}};
+  };
+  json j = {{"model", {{"type", "BPE"}, {"merges", json::array()},
+                       {"vocab", {{"a", 0}, {"b", 1}, {" ", 2}, {"x", 3}, {"<", 4}, {"w", 5},
+                                  {">", 6}, {"c", 7}, {"d", 8}, {"\u3000", 9}}}}},
+            {"added_tokens", {added(10, "<m>", true, false, false, false),
+                              added(11, "<r>", false, true, false, false),
+                              added(12, "<w>", false, false, true, false),
+                              added(13, "bc", false, false, false, false),
+                              added(14, "cab", false, false, false, true)}}};
+  auto t = LoadTokenizer(WriteJson("added_rules", j));
+  ASSERT_TRUE(t.ok()) << t.status();
+  using Offsets = std::vector<std::pair<int64_t, int64_t>>;
+  auto check = [&](const std::string& text, std::vector<int32_t> ids, Offsets offsets) {
+    auto e = (*t)->Encode(text, false);
+    ASSERT_TRUE(e.ok()) << e.status();
+    EXPECT_EQ(e->ids, ids) << text;
+    EXPECT_EQ(e->offsets, offsets) << text;
+  };
+  // lstrip: " <m>" is the token; "  <m>" too; U+3000 (3 bytes) is White_Space.
+  check("a <m> b", {0, 10, 2, 1}, {{0, 1}, {1, 5}, {5, 6}, {6, 7}});
+  check("a  <m>", {0, 10}, {{0, 1}, {1, 6}});
+  check("a\u3000<m>", {0, 10}, {{0, 1}, {1, 7}});
+  // rstrip: "<r> " is the token.
+  check("a <r> b", {0, 2, 11, 1}, {{0, 1}, {1, 2}, {2, 6}, {6, 7}});
+  // <r> takes the two spaces; <m>'s lstrip cannot take them back.
+  check("<r>  <m>", {11, 10}, {{0, 5}, {5, 8}});
+  // single_word: after "x" or before "a" or "é" (Alphabetic) the match is
+  // dropped and its characters go to the model ("é" has no token).
+  check("x<w> <w>", {3, 4, 5, 6, 2, 12}, {{0, 1}, {1, 2}, {2, 3}, {3, 4}, {4, 5}, {5, 8}});
+  check("<w>a", {4, 5, 6, 0}, {{0, 1}, {1, 2}, {2, 3}, {3, 4}});
+  check("\xC3\xA9<w>", {4, 5, 6}, {{2, 3}, {3, 4}, {4, 5}});
+  // "cab" (normalized) is looked for only between the other tokens: in
+  // "cabc" the first pass takes "bc", leaving "ca" (one pass would have
+  // matched "cab" first).
+  check("cabd", {14, 8}, {{0, 3}, {3, 4}});
+  check("cabc", {7, 0, 13}, {{0, 1}, {1, 2}, {2, 4}});
+
+  // A normalized added token with a normalizer is refused, naming it.
+  j["normalizer"] = {{"type", "Lowercase"}};
+  auto refused = LoadTokenizer(WriteJson("added_rules_norm", j));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(refused.status().message(),
+              HasSubstr("added_tokens[4].normalized = true with a normalizer: matching an added "
+                        "token on the normalized text is not supported"));
+}
+
 }  // namespace hf_tokenizer_test
 }  // namespace vocabd
