@@ -185,11 +185,6 @@ class GrpcProbe : public ServingProbe {
           return stub->Embed(&ctx, req, &res);
         }) {}
 };
-  int calls_ = 0;
-  int failures_ = 0;
-  std::string first_failure_;
-  std::thread thread_;
-};
 
 // "[[[...]]]" nested `depth` levels.
 std::string Nested(size_t depth) { return std::string(depth, '[') + std::string(depth, ']'); }
