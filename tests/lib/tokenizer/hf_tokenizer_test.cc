@@ -749,7 +749,7 @@ TEST(HfTokenizerTest, AddedTokenRules) {
   };
   json j = {{"model", {{"type", "BPE"}, {"merges", json::array()},
                        {"vocab", {{"a", 0}, {"b", 1}, {" ", 2}, {"x", 3}, {"<", 4}, {"w", 5},
-                                  {">", 6}, {"c", 7}, {"d", 8}, {"\u3000", 9}}}}},
+                                  {">", 6}, {"c", 7}, {"d", 8}, {"\u3000", 9}, {"\u00e9", 15}}}}},
             {"added_tokens", {added(10, "<m>", true, false, false, false),
                               added(11, "<r>", false, true, false, false),
                               added(12, "<w>", false, false, true, false),
@@ -772,11 +772,11 @@ TEST(HfTokenizerTest, AddedTokenRules) {
   check("a <r> b", {0, 2, 11, 1}, {{0, 1}, {1, 2}, {2, 6}, {6, 7}});
   // <r> takes the two spaces; <m>'s lstrip cannot take them back.
   check("<r>  <m>", {11, 10}, {{0, 5}, {5, 8}});
-  // single_word: after "x" or before "a" or "é" (Alphabetic) the match is
-  // dropped and its characters go to the model ("é" has no token).
+  // single_word: after "x" or "é" (Alphabetic, 2 bytes) or before "a" the
+  // match is dropped and its characters go to the model.
   check("x<w> <w>", {3, 4, 5, 6, 2, 12}, {{0, 1}, {1, 2}, {2, 3}, {3, 4}, {4, 5}, {5, 8}});
   check("<w>a", {4, 5, 6, 0}, {{0, 1}, {1, 2}, {2, 3}, {3, 4}});
-  check("\xC3\xA9<w>", {4, 5, 6}, {{2, 3}, {3, 4}, {4, 5}});
+  check("\xC3\xA9<w>", {15, 4, 5, 6}, {{0, 2}, {2, 3}, {3, 4}, {4, 5}});
   // "cab" (normalized) is looked for only between the other tokens: in
   // "cabc" the first pass takes "bc", leaving "ca" (one pass would have
   // matched "cab" first).
