@@ -172,7 +172,6 @@ struct NChar {
   uint32_t ob, oe;  // input bytes [ob, oe) this character came from
 };
 
-bool IsWhite(uint32_t c) { return u_hasBinaryProperty(static_cast<UChar32>(c), UCHAR_WHITE_SPACE); }
 bool IsAsciiPunct(uint32_t c) {
   return (c >= 33 && c <= 47) || (c >= 58 && c <= 64) || (c >= 91 && c <= 96) || (c >= 123 && c <= 126);
 }
@@ -407,8 +406,8 @@ absl::Status ApplyNorm(const NormOp& op, std::vector<NChar>* chars) {
       return absl::OkStatus();
     case NormOp::kStrip: {
       size_t b = 0, e = chars->size();
-      if (op.left) while (b < e && IsWhite((*chars)[b].cp)) ++b;
-      if (op.right) while (e > b && IsWhite((*chars)[e - 1].cp)) --e;
+      if (op.left) while (b < e && IsWhiteSpace((*chars)[b].cp)) ++b;
+      if (op.right) while (e > b && IsWhiteSpace((*chars)[e - 1].cp)) --e;
       chars->erase(chars->begin() + static_cast<ptrdiff_t>(e), chars->end());
       chars->erase(chars->begin(), chars->begin() + static_cast<ptrdiff_t>(b));
       return absl::OkStatus();
@@ -438,7 +437,7 @@ absl::Status ApplyNorm(const NormOp& op, std::vector<NChar>* chars) {
           const bool control = x != '\t' && x != '\n' && x != '\r' &&
                                (U_GET_GC_MASK(static_cast<UChar32>(x)) & U_GC_C_MASK) != 0;
           if (x == 0 || x == 0xFFFD || control) continue;
-          if (x == '\t' || x == '\n' || x == '\r' || IsWhite(x)) c.cp = ' ';
+          if (x == '\t' || x == '\n' || x == '\r' || IsWhiteSpace(x)) c.cp = ' ';
           out.push_back(c);
         }
         chars->swap(out);
@@ -803,7 +802,7 @@ void ApplyPre(const PreOp& op, int64_t base, PreState* st) {
       return;
     }
     case PreOp::kWhitespaceSplit:
-      split_each([&](SplitSpan p, std::vector<Seg>* o) { PredSegs(IsWhite, s, p, o); }, Behavior::kRemoved, false);
+      split_each([&](SplitSpan p, std::vector<Seg>* o) { PredSegs(IsWhiteSpace, s, p, o); }, Behavior::kRemoved, false);
       return;
     case PreOp::kDigits:
       split_each([&](SplitSpan p, std::vector<Seg>* o) { PredSegs(IsNumeric, s, p, o); },
@@ -819,7 +818,7 @@ void ApplyPre(const PreOp& op, int64_t base, PreState* st) {
       return;
     }
     case PreOp::kBert:
-      split_each([&](SplitSpan p, std::vector<Seg>* o) { PredSegs(IsWhite, s, p, o); }, Behavior::kRemoved, false);
+      split_each([&](SplitSpan p, std::vector<Seg>* o) { PredSegs(IsWhiteSpace, s, p, o); }, Behavior::kRemoved, false);
       split_each([&](SplitSpan p, std::vector<Seg>* o) { PredSegs(IsPunct, s, p, o); }, Behavior::kIsolated, false);
       return;
     case PreOp::kUnicodeScripts: {
@@ -1692,7 +1691,7 @@ class HfTokenizer final : public VocabTokenizer {
       std::vector<uint32_t> cs;
       size_t p = 0;
       while (p < piece.size()) cs.push_back(DecodeUtf8(piece, &p));
-      auto space = [](uint32_t c) { return c == 0x120 || IsWhite(c); };
+      auto space = [](uint32_t c) { return c == 0x120 || IsWhiteSpace(c); };
       int64_t lead = 0, trail = 0;
       while (lead < static_cast<int64_t>(cs.size()) && space(cs[lead])) ++lead;
       while (trail < static_cast<int64_t>(cs.size()) && space(cs[cs.size() - 1 - trail])) ++trail;

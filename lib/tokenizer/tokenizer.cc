@@ -155,16 +155,19 @@ UChar32 CodePointAt(std::string_view text, size_t begin, size_t* end) {
   *end = pos;
   return c;
 }
-// Rust regex's Unicode \w and \s (UTS #18), which tokenizers' added-token
-// rules use.
+// Rust regex's Unicode \w (UTS #18), which tokenizers' added-token rules
+// use (their \s is IsWhiteSpace).
 bool IsWordChar(UChar32 c) {
   return u_hasBinaryProperty(c, UCHAR_ALPHABETIC) ||
          (U_GET_GC_MASK(c) & (U_GC_M_MASK | U_GC_ND_MASK | U_GC_PC_MASK)) != 0 ||
          u_hasBinaryProperty(c, UCHAR_JOIN_CONTROL);
 }
-bool IsSpaceChar(UChar32 c) { return u_hasBinaryProperty(c, UCHAR_WHITE_SPACE); }
 
 }  // namespace
+
+bool IsWhiteSpace(uint32_t cp) {
+  return u_hasBinaryProperty(static_cast<UChar32>(cp), UCHAR_WHITE_SPACE);
+}
 
 void VocabTokenizer::FindSplits(std::string_view text, size_t begin, size_t end, int pass,
                                 std::vector<Split>* out) const {
@@ -196,11 +199,11 @@ void VocabTokenizer::FindSplits(std::string_view text, size_t begin, size_t end,
       }
       if (r.lstrip) {
         size_t s = start;
-        while (s > begin && IsSpaceChar(CodePointBefore(text, s, &b))) s = b;
+        while (s > begin && IsWhiteSpace(CodePointBefore(text, s, &b))) s = b;
         start = std::max(s, start_offset);
       }
       if (r.rstrip) {
-        while (stop < end && IsSpaceChar(CodePointAt(text, stop, &e))) stop = e;
+        while (stop < end && IsWhiteSpace(CodePointAt(text, stop, &e))) stop = e;
       }
     }
     if (start_offset < start) out->push_back({start_offset, start, -1});
@@ -219,13 +222,17 @@ absl::Status VocabTokenizer::EncodeImpl(std::string_view text, bool add_special_
     ids->push_back(*vocab_.bos);
     if (offsets) offsets->emplace_back(0, 0);
   }
-  std::vector<Split> first, splits;
-  FindSplits(text, 0, text.size(), 0, &first);
-  for (const Split& sp : first) {
-    if (sp.id < 0 && has_second_pass_) {
-      FindSplits(text, sp.begin, sp.end, 1, &splits);
-    } else {
-      splits.push_back(sp);
+  std::vector<Split> splits;
+  FindSplits(text, 0, text.size(), 0, &splits);
+  if (has_second_pass_) {  // `normalized` tokens, in the text between the others
+    std::vector<Split> first;
+    first.swap(splits);
+    for (const Split& sp : first) {
+      if (sp.id < 0) {
+        FindSplits(text, sp.begin, sp.end, 1, &splits);
+      } else {
+        splits.push_back(sp);
+      }
     }
   }
   for (const Split& sp : splits) {

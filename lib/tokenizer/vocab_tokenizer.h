@@ -145,6 +145,8 @@ inline int Utf8Length(unsigned char c) {
 // advances *pos.
 uint32_t DecodeUtf8(std::string_view text, size_t* pos);
 void AppendUtf8(uint32_t cp, std::string* out);
+// Unicode White_Space (regex \s in tokenizers' Rust regexes; ICU).
+bool IsWhiteSpace(uint32_t cp);
 
 // "<0x0A>" -> 0x0A; -1 when `piece` is not a byte piece.
 int ParseBytePiece(std::string_view piece);
