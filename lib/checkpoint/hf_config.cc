@@ -290,13 +290,26 @@ absl::StatusOr<ModelConfig> ParseHfConfig(const std::string& json_text,
   c.family = f.name;
 
   ASSIGN_OR_RETURN(c.vocab_size, r.Int("vocab_size", f.vocab_default > 0 ? std::optional<int64_t>(f.vocab_default) : std::nullopt));
-  // A size under its key, else under the config class's other name for it.
-  auto size_key = [&r](const char* key, const char* alt) {
-    return alt != nullptr && r.Get(key) == nullptr && r.Get(alt) != nullptr ? alt : key;
+  // A size under its key, else under the config class's other name for it
+  // (BloomConfig's n_embed, ...). Both present with different values is
+  // refused: the config classes do not agree on which one wins.
+  auto size_key = [&r](const char* key, const char* alt) -> absl::StatusOr<const char*> {
+    if (alt == nullptr || r.Get(alt) == nullptr) return key;
+    const json* primary = r.Get(key);
+    if (primary == nullptr) return alt;
+    if (*primary != *r.Get(alt)) {
+      return r.Error(key, absl::StrCat("= ", primary->dump(), " disagrees with key \"", alt,
+                                       "\" = ", r.Get(alt)->dump(),
+                                       " (the same size under two names)"));
+    }
+    return key;
   };
-  const char* hidden_key = size_key(f.hidden, f.hidden_alt);
-  const char* layers_key = size_key(f.layers, f.layers_alt);
-  const char* heads_key = size_key(f.heads, f.heads_alt);
+  const char* hidden_key = nullptr;
+  const char* layers_key = nullptr;
+  const char* heads_key = nullptr;
+  ASSIGN_OR_RETURN(hidden_key, size_key(f.hidden, f.hidden_alt));
+  ASSIGN_OR_RETURN(layers_key, size_key(f.layers, f.layers_alt));
+  ASSIGN_OR_RETURN(heads_key, size_key(f.heads, f.heads_alt));
   int hidden = 0;
   ASSIGN_OR_RETURN(hidden, PositiveInt(r, hidden_key, std::nullopt));
   c.hidden_size = hidden;

@@ -189,7 +189,8 @@ CASES += [
     # lm_head; ALiBi (build_alibi_tensor). GGUF bloom: token_embd_norm.
     case("bloom", gguf_arch="bloom", names="bloom", norm="ln", eps_key="layer_norm_epsilon",
          norm_bias=True, tie_default=True, positions="alibi", embed_extra="bloom",
-         layers_key="n_layer", heads_key="n_head", kv_key=None),
+         layers_key="n_layer", heads_key="num_attention_heads", hidden_key="n_embed",
+         kv_key=None),
     # MptForCausalLM (modeling_mpt.py): transformer.wte / transformer.norm_f
     # (LayerNorm, bias set to None) / tied lm_head; ALiBi
     # (build_mpt_alibi_tensor, alibi_bias_max 8). GGUF mpt.
@@ -215,7 +216,9 @@ for _c in CASES:
     _o = {"internlm2": None, "minicpm": None,
           "exaone": dict(LLAMA_SHRINK, num_layers=LAYERS),
           "falcon": dict(SPECIAL, vocab_size=V, hidden_size=H, n_head=HEADS, n_layer=LAYERS),
-          "bloom": dict(SPECIAL, vocab_size=V, hidden_size=H, n_head=HEADS, n_layer=2),
+          # bloom-560m's config.json names its sizes n_embed and
+          # num_attention_heads (BloomConfig's aliases).
+          "bloom": dict(SPECIAL, vocab_size=V, n_embed=H, num_attention_heads=HEADS, n_layer=2),
           "mpt": dict(SPECIAL, vocab_size=V, d_model=H, n_heads=HEADS, n_layers=2,
                       max_seq_len=64),
           "bert": dict(SPECIAL, vocab_size=V, hidden_size=H, num_attention_heads=HEADS,

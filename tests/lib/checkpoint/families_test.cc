@@ -509,6 +509,21 @@ TEST(FamilyTableTest, EncoderAlibiAndAliasRefusals) {
   EXPECT_EQ(parsed->num_key_value_heads, 1);
   cfg["n_head_kv"] = 0;
   refused(cfg, "key \"n_head_kv\" = 0 must be in [1, 2^31)");
+
+  // BLOOM: bloom-560m's config.json has n_embed and num_attention_heads
+  // (BloomConfig's other names); one size under both names must agree.
+  cfg = ShrunkConfig(FamilyCase("bloom"));
+  ASSERT_TRUE(cfg.contains("n_embed") && !cfg.contains("hidden_size"));
+  parsed = ParseHfConfig(cfg.dump(), "b/config.json");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->hidden_size, cfg["n_embed"].get<int>());
+  cfg["hidden_size"] = cfg["n_embed"];
+  EXPECT_TRUE(ParseHfConfig(cfg.dump(), "b/config.json").ok());
+  cfg["hidden_size"] = 1024;
+  refused(cfg, "key \"hidden_size\" = 1024 disagrees with key \"n_embed\" = 16");
+  cfg = ShrunkConfig(FamilyCase("bloom"));
+  cfg["n_head"] = 4;
+  refused(cfg, "key \"n_head\" = 4 disagrees with key \"num_attention_heads\" = 2");
 }
 
 TEST(FamilyTableTest, GgufEncoderAndAlibiRefusals) {
