@@ -29,7 +29,7 @@
 // F32 read in place from the mapping, BF16 served natively. Times are the
 // median of --reps runs after one warm-up. GFLOP/s = 2 N V d / time.
 // Read-only floor of each weight type = the time to stream a buffer as large
-// as its weights with AVX-512 loads on all OpenMP threads (summed, so the
+// as its weights with AVX-512 (else AVX2) loads on all OpenMP threads (summed, so the
 // loads cannot be dropped), measured in the same run for each size: the
 // least time any kernel that reads every weight once can take.
 //
@@ -125,42 +125,63 @@ double MedianSeconds(int reps, F&& f) {
 }
 
 // The machine's F32 compute ceiling (FLOP/s) on all OpenMP threads: 16
-// independent AVX-512 FMA chains per thread, registers only, best of 3. It
-// bounds every F32 GEMM: N = 256 rows of the Llama-3 head are 269 GFLOP.
-// 0 where the CPU has no AVX-512.
-__attribute__((target("avx512f"))) double FmaPeak() {
-  if (!__builtin_cpu_supports("avx512f")) return 0;
-  constexpr long kIters = 20'000'000;
-  constexpr int kChains = 16;
-  double best = 0;
-  for (int rep = 0; rep < 3; ++rep) {
-    float sink = 0;
-    int threads = 1;
-    const auto start = Clock::now();
-#pragma omp parallel reduction(+ : sink)
-    {
-#pragma omp single
-      threads = omp_get_num_threads();
-      __m512 acc[kChains];
-#pragma GCC unroll 16
-      for (int i = 0; i < kChains; ++i) acc[i] = _mm512_set1_ps(1e-3f * static_cast<float>(i));
-      const __m512 a = _mm512_set1_ps(0.999999f), b = _mm512_set1_ps(1e-7f);
-      for (long it = 0; it < kIters; ++it) {
-#pragma GCC unroll 16
-        for (int i = 0; i < kChains; ++i) acc[i] = _mm512_fmadd_ps(acc[i], a, b);
-      }
-      __m512 total = acc[0];
-#pragma GCC unroll 16
-      for (int i = 1; i < kChains; ++i) total = _mm512_add_ps(total, acc[i]);
-      alignas(64) float lanes[16];
-      _mm512_store_ps(lanes, total);
-      for (float l : lanes) sink += l;
-    }
-    const double s = std::chrono::duration<double>(Clock::now() - start).count();
-    if (sink == -1.0f) std::printf(" ");  // keeps the chains alive
-    best = std::max(best, 2.0 * 16 * kChains * static_cast<double>(kIters) * threads / s);
-  }
+// independent FMA chains per thread on the widest vectors the CPU has
+// (AVX-512: 16 lanes; AVX2 + FMA: 8), registers only, best of 3. It bounds
+// every F32 GEMM: N = 256 rows of the Llama-3 head are 269 GFLOP. 0 where
+// the CPU has neither.
+// One body for both vector widths (each instance compiled for its ISA).
+#define VOCABD_FMA_PEAK_BODY(Vec, kLanes, Set1, Fma, Add, Store)                         \
+  constexpr long kIters = 20'000'000;                                                     \
+  constexpr int kChains = 16;                                                             \
+  double best = 0;                                                                        \
+  for (int rep = 0; rep < 3; ++rep) {                                                     \
+    float sink = 0;                                                                       \
+    int threads = 1;                                                                      \
+    const auto start = Clock::now();                                                      \
+    _Pragma("omp parallel reduction(+ : sink)") {                                         \
+      _Pragma("omp single") threads = omp_get_num_threads();                              \
+      Vec acc[kChains];                                                                   \
+      _Pragma("GCC unroll 16") for (int i = 0; i < kChains; ++i) acc[i] =                 \
+          Set1(1e-3f * static_cast<float>(i));                                            \
+      const Vec a = Set1(0.999999f), b = Set1(1e-7f);                                     \
+      for (long it = 0; it < kIters; ++it) {                                              \
+        _Pragma("GCC unroll 16") for (int i = 0; i < kChains; ++i) acc[i] =               \
+            Fma(acc[i], a, b);                                                            \
+      }                                                                                   \
+      Vec total = acc[0];                                                                 \
+      _Pragma("GCC unroll 16") for (int i = 1; i < kChains; ++i) total = Add(total, acc[i]); \
+      alignas(64) float lanes[kLanes];                                                    \
+      Store(lanes, total);                                                                \
+      for (float l : lanes) sink += l;                                                    \
+    }                                                                                     \
+    const double s = std::chrono::duration<double>(Clock::now() - start).count();         \
+    if (sink == -1.0f) std::printf(" "); /* keeps the chains alive */                     \
+    best = std::max(best, 2.0 * kLanes * kChains * static_cast<double>(kIters) * threads / s); \
+  }                                                                                       \
   return best;
+
+__attribute__((target("avx512f"))) double FmaPeakAvx512() {
+  VOCABD_FMA_PEAK_BODY(__m512, 16, _mm512_set1_ps, _mm512_fmadd_ps, _mm512_add_ps,
+                       _mm512_store_ps)
+}
+__attribute__((target("avx2,fma"))) double FmaPeakAvx2() {
+  VOCABD_FMA_PEAK_BODY(__m256, 8, _mm256_set1_ps, _mm256_fmadd_ps, _mm256_add_ps,
+                       _mm256_store_ps)
+}
+#undef VOCABD_FMA_PEAK_BODY
+
+// Which vectors FmaPeak and the read-only floor use on this CPU.
+const char* VectorIsa() {
+  if (__builtin_cpu_supports("avx512f")) return "avx512f";
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return "avx2";
+  return "none";
+}
+
+double FmaPeak() {
+  const std::string isa = VectorIsa();
+  if (isa == "avx512f") return FmaPeakAvx512();
+  if (isa == "avx2") return FmaPeakAvx2();
+  return 0;
 }
 
 // The machine's int8 dot-product ceiling (int8 multiply-adds per second) on
@@ -260,10 +281,11 @@ double Int8Peak(vocabd::QuantKernelIsa isa) {
   return 0;
 }
 
-// Streams [buf, buf + bytes) once with 64-byte AVX-512 loads on all OpenMP
-// threads (each its contiguous share), XOR-folding everything so the loads
-// stay. Returns the fold (callers print nothing of it; it keeps it live).
-__attribute__((target("avx512f"))) uint64_t StreamRead(const char* buf, size_t bytes) {
+// Streams [buf, buf + bytes) once with 64-byte loads (one zmm, or two ymm
+// without AVX-512) on all OpenMP threads (each its contiguous share),
+// XOR-folding everything so the loads stay. Returns the fold (callers print
+// nothing of it; it keeps it live).
+__attribute__((target("avx512f"))) uint64_t StreamReadAvx512(const char* buf, size_t bytes) {
   uint64_t fold = 0;
 #pragma omp parallel reduction(^ : fold)
   {
@@ -286,6 +308,40 @@ __attribute__((target("avx512f"))) uint64_t StreamRead(const char* buf, size_t b
     for (uint64_t l : lanes) fold ^= l;
   }
   return fold;
+}
+
+__attribute__((target("avx2"))) uint64_t StreamReadAvx2(const char* buf, size_t bytes) {
+  uint64_t fold = 0;
+#pragma omp parallel reduction(^ : fold)
+  {
+    const size_t n = omp_get_num_threads(), id = omp_get_thread_num();
+    const size_t lines = bytes / 64;
+    const size_t begin = lines * id / n, end = lines * (id + 1) / n;
+    __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
+    size_t i = begin;
+    for (; i + 2 <= end; i += 2) {
+      const auto* p = reinterpret_cast<const __m256i*>(buf + i * 64);
+      a0 = _mm256_xor_si256(a0, _mm256_load_si256(p));
+      a1 = _mm256_xor_si256(a1, _mm256_load_si256(p + 1));
+      a2 = _mm256_xor_si256(a2, _mm256_load_si256(p + 2));
+      a3 = _mm256_xor_si256(a3, _mm256_load_si256(p + 3));
+    }
+    for (; i < end; ++i) {
+      const auto* p = reinterpret_cast<const __m256i*>(buf + i * 64);
+      a0 = _mm256_xor_si256(a0, _mm256_load_si256(p));
+      a1 = _mm256_xor_si256(a1, _mm256_load_si256(p + 1));
+    }
+    a0 = _mm256_xor_si256(_mm256_xor_si256(a0, a1), _mm256_xor_si256(a2, a3));
+    alignas(32) uint64_t lanes[4];
+    _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), a0);
+    for (uint64_t l : lanes) fold ^= l;
+  }
+  return fold;
+}
+
+uint64_t StreamRead(const char* buf, size_t bytes) {
+  return std::string(VectorIsa()) == "avx512f" ? StreamReadAvx512(buf, bytes)
+                                               : StreamReadAvx2(buf, bytes);
 }
 
 // A 64-byte-aligned buffer touched page by page from all threads.
@@ -508,8 +564,8 @@ int main(int argc, char** argv) {
     floor32 = ReadFloor(rbuf, static_cast<size_t>(head32->weight_bytes()), reps);
     floor16 = ReadFloor(rbuf, static_cast<size_t>(head16->weight_bytes()), reps);
     RowLoadEnd();
-    std::printf("read-only floor (AVX-512 loads, %d threads): F32 %s ms (%s GB/s), BF16 %s ms\n",
-                threads, Fig("%.1f", floor32 * 1e3).c_str(),
+    std::printf("read-only floor (%s loads, %d threads): F32 %s ms (%s GB/s), BF16 %s ms\n",
+                VectorIsa(), threads, Fig("%.1f", floor32 * 1e3).c_str(),
                 Fig("%.1f", head32->weight_bytes() / floor32 / 1e9).c_str(),
                 Fig("%.1f", floor16 * 1e3).c_str());
   }
@@ -517,9 +573,9 @@ int main(int argc, char** argv) {
     RowLoadStart();
     q.floor = ReadFloor(rbuf, static_cast<size_t>(q.head->weight_bytes()), reps);
     RowLoadEnd();
-    std::printf("read-only floor %s %s ms (%s GB/s)\n", q.name.c_str(),
+    std::printf("read-only floor %s %s ms (%s GB/s, %s loads)\n", q.name.c_str(),
                 Fig("%.1f", q.floor * 1e3).c_str(),
-                Fig("%.1f", q.head->weight_bytes() / q.floor / 1e9).c_str());
+                Fig("%.1f", q.head->weight_bytes() / q.floor / 1e9).c_str(), VectorIsa());
   }
   std::printf("\n");
 
@@ -586,9 +642,9 @@ int main(int argc, char** argv) {
   }
   RowLoadEnd();
   if (fma_peak > 0) {
-    std::printf("F32 FMA peak %s GFLOP/s (AVX-512 vfmadd zmm, all threads, registers only): the "
+    std::printf("F32 FMA peak %s GFLOP/s (%s vfmadd, all threads, registers only): the "
                 "F32 rows' GFLOP/s as a share of it are the compute-bound ceiling for large N\n",
-                Fig("%.1f", fma_peak / 1e9).c_str());
+                Fig("%.1f", fma_peak / 1e9).c_str(), VectorIsa());
   }
   std::printf("int8 dot-product peak (u8 x s8 multiply-adds into int32, all threads, registers "
               "only):");

@@ -138,6 +138,9 @@ void KernelScalar(const QuantTypeInfo&, const uint8_t*, int64_t, const uint8_t*,
                   int64_t, float*, int64_t, uint8_t*);
 void KernelAvx2(const QuantTypeInfo&, const uint8_t*, int64_t, const uint8_t*, int64_t, int64_t,
                 int64_t, float*, int64_t, uint8_t*);
+// True when the avx2 path runs its fused few-row kernel (Q8_0, Q4_K, Q6_K,
+// d a multiple of 256, 1 <= rows < kGemmMinRows; quant_kernel_avx2.cc).
+bool Avx2FusedCovers(quant::GgmlType type, int64_t d, int64_t rows);
 void KernelAvxVnni(const QuantTypeInfo&, const uint8_t*, int64_t, const uint8_t*, int64_t,
                    int64_t, int64_t, float*, int64_t, uint8_t*);
 // The AVX512-VNNI path runs the many-row kernel (vocabulary rows in the

@@ -146,7 +146,7 @@ TEST(LmHeadQuant, GoldenContractPerTypeAndPath) {
       EXPECT_LE(err, c.bound) << QuantKernelIsaName(isa);
       EXPECT_LE(err, ggml_err + 2e-6) << QuantKernelIsaName(isa) << ": worse than ggml's own path";
       // The same rows three times over: 12 rows run the many-row kernel
-      // (kGemmMinRows) on the avx512vnni path.
+      // (kGemmMinRows) on the avx512vnni path (and the avx2 path's unpacking kernel for Q8_0, Q4_K, Q6_K).
       std::vector<float> x3 = g.x;
       x3.insert(x3.end(), g.x.begin(), g.x.end());
       x3.insert(x3.end(), g.x.begin(), g.x.end());
@@ -214,7 +214,10 @@ constexpr GgmlType kAllTypes[] = {GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ
 TEST(LmHeadQuant, PathsAgreeAndRowsDoNotDependOnM) {
   for (GgmlType type : kAllTypes) {
     const QuantTypeInfo& info = *FindQuantTypeInfo(type);
-    for (int64_t hidden : {info.block_size * 3, info.block_size * 4}) {
+    std::vector<int64_t> hiddens = {info.block_size * 3, info.block_size * 4};
+    // Q8_0 at a multiple of 256: the avx2 path's fused few-row kernel.
+    if (type == GgmlType::kQ8_0) hiddens.push_back(512);
+    for (int64_t hidden : hiddens) {
       const int64_t vocab = testing::kThreadSanitizer ? 1283 : 4099;
       SCOPED_TRACE(std::string(info.name) + " hidden " + std::to_string(hidden));
       const std::vector<uint8_t> w = RandomBlocks(info, vocab, hidden, 7);
@@ -225,7 +228,12 @@ TEST(LmHeadQuant, PathsAgreeAndRowsDoNotDependOnM) {
         if (!QuantKernelIsaSupported(isa)) continue;  // named in GoldenContractPerTypeAndPath
         ScopedKernelEnv env(QuantKernelIsaName(isa));
         const std::vector<float> all = RunHead(w.data(), type, vocab, hidden, x, rows);
-        const bool gemm = isa == QuantKernelIsa::kAvx512Vnni;  // rows >= kGemmMinRows
+        // Two kernels, one below kGemmMinRows rows and one from it on: the
+        // avx512vnni path always, the avx2 path where its fused few-row
+        // kernel covers the type and hidden size.
+        const bool gemm = isa == QuantKernelIsa::kAvx512Vnni ||
+                          (isa == QuantKernelIsa::kAvx2 &&
+                           quant_kernel_internal::Avx2FusedCovers(type, hidden, 1));
         const std::vector<float> small = RunHead(w.data(), type, vocab, hidden, x, 7);
         for (int64_t m : {1, 2, 3, 5, 8, 13}) {
           const std::vector<float> part = RunHead(w.data(), type, vocab, hidden, x, m);
@@ -235,7 +243,7 @@ TEST(LmHeadQuant, PathsAgreeAndRowsDoNotDependOnM) {
                                    std::min(part.size(), ref.size()) * sizeof(float)))
               << QuantKernelIsaName(isa) << " M = " << m;
         }
-        if (gemm) {  // the two avx512vnni kernels agree to float rounding
+        if (gemm) {  // the two kernels agree to float rounding
           for (int64_t m = 0; m < 7; ++m) {
             std::vector<double> ref(all.begin() + m * vocab, all.begin() + (m + 1) * vocab);
             std::vector<float> got(small.begin() + m * vocab, small.begin() + (m + 1) * vocab);
