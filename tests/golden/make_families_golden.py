@@ -57,7 +57,7 @@ def case(name, **kw):
          "kv_key": "num_key_value_heads", "eps_default": None,
          "theta_key": "rope_theta", "partial_key": "partial_rotary_factor",
          "embed_extra": None, "head": True, "gguf_key_length": None,
-         "gguf_family": None, "head_bias": False, "position_ids": "arange",
+         "gguf_model_type": None, "head_bias": False, "position_ids": "arange",
          "token_ids": TOKEN_IDS}
     extra = kw.pop("extra_overrides", {})
     c.update(kw)
@@ -240,7 +240,7 @@ CASES += [
     # untied lm_head, rotate_half RoPE); MistralConfig rms_norm_eps 1e-6.
     # GGUF: convert_hf_to_gguf.py registers MistralForCausalLM under
     # LlamaModel: arch "llama", q/k permuted (NORM); served as family llama.
-    case("mistral", gguf_arch="llama", gguf_layout="INTERLEAVED", gguf_family="llama"),
+    case("mistral", gguf_arch="llama", gguf_layout="INTERLEAVED", gguf_model_type="llama"),
     # GemmaForCausalLM (modeling_gemma.py): GemmaModel.forward normalizer
     # (sqrt(hidden_size) in the dtype), GemmaRMSNorm x * (1 + w), tied
     # lm_head (GemmaConfig tie_word_embeddings True). GGUF gemma (NEOX):
@@ -760,8 +760,9 @@ def make_case(c):
                          embedding_scale=float(scale), embedding_scale_source=scale_source,
                          norm_one_plus_weight=c["one_plus"])}
     if c["gguf_arch"] is not None:
-        # The family vocabd serves the file as (mistral files are arch llama).
-        out["gguf_family"] = c["gguf_family"] or c["name"]
+        # The model_type whose family the GGUF file is served as (mistral
+        # files are arch llama).
+        out["gguf_model_type"] = c["gguf_model_type"] or cfg["model_type"]
         out["gguf"] = {"metadata": gguf_metadata(c, t, rules),
                        "tensors": {k: {"shape": list(v.shape), "values": f32_list(v)}
                                    for k, v in gguf.items()}}

@@ -236,13 +236,14 @@ void CheckEnds(const Model& model, const json& c, const std::string& form) {
 
 // The family's rules as ModelConfig reports them (GetModel's source). The
 // HF form is served by the family of the config's model_type, the GGUF form
-// by the golden's gguf_family (mistral files are arch llama).
+// by the family of the golden's gguf_model_type (mistral files are arch
+// llama).
 void CheckRules(const ModelConfig& cfg, const json& c, bool gguf) {
   const json& r = c["rules"];
   const std::string norm = r["norm"];
   const FamilyRules* family =
-      gguf ? FindFamily(c["gguf_family"].get<std::string>())
-           : FindHfFamily(ShrunkConfig(c)["model_type"].get<std::string>());
+      FindHfFamily(gguf ? c["gguf_model_type"].get<std::string>()
+                        : ShrunkConfig(c)["model_type"].get<std::string>());
   ASSERT_NE(family, nullptr);
   EXPECT_EQ(cfg.family, family->name);
   EXPECT_EQ(cfg.final_norm_kind, norm == "none" ? NormKind::kNone
