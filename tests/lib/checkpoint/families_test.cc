@@ -252,9 +252,13 @@ void CheckRules(const ModelConfig& cfg, const json& c, bool gguf) {
   EXPECT_EQ(cfg.norm_without_bias, norm == "cohere_ln" || norm == "ln_nobias");
   if (norm != "none") {
     EXPECT_FLOAT_EQ(static_cast<float>(cfg.norm_eps), r["eps"].get<float>());
-    if (!gguf) EXPECT_EQ(cfg.norm_eps_key, r["eps_key"].get<std::string>());
+    if (!gguf) {
+      EXPECT_EQ(cfg.norm_eps_key, r["eps_key"].get<std::string>());
+    }
   }
-  if (!gguf) EXPECT_EQ(cfg.norm_one_plus_weight, r["norm_one_plus_weight"].get<bool>());
+  if (!gguf) {
+    EXPECT_EQ(cfg.norm_one_plus_weight, r["norm_one_plus_weight"].get<bool>());
+  }
   // The embedding module (BERT, Nomic BERT, BLOOM LayerNorm after the lookup).
   EXPECT_EQ(cfg.embedding_layer_norm, !c["embedding_norm_eps"].is_null());
   if (cfg.embedding_layer_norm) {
