@@ -687,7 +687,8 @@ def make_case(c):
         gguf["output.weight"] = head
     head_bias = None
     if c["head_bias"]:
-        # PhiForCausalLM: lm_head = nn.Linear(hidden_size, vocab_size, bias=True).
+        # PhiForCausalLM.__init__: lm_head = nn.Linear(hidden_size, vocab_size,
+        # bias=True) (transformers 4.48.0 dropped it; restored in 4.48.1).
         head_bias = (seeded_tensor(rng, (V,)) / F32(4)).astype(F32)
         hf[names["head_bias"]] = head_bias
         gguf["output.bias"] = head_bias
