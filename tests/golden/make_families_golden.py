@@ -35,6 +35,8 @@ V, H, HEADS, KV, HD, LAYERS = 24, 16, 2, 1, 8, 8
 ROWS = 3
 TEMPERATURE = 0.7
 TOKEN_IDS = [0, 5, 23, 7, 11]
+# RoBERTa: one pad token (pad_token_id 1) inside the sequence.
+ROBERTA_TOKEN_IDS = [0, 5, 1, 23, 11]
 ROPE_POSITIONS = [0, 1, 2, 5]
 
 # Sizes every llama-like text config is shrunk to.
@@ -54,7 +56,9 @@ def case(name, **kw):
          "heads_key": "num_attention_heads", "hidden_key": "hidden_size",
          "kv_key": "num_key_value_heads", "eps_default": None,
          "theta_key": "rope_theta", "partial_key": "partial_rotary_factor",
-         "embed_extra": None, "head": True, "gguf_key_length": None}
+         "embed_extra": None, "head": True, "gguf_key_length": None,
+         "gguf_model_type": None, "head_bias": False, "position_ids": "arange",
+         "token_ids": TOKEN_IDS}
     extra = kw.pop("extra_overrides", {})
     c.update(kw)
     c["overrides"].update(extra)
@@ -231,6 +235,83 @@ for _c in CASES:
     if _c["name"] == "exaone":
         del _c["overrides"]["num_hidden_layers"]
 
+# Families served before the table existed (their first tests used the
+# hand-written tiny configs of tests/data/forms/), now from public configs.
+# Appended last so the random draws of the cases above stay as they were.
+CASES += [
+    # MistralForCausalLM (modeling_mistral.py): llama ends (MistralRMSNorm,
+    # untied lm_head, rotate_half RoPE); MistralConfig rms_norm_eps 1e-6.
+    # GGUF: convert_hf_to_gguf.py registers MistralForCausalLM under
+    # LlamaModel: arch "llama", q/k permuted (NORM); served as family llama.
+    case("mistral", gguf_arch="llama", gguf_layout="INTERLEAVED", gguf_model_type="llama"),
+    # GemmaForCausalLM (modeling_gemma.py): GemmaModel.forward normalizer
+    # (sqrt(hidden_size) in the dtype), GemmaRMSNorm x * (1 + w), tied
+    # lm_head (GemmaConfig tie_word_embeddings True). GGUF gemma (NEOX):
+    # convert_hf_to_gguf.py GemmaModel stores norm weights + 1 and writes no
+    # rope.* keys (freq_base 10000, dimension_count = key_length).
+    case("gemma", gguf_arch="gemma", one_plus=True, embed="sqrt_hidden", tie_default=True),
+    # PhiForCausalLM (modeling_phi.py, Phi-1.5 / Phi-2): PhiModel.final_layernorm
+    # (nn.LayerNorm with bias, layer_norm_eps), lm_head = nn.Linear(...,
+    # bias=True), rotate_half on the first int(head_dim * partial_rotary_factor)
+    # dims (PhiConfig default 0.5). GGUF phi2 (NEOX): output.bias,
+    # rope.dimension_count = int(partial_rotary_factor * n_embd) // n_head,
+    # no rope.freq_base (llama.cpp default 10000).
+    case("phi", gguf_arch="phi2", names="phi", norm="ln", eps_key="layer_norm_eps",
+         norm_bias=True, head_bias=True),
+    # GPT2LMHeadModel (modeling_gpt2.py): GPT2Model.forward wte(ids) +
+    # wpe(position_ids = arange), ln_f (layer_norm_epsilon), lm_head tied to
+    # wte; the hub checkpoints store GPT2Model names (wte.weight, no
+    # transformer. prefix). GGUF gpt2 (convert_hf_to_gguf.py GPT2Model:
+    # context_length = n_ctx, feed_forward_length = 4 * n_embd).
+    case("gpt2", gguf_arch="gpt2", norm="ln", eps_key="layer_norm_epsilon", norm_bias=True,
+         names="gpt2_bare", positions="learned", tie_default=True, layers_key="n_layer",
+         heads_key="n_head", hidden_key="n_embd", kv_key=None),
+    # GPTNeoXForCausalLM (modeling_gpt_neox.py, Pythia): gpt_neox.embed_in /
+    # gpt_neox.final_layer_norm (nn.LayerNorm with bias, layer_norm_eps) /
+    # embed_out (untied); rotate_half on int(head_size * rotary_pct) dims,
+    # theta rotary_emb_base (GPTNeoXConfig: rope_theta = rotary_emb_base,
+    # partial_rotary_factor = rotary_pct, default 0.25). GGUF gptneox
+    # (NEOX): rope.dimension_count = int(rotary_pct * (hidden_size //
+    # num_attention_heads)), no rope.freq_base.
+    case("gpt_neox", gguf_arch="gptneox", names="gpt_neox", norm="ln",
+         eps_key="layer_norm_eps", norm_bias=True, kv_key=None,
+         theta_key="rotary_emb_base", partial_key="rotary_pct"),
+    # RobertaForMaskedLM (modeling_roberta.py): RobertaEmbeddings.forward
+    # word + token_type(0) + position, then LayerNorm (layer_norm_eps), with
+    # position ids from create_position_ids_from_input_ids (padding_idx =
+    # pad_token_id: real tokens count from padding_idx + 1, pad tokens read
+    # row padding_idx); Embed only. No GGUF form in vocabd (llama.cpp's
+    # converter writes RoBERTa models as arch "bert" with the first
+    # padding_idx + 1 position rows dropped).
+    case("roberta", names="roberta", norm="none", eps_key="layer_norm_eps", tie_default=True,
+         positions="learned", embed_extra="bert", head=False, kv_key=None,
+         position_ids="roberta", token_ids=ROBERTA_TOKEN_IDS),
+    # XLMRobertaForMaskedLM (modeling_xlm_roberta.py): XLMRobertaEmbeddings,
+    # the same rules as RobertaEmbeddings (roberta. tensor prefix).
+    case("xlm_roberta", names="roberta", norm="none", eps_key="layer_norm_eps",
+         tie_default=True, positions="learned", embed_extra="bert", head=False, kv_key=None,
+         position_ids="roberta", token_ids=ROBERTA_TOKEN_IDS),
+]
+_NO_HEAD_DIM = {k: v for k, v in LLAMA_SHRINK.items() if k not in ("head_dim",)}
+for _c in CASES:
+    _o = {
+        # PhiConfig / GPTNeoXConfig have no head_dim key (hidden_size //
+        # num_attention_heads); every head is a key/value head. Phi: one
+        # head, so int(16 * 0.4) = 6 rotary dims (phi-2's factor).
+        "phi": dict(_NO_HEAD_DIM, num_attention_heads=1, num_key_value_heads=1),
+        "gpt_neox": {k: v for k, v in _NO_HEAD_DIM.items() if k != "num_key_value_heads"},
+        "gpt2": {"vocab_size": V, "n_embd": H, "n_layer": 2, "n_head": HEADS,
+                 "n_positions": 32, "n_ctx": 32, "bos_token_id": 1, "eos_token_id": 2},
+        # pad_token_id stays the published 1 (the padding_idx under test).
+        "roberta": dict(vocab_size=V, hidden_size=H, num_attention_heads=HEADS,
+                        num_hidden_layers=2, intermediate_size=32, max_position_embeddings=32),
+    }.get(_c["name"])
+    if _c["name"] == "xlm_roberta":
+        _o = dict(vocab_size=V, hidden_size=H, num_attention_heads=HEADS, num_hidden_layers=2,
+                  intermediate_size=32, max_position_embeddings=32)
+    if _o is not None:
+        _c["overrides"] = _o
+
 
 def read_config(c):
     with open(os.path.join(DATA, c["dir"], "config.json")) as f:
@@ -260,7 +341,7 @@ def eps_of(c, t):
     # 1e-5 (BertConfig layer_norm_eps 1e-12).
     defaults = {"rms_norm_eps": 1e-6, "layer_norm_eps": 1e-5, "norm_epsilon": 1e-5,
                 "layer_norm_epsilon": 1e-5}
-    if c["name"] == "bert":
+    if c["name"] in ("bert", "roberta", "xlm_roberta"):  # BertConfig / RobertaConfig
         defaults["layer_norm_eps"] = 1e-12
     return float(config_get(t, c["eps_key"], defaults[c["eps_key"]]))
 
@@ -289,6 +370,19 @@ def final_norm(c, t, x, w, b):
     if c["norm"] == "ln":  # nn.LayerNorm with bias
         y = y + b.astype(np.float64)
     return y  # CohereLayerNorm, MPT norm_f (bias None): no bias
+
+
+def position_ids(c, t, ids):
+    """Rows of the learned position table for one sequence."""
+    if c["position_ids"] == "roberta":
+        # modeling_roberta.create_position_ids_from_input_ids (no past):
+        # mask = ids != padding_idx; (cumsum(mask) * mask) + padding_idx,
+        # padding_idx = config.pad_token_id (RobertaEmbeddings.__init__).
+        pad = t["pad_token_id"]
+        mask = (np.asarray(ids) != pad).astype(np.int64)
+        return np.cumsum(mask) * mask + pad
+    # GPT2Model / BertEmbeddings / GPTBigCodeModel: arange(seq_len).
+    return np.arange(len(ids))
 
 
 def embedding_scale(c, t):
@@ -348,7 +442,10 @@ def n_layers(c, t):
 
 def base_rope(c, t):
     head_dim = t.get(c["rope_head_dim_key"]) or t[c["hidden_key"]] // t[c["heads_key"]]
-    partial = t.get(c["partial_key"], 0.25 if c["name"] == "stablelm" else 1.0)
+    # Config-class defaults: StableLmConfig 0.25, PhiConfig 0.5,
+    # GPTNeoXConfig rotary_pct 0.25, else 1.
+    partial = t.get(c["partial_key"],
+                    {"stablelm": 0.25, "phi": 0.5, "gpt_neox": 0.25}.get(c["name"], 1.0))
     rs = t.get("rope_scaling")
     if rs is not None:
         rs = dict(rs)
@@ -435,14 +532,80 @@ HF_NAMES = {
     "nomic": {"embed": "embeddings.word_embeddings.weight",
               "types": "embeddings.token_type_embeddings.weight",
               "emb_norm": "emb_ln.weight", "emb_norm_bias": "emb_ln.bias"},
+    # PhiForCausalLM: model.final_layernorm, lm_head with bias.
+    "phi": {"embed": "model.embed_tokens.weight", "norm": "model.final_layernorm.weight",
+            "norm_bias": "model.final_layernorm.bias", "head": "lm_head.weight",
+            "head_bias": "lm_head.bias"},
+    # GPTNeoXForCausalLM.
+    "gpt_neox": {"embed": "gpt_neox.embed_in.weight", "norm": "gpt_neox.final_layer_norm.weight",
+                 "norm_bias": "gpt_neox.final_layer_norm.bias", "head": "embed_out.weight"},
+    # GPT2Model names, as the openai-community/gpt2* checkpoints store them.
+    "gpt2_bare": {"embed": "wte.weight", "pos": "wpe.weight", "norm": "ln_f.weight",
+                  "norm_bias": "ln_f.bias", "head": "lm_head.weight"},
+    # RobertaForMaskedLM / XLMRobertaForMaskedLM (roberta. prefix).
+    "roberta": {"embed": "roberta.embeddings.word_embeddings.weight",
+                "pos": "roberta.embeddings.position_embeddings.weight",
+                "types": "roberta.embeddings.token_type_embeddings.weight",
+                "emb_norm": "roberta.embeddings.LayerNorm.weight",
+                "emb_norm_bias": "roberta.embeddings.LayerNorm.bias"},
     "gpt2": {"embed": "transformer.wte.weight", "pos": "transformer.wpe.weight",
              "norm": "transformer.ln_f.weight", "norm_bias": "transformer.ln_f.bias",
              "head": "lm_head.weight"},
 }
 
 
+def gguf_metadata_converter(c, t):
+    """The keys convert_hf_to_gguf.py's class for the family writes (None:
+    the generic llama-like set below)."""
+    a = c["gguf_arch"]
+    head = [["general.architecture", "string", a]]
+    if c["name"] == "gpt2":  # GPT2Model.set_gguf_parameters
+        return head + [[a + ".block_count", "u32", t["n_layer"]],
+                       [a + ".context_length", "u32", t["n_ctx"]],
+                       [a + ".embedding_length", "u32", t["n_embd"]],
+                       [a + ".feed_forward_length", "u32", 4 * t["n_embd"]],
+                       [a + ".attention.head_count", "u32", t["n_head"]],
+                       [a + ".attention.layer_norm_epsilon", "f32", eps_of(c, t)]]
+    if c["name"] == "phi":  # Phi2Model.set_gguf_parameters
+        n_embd, n_head = t["hidden_size"], t["num_attention_heads"]
+        return head + [[a + ".context_length", "u32", t["max_position_embeddings"]],
+                       [a + ".embedding_length", "u32", n_embd],
+                       [a + ".feed_forward_length", "u32", 4 * n_embd],
+                       [a + ".block_count", "u32", t["num_hidden_layers"]],
+                       [a + ".attention.head_count", "u32", n_head],
+                       [a + ".attention.head_count_kv", "u32", n_head],
+                       [a + ".attention.layer_norm_epsilon", "f32", eps_of(c, t)],
+                       [a + ".rope.dimension_count", "u32",
+                        int(t["partial_rotary_factor"] * n_embd) // n_head]]
+    if c["name"] == "gpt_neox":  # GPTNeoXModel.set_gguf_parameters
+        # (also <arch>.use_parallel_residual, a bool vocabd does not read)
+        n_embd, n_head = t["hidden_size"], t["num_attention_heads"]
+        return head + [[a + ".context_length", "u32", t["max_position_embeddings"]],
+                       [a + ".embedding_length", "u32", n_embd],
+                       [a + ".block_count", "u32", t["num_hidden_layers"]],
+                       [a + ".feed_forward_length", "u32", t["intermediate_size"]],
+                       [a + ".rope.dimension_count", "u32",
+                        int(t["rotary_pct"] * (n_embd // n_head))],
+                       [a + ".attention.head_count", "u32", n_head],
+                       [a + ".attention.layer_norm_epsilon", "f32", eps_of(c, t)]]
+    if c["name"] == "gemma":  # GemmaModel.set_gguf_parameters
+        return head + [[a + ".context_length", "u32", t["max_position_embeddings"]],
+                       [a + ".embedding_length", "u32", t["hidden_size"]],
+                       [a + ".block_count", "u32", t["num_hidden_layers"]],
+                       [a + ".feed_forward_length", "u32", t["intermediate_size"]],
+                       [a + ".attention.head_count", "u32", t["num_attention_heads"]],
+                       [a + ".attention.head_count_kv", "u32", t["num_key_value_heads"]],
+                       [a + ".attention.layer_norm_rms_epsilon", "f32", eps_of(c, t)],
+                       [a + ".attention.key_length", "u32", t["head_dim"]],
+                       [a + ".attention.value_length", "u32", t["head_dim"]]]
+    return None
+
+
 def gguf_metadata(c, t, rules):
     a = c["gguf_arch"]
+    md = gguf_metadata_converter(c, t)
+    if md is not None:
+        return md
     if c["name"] == "gpt_bigcode":
         md = [["general.architecture", "string", a], [a + ".context_length", "u32", t["n_positions"]],
               [a + ".embedding_length", "u32", H], [a + ".block_count", "u32", t["n_layer"]],
@@ -525,9 +688,17 @@ def make_case(c):
     if not tied and c["head"]:
         hf[names["head"]] = head
         gguf["output.weight"] = head
+    head_bias = None
+    if c["head_bias"]:
+        # PhiForCausalLM.__init__: lm_head = nn.Linear(hidden_size, vocab_size,
+        # bias=True) (transformers 4.48.0 dropped it; restored in 4.48.1).
+        head_bias = (seeded_tensor(rng, (V,)) / F32(4)).astype(F32)
+        hf[names["head_bias"]] = head_bias
+        gguf["output.bias"] = head_bias
     pos = None
     if c["positions"] == "learned":
-        rows_pos = t["n_positions"] if c["name"] == "gpt_bigcode" else t["max_position_embeddings"]
+        rows_pos = (t["n_positions"] if c["name"] in ("gpt_bigcode", "gpt2")
+                    else t["max_position_embeddings"])
         pos = (seeded_tensor(rng, (rows_pos, H)) / F32(4)).astype(F32)
         hf[names["pos"]] = pos
         gguf["position_embd.weight"] = pos
@@ -547,12 +718,13 @@ def make_case(c):
     # Embed: table rows * multiplier (float32 product) + token type row 0 +
     # learned positions (float32 sums, BertEmbeddings.forward order), then
     # the embedding LayerNorm (float64 reference).
+    token_ids = c["token_ids"]
     scale, scale_source = embedding_scale(c, t)
-    rows = embed[TOKEN_IDS] * scale if scale != F32(1) else embed[TOKEN_IDS].copy()
+    rows = embed[token_ids] * scale if scale != F32(1) else embed[token_ids].copy()
     if types is not None:
         rows = (rows + types[0]).astype(F32)
     if pos is not None:
-        rows = (rows + pos[np.arange(len(TOKEN_IDS))]).astype(F32)
+        rows = (rows + pos[position_ids(c, t, token_ids)]).astype(F32)
     emb_eps = None
     if c["embed_extra"] is not None:
         # BertEmbeddings.LayerNorm (layer_norm_eps 1e-12); NomicBertModel
@@ -565,6 +737,8 @@ def make_case(c):
     if c["head"]:
         y = final_norm(c, t, hidden, norm_w, norm_b if c["norm_bias"] else None)
         raw = y @ head.astype(np.float64).T
+        if head_bias is not None:
+            raw = raw + head_bias.astype(np.float64)
         logits, rules = logit_transform(c, t, raw)
         tempered = logits / TEMPERATURE
         lse = (np.log(np.sum(np.exp(tempered - tempered.max(-1, keepdims=True)), -1)) +
@@ -578,7 +752,7 @@ def make_case(c):
     out = {"name": c["name"], "dir": c["dir"], "overrides": c["overrides"],
            "text_config": "text_config" in cfg, "tied": tied,
            "hf_tensors": {k: {"shape": list(v.shape), "values": f32_list(v)} for k, v in hf.items()},
-           "token_ids": TOKEN_IDS, "embed": f32_list(rows),
+           "token_ids": token_ids, "embed": f32_list(rows),
            "embed_bit_exact": bool(scale == F32(1) and c["embed_extra"] is None),
            "head": c["head"], "positions": c["positions"],
            "embedding_norm_eps": emb_eps,
@@ -590,6 +764,9 @@ def make_case(c):
                          embedding_scale=float(scale), embedding_scale_source=scale_source,
                          norm_one_plus_weight=c["one_plus"])}
     if c["gguf_arch"] is not None:
+        # The model_type whose family the GGUF file is served as (mistral
+        # files are arch llama).
+        out["gguf_model_type"] = c["gguf_model_type"] or cfg["model_type"]
         out["gguf"] = {"metadata": gguf_metadata(c, t, rules),
                        "tensors": {k: {"shape": list(v.shape), "values": f32_list(v)}
                                    for k, v in gguf.items()}}
