@@ -595,7 +595,7 @@ std::vector<int32_t> Ids(const RawVocab& v, const std::vector<std::string>& piec
   return ids;
 }
 
-using Offsets = std::vector<std::pair<int64_t, int64_t>>;
+using RawOffsets = std::vector<std::pair<int64_t, int64_t>>;
 
 // Expected ids written by hand from llama.cpp's rules (docs/models.md).
 TEST(RawBpeGgufTest, Gemma4EscapesSpacesKeepsNewlineRunsAndAlwaysAddsBos) {
@@ -608,7 +608,7 @@ TEST(RawBpeGgufTest, Gemma4EscapesSpacesKeepsNewlineRunsAndAlwaysAddsBos) {
   auto enc = (*tok)->Encode("ab ab", true);
   ASSERT_TRUE(enc.ok()) << enc.status();
   EXPECT_EQ(enc->ids, Ids(v, {"<bos>", "ab", ms + "ab"}));
-  EXPECT_EQ(enc->offsets, (Offsets{{0, 0}, {0, 2}, {2, 5}}));
+  EXPECT_EQ(enc->offsets, (RawOffsets{{0, 0}, {0, 2}, {2, 5}}));
   // A run of LF that is a token is that token; a longer one is BPE'd (no
   // merge joins LFs here).
   EXPECT_EQ(*(*tok)->EncodeIds("\n\n", false), Ids(v, {"\n\n"}));
@@ -621,7 +621,7 @@ TEST(RawBpeGgufTest, Gemma4EscapesSpacesKeepsNewlineRunsAndAlwaysAddsBos) {
   enc = (*tok)->Encode("\xC3\xA9x\xC2\xBD", false);
   ASSERT_TRUE(enc.ok());
   EXPECT_EQ(enc->ids, Ids(v, {"<0xC3>", "<0xA9>", "<0x78>", "<0xC2>"}));
-  EXPECT_EQ(enc->offsets, (Offsets{{0, 1}, {1, 2}, {2, 3}, {3, 4}}));
+  EXPECT_EQ(enc->offsets, (RawOffsets{{0, 1}, {1, 2}, {2, 3}, {3, 4}}));
   // Decode: "▁" is a space, byte tokens their bytes.
   EXPECT_EQ(*(*tok)->Decode(Ids(v, {ms + "ab", "<0xC3>", "<0xA9>"}), false), " ab\xC3\xA9");
   EXPECT_EQ((*tok)->Piece(v.Id(ms + "ab")), ms + "ab");
@@ -697,7 +697,7 @@ TEST(RawBpeGgufTest, WhitespaceModelDropsWhiteSpaceAndLowercasesOnRequest) {
   auto enc = (*plain)->Encode("AB  ab\tAB", true);
   ASSERT_TRUE(enc.ok()) << enc.status();
   EXPECT_EQ(enc->ids, Ids(v, {"AB", "ab", "AB"}));
-  EXPECT_EQ(enc->offsets, (Offsets{{0, 2}, {4, 6}, {7, 9}}));
+  EXPECT_EQ(enc->offsets, (RawOffsets{{0, 2}, {4, 6}, {7, 9}}));
   // White_Space never reaches BPE (no <0x20>, <0x0A>, <0xC2><0xA0>);
   // U+180E is not White_Space.
   EXPECT_EQ(*(*plain)->EncodeIds(" \n\xC2\xA0\xE3\x80\x80", false), std::vector<int32_t>{});
@@ -717,7 +717,7 @@ TEST(RawBpeGgufTest, WhitespaceModelDropsWhiteSpaceAndLowercasesOnRequest) {
   enc = (*lower)->Encode("x\xE2\x84\xAA\xE2\x84\xAAK", false);
   ASSERT_TRUE(enc.ok()) << enc.status();
   EXPECT_EQ(enc->ids, Ids(v, {"<0x78>", "kk", "k"}));
-  EXPECT_EQ(enc->offsets, (Offsets{{0, 1}, {1, 7}, {7, 8}}));
+  EXPECT_EQ(enc->offsets, (RawOffsets{{0, 1}, {1, 7}, {7, 8}}));
   auto off = LoadRaw("ws_lower_off", {.model = "whitespace", .pre = "whitespace",
                                       .lowercase = false, .byte_type = 1}, &v);
   ASSERT_TRUE(off.ok());
