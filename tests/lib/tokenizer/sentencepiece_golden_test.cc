@@ -565,9 +565,10 @@ RawVocab SmallRawVocab(int32_t byte_type) {
 }
 
 struct RawGgufSpec {
-  std::string model;
-  std::string pre;  // empty: no key
-  std::optional<bool> add_bos_token, lowercase;
+  std::string model = "";
+  std::string pre = "";  // empty: no key
+  std::optional<bool> add_bos_token = std::nullopt;
+  std::optional<bool> lowercase = std::nullopt;
   int32_t byte_type = 6;
   bool bos_id = true;
   std::vector<std::string> merges = {"a b", "\xE2\x96\x81 ab", "A B", "k k"};
