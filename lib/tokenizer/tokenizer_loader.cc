@@ -208,7 +208,8 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> FromGguf(const GgufFile& g, const std
     if (pt->force_add_bos) v.add_bos = true;  // llama.cpp: Gemma 4 always adds BOS
     v.add_eos = GgufBool(g, "tokenizer.ggml.add_eos_token").value_or(false);
     if (pt->raw_utf8) {
-      // llama.cpp refuses (gemma4) or falls back to id 11 (gpt2) here.
+      // llama.cpp refuses (gemma4) or falls back to id 11 (gpt2,
+      // whitespace) here.
       for (const auto& [add, id, add_key, id_key] :
            {std::tuple{v.add_bos, v.bos, "add_bos_token", "bos_token_id"},
             std::tuple{v.add_eos, v.eos, "add_eos_token", "eos_token_id"}}) {
