@@ -1,16 +1,22 @@
 // BPE tokenizers: GPT-2 byte-level BPE (GGUF "gpt2", HF ByteLevel) and
-// SentencePiece-style BPE over characters with byte fallback (HF Metaspace).
+// SentencePiece-style BPE over characters with byte fallback (HF Metaspace;
+// GGUF vocabularies llama.cpp runs over raw UTF-8: gemma4,
+// granite-embed-multi-311m, sarvam-moe, whitespace).
 //
 // Encode of one segment:
-//   1. (Metaspace) " " -> "▁", "▁" prepended; a byte map keeps offsets into
-//      the input.
+//   1. (Metaspace) " " -> "▁", "▁" prepended; (lowercase) every code point
+//      lower-cased; a byte map keeps offsets into the input.
 //   2. Pre-tokenize: each split regex (PCRE2, UTF + Unicode properties, JIT)
-//      splits every piece into its matches and the text between them.
-//   3. Per word: symbols = one token per byte (byte-level: the token of the
+//      splits every piece into its matches and the text between them; or
+//      (whitespace_segments) the words are the runs of non-White_Space.
+//   3. Per word: a word that is a vocabulary entry is that token when
+//      ignore_merges (or, with whole_newline_runs, when it is only '\n');
+//      otherwise symbols = one token per byte (byte-level: the token of the
 //      byte's GPT-2 character) or per character (unknown characters -> their
-//      <0xAB> byte tokens, or unk); then repeatedly merge the adjacent pair
-//      with the lowest merge rank (the merges list's order) until none is
-//      left. Merge ranks are keyed by the pair's token ids.
+//      <0xAB> byte tokens, or unk; gguf_raw: bytes without one dropped); then
+//      repeatedly merge the adjacent pair with the lowest merge rank (the
+//      merges list's order; ties: leftmost) until none is left. Merge ranks
+//      are keyed by the pair's token ids.
 #include <algorithm>
 #include <cctype>
 #include <cstring>
@@ -20,6 +26,8 @@
 #include <string>
 #include <utility>
 #include <vector>
+
+#include <unicode/uchar.h>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
@@ -70,7 +78,7 @@ class BpeTokenizer final : public VocabTokenizer {
     token_to_id_.reserve(n);
     for (size_t i = 0; i < n; ++i) {
       if (v.pieces[i].empty()) continue;
-      if (v.types[i] == TokenType::kControl && !o_.byte_level) continue;
+      if (v.types[i] == TokenType::kControl && !o_.byte_level && !o_.gguf_raw) continue;
       token_to_id_.emplace(v.pieces[i], static_cast<int32_t>(i));  // first id wins
     }
     std::fill(std::begin(byte_token_), std::end(byte_token_), -1);
@@ -103,6 +111,15 @@ class BpeTokenizer final : public VocabTokenizer {
       auto l = token_to_id_.find(left), rr = token_to_id_.find(right),
            mm = token_to_id_.find(left + right);
       if (l == token_to_id_.end() || rr == token_to_id_.end() || mm == token_to_id_.end()) {
+        if (o_.gguf_raw) {
+          const std::string& missing = l == token_to_id_.end()    ? left
+                                       : rr == token_to_id_.end() ? right
+                                                                  : left + right;
+          return absl::InvalidArgumentError(absl::StrCat(
+              v.source, ": merges[", r, "] = \"", m, "\": \"", missing,
+              "\" is not a token of the vocabulary (llama.cpp would merge the text anyway; "
+              "Hugging Face refuses such a merges list)"));
+        }
         continue;  // a merge whose tokens are not all in the vocabulary never applies
       }
       merges_.emplace(Key(l->second, rr->second),
@@ -122,38 +139,73 @@ class BpeTokenizer final : public VocabTokenizer {
  protected:
   absl::Status EncodeSegment(std::string_view segment, int64_t base, std::vector<int32_t>* ids,
                              std::vector<std::pair<int64_t, int64_t>>* offsets) const override {
-    // 1. Metaspace normalization with an offset map.
+    // 1. Metaspace / lowercase normalization with an offset map.
     std::string norm_buf;
-    std::vector<uint32_t> orig;  // normalized byte -> segment byte (size()+1 entries)
+    // normalized byte -> segment byte (size()+1 entries): the byte itself
+    // when the character kept its length, else the character's first byte.
+    std::vector<uint32_t> orig;
     std::string_view text = segment;
-    if (o_.metaspace) {
-      const bool prepend = o_.prepend_metaspace && base == 0;
+    const bool normalize = o_.metaspace || o_.lowercase;
+    if (normalize) {
+      const bool prepend = o_.metaspace && o_.prepend_metaspace && base == 0;
       norm_buf.reserve(segment.size() + 8);
       if (offsets) orig.reserve(segment.size() + 8);
       if (prepend) {
         norm_buf.append(kMetaSpace);
         if (offsets) orig.insert(orig.end(), 3, 0);
       }
-      for (size_t i = 0; i < segment.size(); ++i) {
-        if (segment[i] == ' ') {
+      size_t i = 0;
+      while (i < segment.size()) {
+        const auto at = static_cast<uint32_t>(i);
+        if (o_.metaspace && segment[i] == ' ') {
           norm_buf.append(kMetaSpace);
-          if (offsets) orig.insert(orig.end(), 3, static_cast<uint32_t>(i));
-        } else {
+          if (offsets) orig.insert(orig.end(), 3, at);
+          ++i;
+        } else if (!o_.lowercase) {
           norm_buf.push_back(segment[i]);
-          if (offsets) orig.push_back(static_cast<uint32_t>(i));
+          if (offsets) orig.push_back(at);
+          ++i;
+        } else {
+          const uint32_t cp = DecodeUtf8(segment, &i);
+          const size_t before = norm_buf.size();
+          AppendUtf8(static_cast<uint32_t>(u_tolower(static_cast<UChar32>(cp))), &norm_buf);
+          const size_t added = norm_buf.size() - before;
+          if (offsets) {
+            for (size_t k = 0; k < added; ++k) {
+              orig.push_back(added == i - at ? at + static_cast<uint32_t>(k) : at);
+            }
+          }
         }
       }
       if (offsets) orig.push_back(static_cast<uint32_t>(segment.size()));
       text = norm_buf;
     }
     auto to_orig = [&](uint32_t p) -> int64_t {
-      return base + (o_.metaspace ? static_cast<int64_t>(orig[p]) : static_cast<int64_t>(p));
+      return base + (normalize ? static_cast<int64_t>(orig[p]) : static_cast<int64_t>(p));
     };
 
     // 2. Pre-tokenize.
-    std::vector<SplitSpan> words{{0, static_cast<uint32_t>(text.size())}};
-    for (const SplitRegex& re : regexes_) {
-      if (absl::Status s = re.SplitAll(text, &words); !s.ok()) return s;
+    std::vector<SplitSpan> words;
+    if (o_.whitespace_segments) {
+      // White_Space ends a word and belongs to none (it stays in `text`, so
+      // a word's end maps to the end of its last character).
+      size_t i = 0;
+      int64_t start = -1;
+      while (i < text.size()) {
+        const auto at = static_cast<uint32_t>(i);
+        if (IsWhiteSpace(DecodeUtf8(text, &i))) {
+          if (start >= 0) words.push_back({static_cast<uint32_t>(start), at});
+          start = -1;
+        } else if (start < 0) {
+          start = at;
+        }
+      }
+      if (start >= 0) words.push_back({static_cast<uint32_t>(start), static_cast<uint32_t>(text.size())});
+    } else {
+      words.push_back({0, static_cast<uint32_t>(text.size())});
+      for (const SplitRegex& re : regexes_) {
+        if (absl::Status s = re.SplitAll(text, &words); !s.ok()) return s;
+      }
     }
 
     // 3. BPE per word.
@@ -162,7 +214,8 @@ class BpeTokenizer final : public VocabTokenizer {
     for (const SplitSpan& w : words) {
       if (w.end <= w.begin) continue;
       const std::string_view word = text.substr(w.begin, w.end - w.begin);
-      if (o_.ignore_merges) {
+      if (o_.ignore_merges ||
+          (o_.whole_newline_runs && word.find_first_not_of('\n') == std::string_view::npos)) {
         if (auto it = token_to_id_.find(absl::string_view(word.data(), word.size())); it != token_to_id_.end()) {
           ids->push_back(it->second);
           if (offsets) offsets->emplace_back(to_orig(w.begin), to_orig(w.end));
@@ -210,11 +263,15 @@ class BpeTokenizer final : public VocabTokenizer {
       const uint32_t b = at + static_cast<uint32_t>(i);
       if (auto it = token_to_id_.find(absl::string_view(ch.data(), ch.size())); it != token_to_id_.end()) {
         syms->push_back({it->second, b, static_cast<uint32_t>(b + len), true});
-      } else if (o_.byte_fallback && byte_token_[static_cast<unsigned char>(ch[0])] >= 0) {
+      } else if (o_.byte_fallback &&
+                 (o_.gguf_raw || byte_token_[static_cast<unsigned char>(ch[0])] >= 0)) {
         for (size_t k = 0; k < len; ++k) {
-          const int32_t id = byte_token_[static_cast<unsigned char>(ch[k])];
-          syms->push_back({id >= 0 ? id : vocab().unk.value_or(0), static_cast<uint32_t>(b + k),
-                           static_cast<uint32_t>(b + k + 1), false});
+          int32_t id = byte_token_[static_cast<unsigned char>(ch[k])];
+          if (id < 0) {
+            if (o_.gguf_raw) continue;  // llama.cpp drops a byte without a <0xAB> token
+            id = vocab().unk.value_or(0);
+          }
+          syms->push_back({id, static_cast<uint32_t>(b + k), static_cast<uint32_t>(b + k + 1), false});
         }
       } else {
         // HF BPE fuses consecutive unknown characters into one unk.

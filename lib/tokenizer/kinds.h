@@ -76,6 +76,22 @@ struct BpeOptions {
   bool prepend_metaspace = false;
   // HF Metaspace split=true: also split before every "▁".
   bool metaspace_split = false;
+  // llama.cpp's BPE over raw UTF-8 for GGUF vocabularies (byte_level
+  // false, byte_fallback true): control pieces are vocabulary entries like
+  // the others, a byte of an unknown character without a <0xAB> token is
+  // dropped (not unk), and a merge naming a piece the vocabulary lacks is
+  // INVALID_ARGUMENT (llama.cpp would merge the text anyway).
+  bool gguf_raw = false;
+  // A pre-tokenized word made only of '\n' that is a vocabulary entry is
+  // that token (llama.cpp, Gemma 4).
+  bool whole_newline_runs = false;
+  // Instead of split_regexes: the words are the maximal runs of
+  // non-White_Space code points; White_Space is in no word (llama.cpp's
+  // whitespace session).
+  bool whitespace_segments = false;
+  // Every code point lower-cased first (simple 1:1 mapping, ICU u_tolower;
+  // llama.cpp unicode_tolower).
+  bool lowercase = false;
 };
 // merges: "left right" in rank order (GGUF tokenizer.ggml.merges, HF
 // model.merges).

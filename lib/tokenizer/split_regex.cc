@@ -277,6 +277,12 @@ struct Entry {
   // llama.cpp turns add_bos on for these before reading
   // tokenizer.ggml.add_bos_token (llama3, tekken, chameleon).
   bool add_bos_default = false;
+  // BPE over raw UTF-8 (PreTokenizer, split_regex.h).
+  bool raw_utf8 = false;
+  bool escape_spaces = false;
+  bool whole_newline_runs = false;
+  bool force_add_bos = false;
+  bool whitespace_segments = false;
 };
 
 const std::vector<Entry>& Table() {
@@ -336,6 +342,26 @@ const std::vector<Entry>& Table() {
        false},
       {{"ufakzeka"}, {kQwen2NoContractions}, false},
       {{"laguna"}, {R"([^\n]+|[\n]+)", kQwen2}, false},
+      // BPE over raw UTF-8 with spaces escaped as U+2581; the split is
+      // llama.cpp's newline splitter (runs of LF, runs of anything else).
+      {.names = {"gemma4", "granite-embed-multi-311m"},
+       .regexes = {R"([^\n]+|[\n]+)"},
+       .ignore_merges = false,
+       .raw_utf8 = true,
+       .escape_spaces = true,
+       .whole_newline_runs = true,
+       .force_add_bos = true},
+      {.names = {"sarvam-moe"},
+       .regexes = {R"([^\n]+|[\n]+)"},
+       .ignore_merges = false,
+       .raw_utf8 = true,
+       .escape_spaces = true},
+      // Split by code (whitespace_segments), not by an expression.
+      {.names = {"whitespace"},
+       .regexes = {},
+       .ignore_merges = false,
+       .raw_utf8 = true,
+       .whitespace_segments = true},
       {{"exaone-moe"},
        {R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?(?:\p{L}\p{M}*(?: \p{L}\p{M}*)*)+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]?|\s*[\r\n]|\s+(?!\S)|\s+)"},
        false},
@@ -373,17 +399,17 @@ const std::vector<Entry>& Table() {
 // Names llama.cpp splits with hand-written code rather than an expression:
 // refused (no reference expression to check against).
 constexpr const char* kHandWritten[] = {"kimi-k2", "afmoe"};
-// Names llama.cpp runs as BPE over raw UTF-8 with spaces escaped as "▁"
-// (not GPT-2 byte-level): refused, vocabd's GGUF BPE is byte-level.
-constexpr const char* kRawUtf8[] = {"gemma4", "granite-embed-multi-311m", "sarvam-moe",
-                                    "whitespace"};
 
 }  // namespace
 
 absl::StatusOr<PreTokenizer> FindPreTokenizer(const std::string& pre) {
   for (const Entry& e : Table()) {
     for (const std::string& n : e.names) {
-      if (n == pre) return PreTokenizer{e.regexes, e.ignore_merges, e.add_bos_default};
+      if (n == pre) {
+        return PreTokenizer{e.regexes,       e.ignore_merges,      e.add_bos_default,
+                            e.raw_utf8,      e.escape_spaces,      e.whole_newline_runs,
+                            e.force_add_bos, e.whitespace_segments};
+      }
     }
   }
   for (const char* h : kHandWritten) {
@@ -392,14 +418,6 @@ absl::StatusOr<PreTokenizer> FindPreTokenizer(const std::string& pre) {
           "pre-tokenizer \"", pre,
           "\" is not supported: llama.cpp splits it with hand-written code, not an expression "
           "vocabd can check against a reference"));
-    }
-  }
-  for (const char* h : kRawUtf8) {
-    if (pre == h) {
-      return absl::NotFoundError(absl::StrCat(
-          "pre-tokenizer \"", pre,
-          "\" is not supported: llama.cpp runs it as BPE over raw UTF-8 with spaces escaped, not "
-          "byte-level BPE"));
     }
   }
   return absl::NotFoundError(absl::StrCat("pre-tokenizer \"", pre, "\" is not known (known: ",

@@ -88,6 +88,25 @@ struct PreTokenizer {
   // llama.cpp's add_bos default for the name (llama3, tekken, chameleon:
   // true), used when the GGUF has no tokenizer.ggml.add_bos_token.
   bool add_bos_default = false;
+  // BPE over raw UTF-8 (llama.cpp byte_encode = false: gemma4,
+  // granite-embed-multi-311m, sarvam-moe, whitespace) rather than GPT-2
+  // byte-level: pieces are UTF-8 text, symbols start as characters, a
+  // character without a token becomes its <0xAB> byte tokens, and a byte
+  // without one is dropped.
+  bool raw_utf8 = false;
+  // Every U+0020 becomes U+2581 before splitting, no prefix (llama.cpp
+  // escape_whitespaces; decode turns U+2581 back into spaces).
+  bool escape_spaces = false;
+  // llama.cpp's GEMMA4 rules: a word made only of '\n' that is itself a
+  // vocabulary entry is that token; BOS is added even when
+  // tokenizer.ggml.add_bos_token is false.
+  bool whole_newline_runs = false;
+  bool force_add_bos = false;
+  // Instead of `regexes`: words are the maximal runs of non-White_Space code
+  // points (White_Space is dropped), lower-cased when the GGUF's
+  // tokenizer.ggml.normalizer.lowercase is true (llama.cpp's session for
+  // tokenizer.ggml.model "whitespace").
+  bool whitespace_segments = false;
 };
 // NOT_FOUND naming `pre` and listing the known names when it is not in the
 // table.

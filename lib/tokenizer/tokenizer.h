@@ -4,8 +4,11 @@
 //   GGUF tokenizer.ggml.*  model "llama" (SentencePiece-style, scores, byte
 //                          fallback), "t5" (SentencePiece Unigram),
 //                          "gpt2" (byte-level BPE, merges,
-//                          pre-tokenizer named by tokenizer.ggml.pre),
-//                          "bert" (WordPiece)
+//                          pre-tokenizer named by tokenizer.ggml.pre;
+//                          BPE over raw UTF-8 for the pre names
+//                          granite-embed-multi-311m, sarvam-moe, gemma4),
+//                          "gemma4", "whitespace" (BPE over raw UTF-8,
+//                          as llama.cpp runs them), "bert" (WordPiece)
 //   HF folder              tokenizer.json (+ tokenizer_config.json), else
 //                          tokenizer.model (SentencePiece)
 //   llama2.c               tok*.bin beside the .bin, or an explicit path

@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <map>
 #include <string>
+#include <string_view>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -164,25 +166,63 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> FromGguf(const GgufFile& g, const std
     // user-defined pieces are matched by sentencepiece itself
     return tokenizer_internal::MakeSentencePieceFromVocab(std::move(v), o);
   }
-  if (kind == "gpt2") {
+  if (kind == "gpt2" || kind == "gemma4" || kind == "whitespace") {
+    // llama.cpp: all three are BPE with merges. "gemma4" forces the pre
+    // name to gemma4 whatever tokenizer.ggml.pre says; "whitespace" selects
+    // the whitespace session (split_regex.h PreTokenizer).
     const GgufValue* merges = g.Find("tokenizer.ggml.merges");
     if (merges == nullptr || merges->array_type != GgufValueType::kString ||
         merges->array_s.size() != merges->array_count) {
       return absl::InvalidArgumentError(
           absl::StrCat(file, ": tokenizer.ggml.merges missing or not a string array"));
     }
-    BpeOptions o;
-    o.byte_level = true;
+    const std::string pre_name = kind == "gemma4" ? "gemma4" : pre.empty() ? "default" : pre;
     absl::StatusOr<tokenizer_internal::PreTokenizer> pt =
-        tokenizer_internal::FindPreTokenizer(pre.empty() ? "default" : pre);
+        tokenizer_internal::FindPreTokenizer(pre_name);
     if (!pt.ok()) {
       return absl::InvalidArgumentError(
           absl::StrCat(file, ": tokenizer.ggml.pre: ", pt.status().message()));
     }
+    if ((kind == "whitespace") != pt->whitespace_segments) {
+      // llama.cpp would run another pre-tokenizer's expressions inside the
+      // whitespace session, or \S+ through std::regex outside it.
+      return absl::InvalidArgumentError(absl::StrCat(
+          file, ": tokenizer.ggml.model \"", kind, "\" with tokenizer.ggml.pre \"", pre,
+          "\" is not supported: the whitespace pre-tokenizer is served with tokenizer.ggml.model "
+          "\"whitespace\" only, and that model with it only (what convert_hf_to_gguf.py writes)"));
+    }
+    BpeOptions o;
+    o.byte_level = !pt->raw_utf8;
     o.split_regexes = std::move(pt->regexes);
     o.ignore_merges = pt->ignore_merges;
+    if (pt->raw_utf8) {
+      o.byte_fallback = true;  // <0xAB> pieces are bytes, whatever their type
+      o.gguf_raw = true;
+      o.metaspace = pt->escape_spaces;
+      o.whole_newline_runs = pt->whole_newline_runs;
+      o.whitespace_segments = pt->whitespace_segments;
+      o.lowercase = pt->whitespace_segments &&
+                    GgufBool(g, "tokenizer.ggml.normalizer.lowercase").value_or(false);
+    }
     v.add_bos = GgufBool(g, "tokenizer.ggml.add_bos_token").value_or(pt->add_bos_default);
+    if (pt->force_add_bos) v.add_bos = true;  // llama.cpp: Gemma 4 always adds BOS
     v.add_eos = GgufBool(g, "tokenizer.ggml.add_eos_token").value_or(false);
+    if (pt->raw_utf8) {
+      // llama.cpp refuses (gemma4) or falls back to id 11 (gpt2,
+      // whitespace) here.
+      for (const auto& [add, id, add_key, id_key] :
+           {std::tuple{v.add_bos, v.bos, "add_bos_token", "bos_token_id"},
+            std::tuple{v.add_eos, v.eos, "add_eos_token", "eos_token_id"}}) {
+        if (add && !id) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              file, ": tokenizer.ggml.", add_key, " is true",
+              pt->force_add_bos && std::string_view(add_key) == "add_bos_token"
+                  ? " (always, for pre-tokenizer " + pre_name + ")"
+                  : "",
+              " but tokenizer.ggml.", id_key, " is not set"));
+        }
+      }
+    }
     split_user_defined();
     return tokenizer_internal::MakeBpe(std::move(v), merges->array_s, o);
   }
@@ -205,7 +245,7 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> FromGguf(const GgufFile& g, const std
     return tokenizer_internal::MakeWordPiece(std::move(v), tokenizer_internal::WordPieceOptions{});
   }
   return absl::InvalidArgumentError(absl::StrCat(
-      file, ": tokenizer.ggml.model \"", kind, "\" is not supported (supported: llama, t5, gpt2, bert)"));
+      file, ": tokenizer.ggml.model \"", kind, "\" is not supported (supported: llama, t5, gpt2, gemma4, whitespace, bert)"));
 }
 
 absl::StatusOr<std::unique_ptr<Tokenizer>> LoadGguf(const MappedFile& f) {

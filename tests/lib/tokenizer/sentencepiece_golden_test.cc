@@ -3,10 +3,17 @@
 // encodings Debian's python3-sentencepiece gives
 // (tests/lib/tokenizer/make_unigram_golden.py writes the models and the
 // goldens into testdata/).
+#include <algorithm>
+#include <cstdio>
 #include <fstream>
+#include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
+
+#include "absl/strings/escaping.h"
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -361,6 +368,7 @@ class TinyGguf {
  public:
   void Str(const std::string& k, const std::string& v) { Key(k, 8); S(v); ++n_; }
   void U32(const std::string& k, uint32_t v) { Key(k, 4); Put(v); ++n_; }
+  void Bool(const std::string& k, bool v) { Key(k, 7); Put(static_cast<uint8_t>(v)); ++n_; }
   void Strs(const std::string& k, const std::vector<std::string>& v) {
     Key(k, 9); Put(uint32_t{8}); Put(uint64_t{v.size()});
     for (const auto& x : v) S(x);
@@ -483,10 +491,12 @@ TEST(SentencePieceCharsmapTest, FlushIncrementalReturnsTheHeldBackTail) {
 namespace vocabd {
 namespace {
 
-// A byte-level GGUF vocabulary ("gpt2") with a given tokenizer.ggml.pre:
-// llama.cpp's add_bos default for the name (llama3, tekken, chameleon: on)
-// applies when tokenizer.ggml.add_bos_token is absent; names llama.cpp runs
-// over raw UTF-8 are refused naming the reason.
+// A GGUF vocabulary with tokenizer.ggml.model "gpt2" and a given
+// tokenizer.ggml.pre: llama.cpp's add_bos default for the name (llama3,
+// tekken, chameleon: on) applies when tokenizer.ggml.add_bos_token is
+// absent; gemma4 and granite-embed-multi-311m add BOS always (raw UTF-8
+// BPE, RawBpeGgufTest); "whitespace" needs tokenizer.ggml.model
+// "whitespace".
 TEST(PreTokenizerSplitTest, GgufNamesCarryLlamaCppDefaults) {
   auto load = [](const std::string& pre) {
     TinyGguf g;
@@ -500,18 +510,289 @@ TEST(PreTokenizerSplitTest, GgufNamesCarryLlamaCppDefaults) {
   };
   for (const auto& [pre, bos] : std::vector<std::pair<std::string, bool>>{
            {"llama-bpe", true}, {"tekken", true}, {"chameleon", true}, {"qwen2", false},
-           {"deepseek-v3", false}, {"tiny_aya", false}, {"youtu", false}}) {
+           {"deepseek-v3", false}, {"tiny_aya", false}, {"youtu", false}, {"gemma4", true},
+           {"granite-embed-multi-311m", true}, {"sarvam-moe", false}}) {
     auto t = load(pre);
     ASSERT_TRUE(t.ok()) << pre << ": " << t.status();
     auto ids = (*t)->EncodeIds("ab", /*add_special_tokens=*/true);
     ASSERT_TRUE(ids.ok());
     EXPECT_EQ(ids->front() == 3, bos) << pre;
   }
-  for (const char* pre : {"gemma4", "sarvam-moe", "granite-embed-multi-311m", "whitespace"}) {
-    auto t = load(pre);
-    ASSERT_FALSE(t.ok()) << pre;
-    EXPECT_THAT(t.status().message(), HasSubstr("raw UTF-8")) << pre;
+  auto t = load("whitespace");
+  ASSERT_FALSE(t.ok());
+  EXPECT_THAT(t.status().message(),
+              HasSubstr("tokenizer.ggml.model \"gpt2\" with tokenizer.ggml.pre \"whitespace\" is "
+                        "not supported"));
+}
+
+}  // namespace
+}  // namespace vocabd
+
+namespace vocabd {
+namespace {
+
+// GGUF vocabularies llama.cpp runs as BPE over raw UTF-8: tokenizer.ggml.model
+// "gemma4" and "whitespace", and "gpt2" with tokenizer.ggml.pre
+// granite-embed-multi-311m or sarvam-moe.
+struct RawVocab {
+  std::vector<std::string> tokens;
+  std::vector<int32_t> types;
+  int32_t Id(const std::string& piece) const {
+    auto it = std::find(tokens.begin(), tokens.end(), piece);
+    return it == tokens.end() ? -1 : static_cast<int32_t>(it - tokens.begin());
   }
+};
+
+// <bos> <eos>, <0x00>..<0xFF> without <0xBD>, then ▁ a b ab ▁ab \n \n\n A B AB
+// k kk; byte pieces typed `byte_type`.
+RawVocab SmallRawVocab(int32_t byte_type) {
+  RawVocab v;
+  v.tokens = {"<bos>", "<eos>"};
+  v.types = {3, 3};
+  for (int b = 0; b < 256; ++b) {
+    if (b == 0xBD) continue;
+    char buf[8];
+    std::snprintf(buf, sizeof(buf), "<0x%02X>", b);
+    v.tokens.push_back(buf);
+    v.types.push_back(byte_type);
+  }
+  for (const char* p : {"\xE2\x96\x81", "a", "b", "ab", "\xE2\x96\x81" "ab", "\n", "\n\n", "A", "B",
+                        "AB", "k", "kk"}) {
+    v.tokens.push_back(p);
+    v.types.push_back(1);
+  }
+  return v;
+}
+
+struct RawGgufSpec {
+  std::string model = "";
+  std::string pre = "";  // empty: no key
+  std::optional<bool> add_bos_token = std::nullopt;
+  std::optional<bool> lowercase = std::nullopt;
+  int32_t byte_type = 6;
+  bool bos_id = true;
+  std::vector<std::string> merges = {"a b", "\xE2\x96\x81 ab", "A B", "k k"};
+};
+
+absl::StatusOr<std::unique_ptr<Tokenizer>> LoadRaw(const std::string& name, const RawGgufSpec& s,
+                                                   RawVocab* vocab) {
+  *vocab = SmallRawVocab(s.byte_type);
+  TinyGguf g;
+  g.Str("tokenizer.ggml.model", s.model);
+  if (!s.pre.empty()) g.Str("tokenizer.ggml.pre", s.pre);
+  g.Strs("tokenizer.ggml.tokens", vocab->tokens);
+  g.I32s("tokenizer.ggml.token_type", vocab->types);
+  g.Strs("tokenizer.ggml.merges", s.merges);
+  if (s.bos_id) g.U32("tokenizer.ggml.bos_token_id", 0);
+  g.U32("tokenizer.ggml.eos_token_id", 1);
+  if (s.add_bos_token) g.Bool("tokenizer.ggml.add_bos_token", *s.add_bos_token);
+  if (s.lowercase) g.Bool("tokenizer.ggml.normalizer.lowercase", *s.lowercase);
+  return LoadTokenizer(g.Write("raw_" + name));
+}
+
+std::vector<int32_t> Ids(const RawVocab& v, const std::vector<std::string>& pieces) {
+  std::vector<int32_t> ids;
+  for (const std::string& p : pieces) ids.push_back(v.Id(p));
+  return ids;
+}
+
+using RawOffsets = std::vector<std::pair<int64_t, int64_t>>;
+
+// Expected ids written by hand from llama.cpp's rules (docs/models.md).
+TEST(RawBpeGgufTest, Gemma4EscapesSpacesKeepsNewlineRunsAndAlwaysAddsBos) {
+  const std::string ms = "\xE2\x96\x81";
+  RawVocab v;
+  auto tok = LoadRaw("gemma4", {.model = "gemma4", .add_bos_token = false}, &v);
+  ASSERT_TRUE(tok.ok()) << tok.status();
+  EXPECT_EQ((*tok)->kind(), "bpe");
+  EXPECT_TRUE((*tok)->add_bos());  // although tokenizer.ggml.add_bos_token = false
+  auto enc = (*tok)->Encode("ab ab", true);
+  ASSERT_TRUE(enc.ok()) << enc.status();
+  EXPECT_EQ(enc->ids, Ids(v, {"<bos>", "ab", ms + "ab"}));
+  EXPECT_EQ(enc->offsets, (RawOffsets{{0, 0}, {0, 2}, {2, 5}}));
+  // A run of LF that is a token is that token; a longer one is BPE'd (no
+  // merge joins LFs here).
+  EXPECT_EQ(*(*tok)->EncodeIds("\n\n", false), Ids(v, {"\n\n"}));
+  EXPECT_EQ(*(*tok)->EncodeIds("\n\n\n", false), Ids(v, {"\n", "\n", "\n"}));
+  EXPECT_EQ(*(*tok)->EncodeIds("a\n\nb", false), Ids(v, {"a", "\n\n", "b"}));
+  // Every space is "▁", none prepended; two spaces are two "▁" symbols.
+  EXPECT_EQ(*(*tok)->EncodeIds(" a  ab", false), Ids(v, {ms, "a", ms, ms + "ab"}));
+  // A character without a token: its byte tokens; a byte without one is
+  // dropped ("½" = C2 BD).
+  enc = (*tok)->Encode("\xC3\xA9x\xC2\xBD", false);
+  ASSERT_TRUE(enc.ok());
+  EXPECT_EQ(enc->ids, Ids(v, {"<0xC3>", "<0xA9>", "<0x78>", "<0xC2>"}));
+  EXPECT_EQ(enc->offsets, (RawOffsets{{0, 1}, {1, 2}, {2, 3}, {3, 4}}));
+  // Decode: "▁" is a space, byte tokens their bytes.
+  EXPECT_EQ(*(*tok)->Decode(Ids(v, {ms + "ab", "<0xC3>", "<0xA9>"}), false), " ab\xC3\xA9");
+  EXPECT_EQ((*tok)->Piece(v.Id(ms + "ab")), ms + "ab");
+  EXPECT_EQ((*tok)->TokenBytes(v.Id(ms + "ab")), " ab");
+  const std::string text = " ab\n\n\nAB  k\xC3\xA9";
+  auto ids = (*tok)->EncodeIds(text, true);
+  ASSERT_TRUE(ids.ok());
+  EXPECT_EQ(*(*tok)->Decode(*ids, true), text);
+  EXPECT_EQ(*(*tok)->Decode(*ids, false), "<bos>" + text);
+}
+
+TEST(RawBpeGgufTest, GgufModelGemma4NeedsItsBosId) {
+  RawVocab v;
+  auto tok = LoadRaw("gemma4_nobos", {.model = "gemma4", .bos_id = false}, &v);
+  ASSERT_FALSE(tok.ok());
+  EXPECT_EQ(tok.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(tok.status().message(),
+              HasSubstr("tokenizer.ggml.add_bos_token is true (always, for pre-tokenizer gemma4) "
+                        "but tokenizer.ggml.bos_token_id is not set"));
+  // tokenizer.ggml.pre does not matter for model "gemma4" (llama.cpp forces
+  // it), nor does tokenizer.ggml.merges' absence go unnoticed.
+  auto forced = LoadRaw("gemma4_pre", {.model = "gemma4", .pre = "sarvam-moe"}, &v);
+  ASSERT_TRUE(forced.ok()) << forced.status();
+  EXPECT_EQ(*(*forced)->EncodeIds("\n\n", true), Ids(v, {"<bos>", "\n\n"}));
+  auto bad = LoadRaw("gemma4_merge", {.model = "gemma4", .merges = {"a b", "b x"}}, &v);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(),
+              HasSubstr("merges[1] = \"b x\": \"x\" is not a token of the vocabulary"));
+  bad = LoadRaw("gemma4_merge2", {.model = "gemma4", .merges = {"b a"}}, &v);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(),
+              HasSubstr("merges[0] = \"b a\": \"ba\" is not a token of the vocabulary"));
+}
+
+// granite-embed-multi-311m is gemma4's pre-tokenizer under model "gpt2",
+// whose byte pieces are typed NORMAL; sarvam-moe lacks the newline-run rule
+// and the forced BOS.
+TEST(RawBpeGgufTest, GraniteAndSarvamUnderModelGpt2) {
+  const std::string ms = "\xE2\x96\x81";
+  RawVocab v;
+  for (const std::optional<bool> add : {std::optional<bool>(), std::optional<bool>(false)}) {
+    auto granite = LoadRaw("granite", {.model = "gpt2", .pre = "granite-embed-multi-311m",
+                                       .add_bos_token = add, .byte_type = 1}, &v);
+    ASSERT_TRUE(granite.ok()) << granite.status();
+    EXPECT_EQ(*(*granite)->EncodeIds("ab ab\n\n\xC3\xA9", true),
+              Ids(v, {"<bos>", "ab", ms + "ab", "\n\n", "<0xC3>", "<0xA9>"}));
+    EXPECT_EQ((*granite)->Type(v.Id("<0xC3>")), TokenType::kByte);
+    EXPECT_EQ((*granite)->TokenBytes(v.Id("<0xC3>")), "\xC3");
+    EXPECT_EQ(*(*granite)->Decode(Ids(v, {"<0xC3>", "<0xA9>"}), false), "\xC3\xA9");
+  }
+  auto sarvam = LoadRaw("sarvam", {.model = "gpt2", .pre = "sarvam-moe", .byte_type = 1}, &v);
+  ASSERT_TRUE(sarvam.ok()) << sarvam.status();
+  EXPECT_FALSE((*sarvam)->add_bos());
+  EXPECT_EQ(*(*sarvam)->EncodeIds("ab ab\n\n\xC3\xA9", true),
+            Ids(v, {"ab", ms + "ab", "\n", "\n", "<0xC3>", "<0xA9>"}));
+  sarvam = LoadRaw("sarvam_bos", {.model = "gpt2", .pre = "sarvam-moe", .add_bos_token = true,
+                                  .byte_type = 1}, &v);
+  ASSERT_TRUE(sarvam.ok()) << sarvam.status();
+  EXPECT_EQ(*(*sarvam)->EncodeIds("ab", true), Ids(v, {"<bos>", "ab"}));
+  auto nobos = LoadRaw("sarvam_nobos", {.model = "gpt2", .pre = "sarvam-moe",
+                                        .add_bos_token = true, .bos_id = false}, &v);
+  ASSERT_FALSE(nobos.ok());
+  EXPECT_THAT(nobos.status().message(),
+              HasSubstr("tokenizer.ggml.add_bos_token is true but tokenizer.ggml.bos_token_id is "
+                        "not set"));
+}
+
+TEST(RawBpeGgufTest, WhitespaceModelDropsWhiteSpaceAndLowercasesOnRequest) {
+  RawVocab v;
+  auto plain = LoadRaw("ws", {.model = "whitespace", .pre = "whitespace", .byte_type = 1}, &v);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_FALSE((*plain)->add_bos());
+  auto enc = (*plain)->Encode("AB  ab\tAB", true);
+  ASSERT_TRUE(enc.ok()) << enc.status();
+  EXPECT_EQ(enc->ids, Ids(v, {"AB", "ab", "AB"}));
+  EXPECT_EQ(enc->offsets, (RawOffsets{{0, 2}, {4, 6}, {7, 9}}));
+  // White_Space never reaches BPE (no <0x20>, <0x0A>, <0xC2><0xA0>);
+  // U+180E is not White_Space.
+  EXPECT_EQ(*(*plain)->EncodeIds(" \n\xC2\xA0\xE3\x80\x80", false), std::vector<int32_t>{});
+  EXPECT_EQ(*(*plain)->EncodeIds("a\xE1\xA0\x8E" "b", false),
+            Ids(v, {"a", "<0xE1>", "<0xA0>", "<0x8E>", "b"}));
+  // KELVIN SIGN K (U+212A) stays itself without lowercase.
+  EXPECT_EQ(*(*plain)->EncodeIds("\xE2\x84\xAA", false), Ids(v, {"<0xE2>", "<0x84>", "<0xAA>"}));
+  // Decode: the pieces' text.
+  EXPECT_EQ(*(*plain)->Decode(Ids(v, {"ab", "AB", "<0xC3>", "<0xA9>"}), false), "abAB\xC3\xA9");
+
+  auto lower = LoadRaw("ws_lower", {.model = "whitespace", .pre = "whitespace", .lowercase = true,
+                                    .byte_type = 1}, &v);
+  ASSERT_TRUE(lower.ok()) << lower.status();
+  EXPECT_EQ(*(*lower)->EncodeIds("AB  ab\tAB", false), Ids(v, {"ab", "ab", "ab"}));
+  // U+212A lower-cases to "k" (3 bytes -> 1): the offsets still cover the
+  // input's characters.
+  enc = (*lower)->Encode("x\xE2\x84\xAA\xE2\x84\xAAK", false);
+  ASSERT_TRUE(enc.ok()) << enc.status();
+  EXPECT_EQ(enc->ids, Ids(v, {"<0x78>", "kk", "k"}));
+  EXPECT_EQ(enc->offsets, (RawOffsets{{0, 1}, {1, 7}, {7, 8}}));
+  auto off = LoadRaw("ws_lower_off", {.model = "whitespace", .pre = "whitespace",
+                                      .lowercase = false, .byte_type = 1}, &v);
+  ASSERT_TRUE(off.ok());
+  EXPECT_EQ(*(*off)->EncodeIds("AB", false), Ids(v, {"AB"}));
+
+  // The whitespace session goes with the whitespace pre-tokenizer only.
+  for (const std::string& pre : {std::string("gpt-2"), std::string()}) {
+    auto bad = LoadRaw("ws_pre" + pre, {.model = "whitespace", .pre = pre}, &v);
+    ASSERT_FALSE(bad.ok()) << pre;
+    EXPECT_THAT(bad.status().message(), HasSubstr("tokenizer.ggml.model \"whitespace\" with "
+                                                  "tokenizer.ggml.pre \"" + pre + "\" is not supported"));
+  }
+}
+
+// The reference of make_raw_bpe_golden.py (llama.cpp's rules restated in
+// Python) on 320 texts, five configurations: ids, decoded text, and the
+// contract every tokenizer keeps (EncodeIds = Encode's ids, offsets inside
+// the text and ordered, streaming decode = full decode).
+TEST(RawBpeGgufTest, EveryConfigurationMatchesThePythonReference) {
+  const nlohmann::json golden = nlohmann::json::parse(ReadFileBytes(TestData("raw_bpe_golden.json")));
+  const auto texts = golden["texts"].get<std::vector<std::string>>();
+  const auto merges = golden["merges"].get<std::vector<std::string>>();
+  ASSERT_GT(texts.size(), 300u);
+  int configs = 0;
+  for (const auto& c : golden["configs"]) {
+    const std::string name = c["name"].get<std::string>();
+    TinyGguf g;
+    g.Str("tokenizer.ggml.model", c["model"].get<std::string>());
+    if (!c["pre"].is_null()) g.Str("tokenizer.ggml.pre", c["pre"].get<std::string>());
+    g.Strs("tokenizer.ggml.tokens", c["tokens"].get<std::vector<std::string>>());
+    g.I32s("tokenizer.ggml.token_type", c["types"].get<std::vector<int32_t>>());
+    g.Strs("tokenizer.ggml.merges", merges);
+    g.U32("tokenizer.ggml.bos_token_id", c["bos_token_id"].get<uint32_t>());
+    if (!c["add_bos_token"].is_null()) g.Bool("tokenizer.ggml.add_bos_token", c["add_bos_token"].get<bool>());
+    if (!c["lowercase"].is_null()) g.Bool("tokenizer.ggml.normalizer.lowercase", c["lowercase"].get<bool>());
+    auto tok = LoadTokenizer(g.Write("raw_golden_" + name));
+    ASSERT_TRUE(tok.ok()) << name << ": " << tok.status();
+    int mismatches = 0;
+    for (size_t i = 0; i < texts.size(); ++i) {
+      const std::string& t = texts[i];
+      const auto want = c["ids"][i].get<std::vector<int32_t>>();
+      auto enc = (*tok)->Encode(t, /*add_special_tokens=*/true);
+      ASSERT_TRUE(enc.ok()) << enc.status();
+      if (enc->ids != want && ++mismatches <= 3) {
+        ADD_FAILURE() << name << " text #" << i << " \"" << t << "\": got "
+                      << ::testing::PrintToString(enc->ids) << " want " << ::testing::PrintToString(want);
+      }
+      EXPECT_EQ(*(*tok)->EncodeIds(t, true), enc->ids) << name << " #" << i;
+      ASSERT_EQ(enc->offsets.size(), enc->ids.size());
+      int64_t prev = 0;
+      for (const auto& [b, e] : enc->offsets) {
+        EXPECT_LE(prev, b) << name << " #" << i;
+        EXPECT_LE(b, e) << name << " #" << i;
+        EXPECT_LE(e, static_cast<int64_t>(t.size())) << name << " #" << i;
+        prev = b;
+      }
+      auto text = (*tok)->Decode(enc->ids, /*skip_special_tokens=*/true);
+      ASSERT_TRUE(text.ok());
+      EXPECT_EQ(absl::BytesToHexString(*text), c["decoded_hex"][i].get<std::string>())
+          << name << " #" << i;
+      std::string streamed;
+      for (size_t k = 0; k < enc->ids.size(); ++k) {
+        auto piece = DecodeIncremental(**tok, absl::MakeConstSpan(enc->ids.data(), k),
+                                       absl::MakeConstSpan(enc->ids.data() + k, 1), true);
+        ASSERT_TRUE(piece.ok());
+        streamed += piece->text;
+      }
+      streamed += *FlushIncremental(**tok, enc->ids, true);
+      EXPECT_EQ(streamed, ReplaceInvalidUtf8(*text)) << name << " #" << i;
+    }
+    EXPECT_EQ(mismatches, 0) << name;
+    ++configs;
+  }
+  EXPECT_EQ(configs, 5);
 }
 
 }  // namespace
