@@ -287,6 +287,27 @@ constexpr char kKimiK2[] =
     R"(|[^\r\n\p{L}\p{N}]?[^\p{sc:Han}\p{Ll}\p{N}\p{P}\p{S}\p{Z}\p{C}]+[^\p{sc:Han}\p{Lu}\p{Lt}\p{N}\p{P}\p{S}\p{Z}\p{C}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?)"
     R"(|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 
+// Before the expression, tokenization_kimi.py's encode() cuts the text into
+// slices of 400,000 characters and cuts each slice where a run of
+// whitespace or of non-whitespace characters (Python str.isspace) grows
+// past 25,000 (_split_whitespaces_or_nonwhitespaces: the cut falls after
+// every 25,000 characters of the run, and the text before the run stays in
+// the first part). These two stages do the same as Split(Isolated)
+// expressions: \G anchors each match where the previous one ended, so the
+// matches are the parts and what follows the last cut is one more piece.
+// VOCABD_PY_ISSPACE lists the code points for which Python 3's
+// str.isspace() is true (Zs and the bidi classes WS, B, S; unlike PCRE2's
+// \s it has U+001C-U+001F and not U+180E).
+#define VOCABD_PY_ISSPACE \
+  R"(\t-\r\x{1C}-\x{20}\x{85}\x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000})"
+constexpr char kTiktokenSlices[] = R"(\G(?s:(?:.{50000}){8}))";
+constexpr char kTiktokenRuns[] =
+    R"(\G(?:[)" VOCABD_PY_ISSPACE R"(]{25000}(?=[)" VOCABD_PY_ISSPACE R"(]))"
+    R"(|[^)" VOCABD_PY_ISSPACE R"(]{25000}(?=[^)" VOCABD_PY_ISSPACE R"(]))"
+    R"(|(?s:.)*?(?:(?<![)" VOCABD_PY_ISSPACE R"(])[)" VOCABD_PY_ISSPACE R"(]{25000}(?=[)" VOCABD_PY_ISSPACE R"(]))"
+    R"(|(?<![^)" VOCABD_PY_ISSPACE R"(])[^)" VOCABD_PY_ISSPACE R"(]{25000}(?=[^)" VOCABD_PY_ISSPACE R"(]))))";
+#undef VOCABD_PY_ISSPACE
+
 // AFMoE (arcee-ai Trinity), as llama.cpp splits it; Hugging Face's
 // tokenizer.json was not available to check against.
 // Stage 1 reproduces llama.cpp's unicode_regex_split_custom_afmoe: each
@@ -410,7 +431,7 @@ const std::vector<Entry>& Table() {
        false},
       // tiktoken emits a piece that is itself a token whole (llama.cpp
       // does not set ignore_merges for kimi-k2).
-      {{"kimi-k2"}, {kKimiK2}, true},
+      {{"kimi-k2"}, {kTiktokenSlices, kTiktokenRuns, kKimiK2}, true},
       // Stage 3 is DeepSeek-V3's main expression (digits match none of its
       // branches and stay as the pieces stage 1 cut).
       {{"afmoe"}, {kAfmoeDigits, kAfmoeCjk, kDeepseekV3Main}, false},

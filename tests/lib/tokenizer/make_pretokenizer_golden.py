@@ -59,6 +59,27 @@ def afmoe_digits(piece):
 
 IS_NUMBER = regex.compile(r"\p{N}")
 
+
+def kimi_chunks(text):
+    """tokenization_kimi.py encode(), restated: slices of 400,000
+    characters, each cut where a run of str.isspace() or of other characters
+    grows past 25,000 (_split_whitespaces_or_nonwhitespaces); tiktoken then
+    splits every part with pat_str on its own."""
+    out = []
+    for i in range(0, len(text), 400_000):
+        s = text[i:i + 400_000]
+        run, space, start = 0, s[:1].isspace(), 0
+        for j, ch in enumerate(s):
+            if ch.isspace() != space:
+                run, space = 1, ch.isspace()
+            else:
+                run += 1
+                if run > 25_000:
+                    out.append(s[start:j])
+                    start, run = j, 1
+        out.append(s[start:])
+    return [p for p in out if p]
+
 PATTERNS = {
     'default': [
         '[\\p{P}\\$\\+<=>\\^~\\|]+',
@@ -171,9 +192,10 @@ PATTERNS = {
         '\\d{1,3}(?=(?:\\d{3})*\\b)',
         "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
     ],
-    # Moonshot's pat_str (tokenization_kimi.py) as written: class
-    # intersections ("&&") need python3-regex's V1 mode.
+    # tokenization_kimi.py: its long-text cuts, then Moonshot's pat_str as
+    # written (class intersections, "&&", need python3-regex's V1 mode).
     'kimi-k2': [
+        kimi_chunks,
         V1("[\\p{Han}]+"
            "|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}&&[^\\p{Han}]]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}&&[^\\p{Han}]]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?"
            "|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}&&[^\\p{Han}]]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}&&[^\\p{Han}]]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?"
@@ -224,6 +246,17 @@ EXTRA_TEXTS = [
      for n in range(1, 11)
      for pre, post in [("x", ""), ("x ", " y"), ("x  ", ""), ("(", ")"), ("中", "文"),
                        ("", ""), ("a.", ".b"), ("は", "")]]
+LONG_TEXTS = [
+    [["x", 60001]],
+    [["x", 25000]],
+    [["ab", 1], [" ", 30000], ["cd", 1]],
+    [["x", 20000], ["\x1c", 1], ["x", 20000]],
+    [["x", 20000], ["\u180e", 1], ["x", 20000]],
+    [["\u4e2d", 26000], ["\u3000", 25001], ["\u3042", 3]],
+    [["word ", 80001]],
+    [["x", 399999], [" y", 2]],
+    [["ab12 ", 20], ["z", 450000], ["\n", 3]],
+]
 MIXED = ["getUserName", "iPhone", "XMLHttp", "中文", "漢字々", "〇", "、", "｡", "ｶﾀ", "ひら",
          "カタ", "한국", "가", "ภาษา", "ที่", "ລາວ", "ខ្មែរ", "မြန်", "नमस्ते", "e\u0301",
          "it's", "I'M", "we'Ve", "1", "12", "123", "1234", "12345", "123456", "1234567",
@@ -282,6 +315,22 @@ def main():
                 pieces = split_isolated(c, pieces)
             res.append(pieces)
         out["splits"][name] = res
+    # Long texts for kimi-k2's cuts, as runs [text, count]; the pieces as
+    # runs [UTF-8 bytes, count].
+    out["long"] = {"kimi-k2": []}
+    for runs in LONG_TEXTS:
+        t = "".join(x * n for x, n in runs)
+        pieces = [t]
+        for c in PATTERNS['kimi-k2']:
+            pieces = split_isolated(c if callable(c) else regex.compile(c, flags=regex.V1), pieces)
+        rle = []
+        for p in pieces:
+            b = len(p.encode())
+            if rle and rle[-1][0] == b:
+                rle[-1][1] += 1
+            else:
+                rle.append([b, 1])
+        out["long"]["kimi-k2"].append({"runs": runs, "pieces": rle})
     json.dump(out, sys.stdout, ensure_ascii=False, indent=0)
     sys.stdout.write("\n")
 

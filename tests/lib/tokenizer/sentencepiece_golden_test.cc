@@ -348,6 +348,44 @@ TEST(PreTokenizerSplitTest, EveryEntryMatchesPythonRegex) {
   EXPECT_THAT(unknown.status().message(), HasSubstr("pre-tokenizer \"foo\" is not known (known: default, gpt-2"));
 }
 
+// kimi-k2 on long texts: tokenization_kimi.py's cuts (slices of 400,000
+// characters; runs of str.isspace() or other characters cut after every
+// 25,000) before Moonshot's expression, as the golden script's restatement
+// gives them (texts and pieces run-length coded there).
+TEST(PreTokenizerSplitTest, KimiK2CutsLongTextsAsTokenizationKimiDoes) {
+  const nlohmann::json golden =
+      nlohmann::json::parse(ReadFileBytes(TestData("pretokenizer_golden.json")));
+  auto pt = tokenizer_internal::FindPreTokenizer("kimi-k2");
+  ASSERT_TRUE(pt.ok()) << pt.status();
+  std::vector<tokenizer_internal::SplitRegex> res;
+  for (const std::string& r : pt->regexes) {
+    auto c = tokenizer_internal::SplitRegex::Compile(r, "kimi-k2");
+    ASSERT_TRUE(c.ok()) << c.status();
+    res.push_back(*std::move(c));
+  }
+  const auto& cases = golden["long"]["kimi-k2"];
+  ASSERT_EQ(cases.size(), 9u);
+  for (const auto& c : cases) {
+    std::string t;
+    for (const auto& run : c["runs"]) {
+      const std::string x = run[0];
+      for (int i = 0; i < run[1].get<int>(); ++i) t += x;
+    }
+    std::vector<tokenizer_internal::SplitSpan> spans{{0, static_cast<uint32_t>(t.size())}};
+    for (const auto& re : res) ASSERT_TRUE(re.SplitAll(t, &spans).ok());
+    std::vector<std::pair<uint32_t, int>> got;  // (piece bytes, repeats)
+    for (const auto& s : spans) {
+      const uint32_t n = s.end - s.begin;
+      if (!got.empty() && got.back().first == n) {
+        ++got.back().second;
+      } else {
+        got.emplace_back(n, 1);
+      }
+    }
+    EXPECT_EQ(got, (c["pieces"].get<std::vector<std::pair<uint32_t, int>>>())) << c["runs"].dump();
+  }
+}
+
 }  // namespace
 }  // namespace vocabd
 
