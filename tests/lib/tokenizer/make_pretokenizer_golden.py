@@ -258,10 +258,13 @@ LONG_TEXTS = [
     [["x", 399999], [" y", 2]],
     [["ab12 ", 20], ["z", 450000], ["\n", 3]],
 ]
+# (No "½" here: after a digit it shows that python3-regex's \b (word = Alphabetic,
+# M, Nd, Pc) differs from PCRE2's and Oniguruma's (where every \p{N} is a word
+# character), which tiny_aya's expression depends on.)
 MIXED = ["getUserName", "iPhone", "XMLHttp", "中文", "漢字々", "〇", "、", "｡", "ｶﾀ", "ひら",
          "カタ", "한국", "\uac00", "ภาษา", "ที่", "ລາວ", "ខ្មែរ", "မြန်", "नमस्ते", "e\u0301",
          "it's", "I'M", "we'Ve", "1", "12", "123", "1234", "12345", "123456", "1234567",
-         "١٢٣", "½", "Ⅻ", "１２", "...", "-", "!?", "'", "_", "#", "@x", "\r\n"]
+         "١٢٣", "Ⅻ", "１２", "...", "-", "!?", "'", "_", "#", "@x", "\r\n"]
 
 
 def split_isolated(pattern, pieces):
