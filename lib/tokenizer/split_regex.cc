@@ -295,18 +295,21 @@ constexpr char kKimiK2[] =
 // the first part). These two stages do the same as Split(Isolated)
 // expressions: \G anchors each match where the previous one ended, so the
 // matches are the parts and what follows the last cut is one more piece.
-// VOCABD_PY_ISSPACE lists the code points for which Python 3's
-// str.isspace() is true (Zs and the bidi classes WS, B, S; unlike PCRE2's
-// \s it has U+001C-U+001F and not U+180E).
-#define VOCABD_PY_ISSPACE \
-  R"(\t-\r\x{1C}-\x{20}\x{85}\x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000})"
+// kPyIsSpace lists the code points for which Python 3's str.isspace() is
+// true (Zs and the bidi classes WS, B, S; unlike PCRE2's \s it has
+// U+001C-U+001F and not U+180E), as class contents.
+constexpr char kPyIsSpace[] =
+    R"(\t-\r\x{1C}-\x{20}\x{85}\x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000})";
 constexpr char kTiktokenSlices[] = R"(\G(?s:(?:.{50000}){8}))";
-constexpr char kTiktokenRuns[] =
-    R"(\G(?:[)" VOCABD_PY_ISSPACE R"(]{25000}(?=[)" VOCABD_PY_ISSPACE R"(]))"
-    R"(|[^)" VOCABD_PY_ISSPACE R"(]{25000}(?=[^)" VOCABD_PY_ISSPACE R"(]))"
-    R"(|(?s:.)*?(?:(?<![)" VOCABD_PY_ISSPACE R"(])[)" VOCABD_PY_ISSPACE R"(]{25000}(?=[)" VOCABD_PY_ISSPACE R"(]))"
-    R"(|(?<![^)" VOCABD_PY_ISSPACE R"(])[^)" VOCABD_PY_ISSPACE R"(]{25000}(?=[^)" VOCABD_PY_ISSPACE R"(]))))";
-#undef VOCABD_PY_ISSPACE
+// From \G: 25,000 characters of one kind followed by one more (a cut inside
+// a run, counting from the last cut), or, lazily further on, the same from
+// the start of a run.
+std::string TiktokenRuns() {
+  const std::string w = absl::StrCat("[", kPyIsSpace, "]"), n = absl::StrCat("[^", kPyIsSpace, "]");
+  auto block = [](const std::string& c) { return absl::StrCat(c, "{25000}(?=", c, ")"); };
+  return absl::StrCat(R"(\G(?:)", block(w), "|", block(n), R"(|(?s:.)*?(?:(?<!)", w, ")", block(w),
+                      "|(?<!", n, ")", block(n), "))");
+}
 
 // AFMoE (arcee-ai Trinity), as llama.cpp splits it; Hugging Face's
 // tokenizer.json was not available to check against.
@@ -431,7 +434,7 @@ const std::vector<Entry>& Table() {
        false},
       // tiktoken emits a piece that is itself a token whole (llama.cpp
       // does not set ignore_merges for kimi-k2).
-      {{"kimi-k2"}, {kTiktokenSlices, kTiktokenRuns, kKimiK2}, true},
+      {{"kimi-k2"}, {kTiktokenSlices, TiktokenRuns(), kKimiK2}, true},
       // Stage 3 is DeepSeek-V3's main expression (digits match none of its
       // branches and stay as the pieces stage 1 cut).
       {{"afmoe"}, {kAfmoeDigits, kAfmoeCjk, kDeepseekV3Main}, false},
