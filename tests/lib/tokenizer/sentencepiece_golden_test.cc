@@ -534,6 +534,15 @@ TEST(PreTokenizerSplitTest, GgufKimiK2GivesTheExpectedIds) {
                                   id("\xE4\xB8\xAD\xE6\x96\x87"), id("\xE3"), id("\x80"), id("\x81")}));
 }
 
+// Whole pieces skip the merges also when their bytes are written
+// differently in GPT-2's alphabet (" " is "Ġ", "é" is "Ã©").
+TEST(PreTokenizerSplitTest, GgufIgnoreMergesFindsByteLevelWords) {
+  const std::vector<std::string> tokens = {" ", "\n", "h", "i", "\xC3", "\xA9", " hi", "\xC3\xA9hi"};
+  auto id = [&](const std::string& t) { return IdOf(tokens, t); };
+  EXPECT_EQ(GgufIds("llama-bpe", tokens, {{"h", "i"}}, " hi\n\xC3\xA9hi"),
+            (std::vector<int32_t>{id(" hi"), id("\n"), id("\xC3\xA9hi")}));
+}
+
 // afmoe end to end: llama.cpp's digit grouping glues "ab  " to "12", so the
 // main expression sees "ab  12" and gives " " " " (not "  "); "345" is a
 // group; the CJK stage cuts " " from "中文" (otherwise " \xE4" would merge).
