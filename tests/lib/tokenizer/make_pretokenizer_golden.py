@@ -247,6 +247,9 @@ EXTRA_TEXTS = [
      for n in range(1, 11)
      for pre, post in [("x", ""), ("x ", " y"), ("x  ", ""), ("(", ")"), ("中", "文"),
                        ("", ""), ("a.", ".b"), ("は", "")]]
+# Long texts for tokenization_kimi.py's cuts. U+001C is str.isspace() but
+# not \s; U+180E is neither for Python (PCRE2's \s has it): both sit where
+# only the cut stage's own class decides.
 LONG_TEXTS = [
     [["x", 60001]],
     [["x", 25000]],
