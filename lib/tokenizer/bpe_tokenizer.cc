@@ -211,12 +211,19 @@ class BpeTokenizer final : public VocabTokenizer {
     // 3. BPE per word.
     std::vector<Symbol> syms;
     std::vector<Merge> pair_scratch;
+    std::string mapped;  // a byte-level word in GPT-2's alphabet, as the pieces are written
     for (const SplitSpan& w : words) {
       if (w.end <= w.begin) continue;
       const std::string_view word = text.substr(w.begin, w.end - w.begin);
       if (o_.ignore_merges ||
           (o_.whole_newline_runs && word.find_first_not_of('\n') == std::string_view::npos)) {
-        if (auto it = token_to_id_.find(absl::string_view(word.data(), word.size())); it != token_to_id_.end()) {
+        absl::string_view key(word.data(), word.size());
+        if (o_.byte_level) {
+          mapped.clear();
+          for (unsigned char b : word) AppendUtf8(Bytes().byte_to_cp[b], &mapped);
+          key = mapped;
+        }
+        if (auto it = token_to_id_.find(key); it != token_to_id_.end()) {
           ids->push_back(it->second);
           if (offsets) offsets->emplace_back(to_orig(w.begin), to_orig(w.end));
           continue;

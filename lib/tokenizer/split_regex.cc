@@ -270,6 +270,75 @@ constexpr char kQwen2NoContractions[] =
 constexpr char kDeepseekV3Main[] =
     R"([!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~][A-Za-z]+|[^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+| ?[\p{P}\p{S}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 
+// Kimi-K2 (moonshotai tokenization_kimi.py, pat_str; tiktoken). The
+// original intersects classes ("[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]"),
+// which PCRE2 10.42 cannot write; each intersection is spelled as the
+// complement over General Category (GC partitions the code points, so this
+// is exact): (Lu|Lt|Lm|Lo|M) minus Han = [^Han Ll N P S Z C] and
+// (Ll|Lm|Lo|M) minus Han = [^Han Lu Lt N P S Z C]. Han is \p{sc:Han}
+// (Script): PCRE2 >= 10.40 reads a bare \p{Han} as Script_Extensions
+// (which adds e.g. U+3001, U+FF61), Rust's regex and python3-regex as
+// Script. llama.cpp replaces this expression with a hand-written scanner
+// (unicode_regex_split_custom_kimi_k2) that splits differently (camelCase
+// words, combining marks, its own Han ranges); vocabd follows Moonshot's.
+constexpr char kKimiK2[] =
+    R"(\p{sc:Han}+)"
+    R"(|[^\r\n\p{L}\p{N}]?[^\p{sc:Han}\p{Ll}\p{N}\p{P}\p{S}\p{Z}\p{C}]*[^\p{sc:Han}\p{Lu}\p{Lt}\p{N}\p{P}\p{S}\p{Z}\p{C}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?)"
+    R"(|[^\r\n\p{L}\p{N}]?[^\p{sc:Han}\p{Ll}\p{N}\p{P}\p{S}\p{Z}\p{C}]+[^\p{sc:Han}\p{Lu}\p{Lt}\p{N}\p{P}\p{S}\p{Z}\p{C}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?)"
+    R"(|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+
+// Before the expression, tokenization_kimi.py's encode() cuts the text into
+// slices of 400,000 characters and cuts each slice where a run of
+// whitespace or of non-whitespace characters (Python str.isspace) grows
+// past 25,000 (_split_whitespaces_or_nonwhitespaces: the cut falls after
+// every 25,000 characters of the run, and the text before the run stays in
+// the first part). These two stages do the same as Split(Isolated)
+// expressions: \G anchors each match where the previous one ended, so the
+// matches are the parts and what follows the last cut is one more piece.
+// kPyIsSpace lists the code points for which Python 3's str.isspace() is
+// true (Zs and the bidi classes WS, B, S; unlike PCRE2's \s it has
+// U+001C-U+001F and not U+180E), as class contents.
+constexpr char kPyIsSpace[] =
+    R"(\t-\r\x{1C}-\x{20}\x{85}\x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000})";
+constexpr char kTiktokenSlices[] = R"(\G(?s:(?:.{50000}){8}))";
+// From \G: 25,000 characters of one kind followed by one more (a cut inside
+// a run, counting from the last cut), or, lazily further on, the same from
+// the start of a run.
+std::string TiktokenRuns() {
+  const std::string w = absl::StrCat("[", kPyIsSpace, "]"), n = absl::StrCat("[^", kPyIsSpace, "]");
+  auto block = [](const std::string& c) { return absl::StrCat(c, "{25000}(?=", c, ")"); };
+  return absl::StrCat(R"(\G(?:)", block(w), "|", block(n), R"(|(?s:.)*?(?:(?<!)", w, ")", block(w),
+                      "|(?<!", n, ")", block(n), "))");
+}
+
+// AFMoE (arcee-ai Trinity), as llama.cpp splits it; Hugging Face's
+// tokenizer.json was not available to check against.
+// Stage 1 reproduces llama.cpp's unicode_regex_split_custom_afmoe: each
+// maximal run of \p{N} (llama.cpp is_number) of length n is cut into its
+// first n mod 3 digits (when not 0) and then groups of 3, and the text
+// before the run is glued to the run's first group ("ab 1234 c" -> "ab 1",
+// "234", " c"). As a Split(Isolated) expression: \G anchors every match
+// where the previous one ended (Split passes that offset to pcre2_match,
+// and a leading \G makes PCRE2 try that position only), so each match is
+// the non-digits since the last cut plus the next group; the text after the
+// last group is left as its own piece. The look-behind sees only the
+// current piece, as llama.cpp's per-piece scan does. Linear: the
+// look-ahead runs once per digit run.
+constexpr char kAfmoeDigits[] =
+    R"(\G\P{N}*+(?:(?<!\p{N})\p{N}{1,2}(?=(?:\p{N}{3})*+(?!\p{N}))|\p{N}{3}))";
+// Stage 2: llama.cpp's run class (literal UTF-8 there): CJK unified and
+// compatibility ideographs, Ext A, kana, halfwidth katakana, Kangxi
+// radicals, Thai from U+0E40, Lao, Khmer, Myanmar and its extensions,
+// Hangul syllables and Jamo. The third range is U+F900-U+FAFF (CJK
+// Compatibility Ideographs); copies of llama.cpp's source show U+8C48
+// there, the canonical (NFC) equivalent of U+F900, which would extend the
+// class over U+A000-U+F8FF (Yi, Vai, Hangul Jamo Extended-B, the Private
+// Use Area, ...).
+constexpr char kAfmoeCjk[] =
+    R"([\x{4E00}-\x{9FFF}\x{3400}-\x{4DBF}\x{F900}-\x{FAFF}\x{3040}-\x{309F}\x{30A0}-\x{30FF})"
+    R"(\x{FF65}-\x{FF9F}\x{2F00}-\x{2FDF}\x{0E40}-\x{0E7F}\x{0E80}-\x{0EFF}\x{1780}-\x{17FF})"
+    R"(\x{1000}-\x{109F}\x{AA60}-\x{AA7F}\x{A9E0}-\x{A9FF}\x{AC00}-\x{D7AF}\x{1100}-\x{11FF}]+)";
+
 struct Entry {
   std::vector<std::string> names;
   std::vector<std::string> regexes;
@@ -389,6 +458,12 @@ const std::vector<Entry>& Table() {
       {{"bailingmoe", "bailingmoe2", "llada-moe"},
        {R"('(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]++[\r\n]*|\s*[\r\n]|\s+(?!\S)|\s+)"},
        false},
+      // tiktoken emits a piece that is itself a token whole (llama.cpp
+      // does not set ignore_merges for kimi-k2).
+      {{"kimi-k2"}, {kTiktokenSlices, TiktokenRuns(), kKimiK2}, true},
+      // Stage 3 is DeepSeek-V3's main expression (digits match none of its
+      // branches and stay as the pieces stage 1 cut).
+      {{"afmoe"}, {kAfmoeDigits, kAfmoeCjk, kDeepseekV3Main}, false},
       {{"seed-coder"},
        {R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1}| ?[^\s\p{L}\p{N}\r\n]+|\s*[\r\n]+|\s+(?!\S)|\s+)"},
        false},
@@ -396,9 +471,6 @@ const std::vector<Entry>& Table() {
   return *t;
 }
 
-// Names llama.cpp splits with hand-written code rather than an expression:
-// refused (no reference expression to check against).
-constexpr const char* kHandWritten[] = {"kimi-k2", "afmoe"};
 
 }  // namespace
 
@@ -410,14 +482,6 @@ absl::StatusOr<PreTokenizer> FindPreTokenizer(const std::string& pre) {
                             e.raw_utf8,      e.escape_spaces,      e.whole_newline_runs,
                             e.force_add_bos, e.whitespace_segments};
       }
-    }
-  }
-  for (const char* h : kHandWritten) {
-    if (pre == h) {
-      return absl::NotFoundError(absl::StrCat(
-          "pre-tokenizer \"", pre,
-          "\" is not supported: llama.cpp splits it with hand-written code, not an expression "
-          "vocabd can check against a reference"));
     }
   }
   return absl::NotFoundError(absl::StrCat("pre-tokenizer \"", pre, "\" is not known (known: ",

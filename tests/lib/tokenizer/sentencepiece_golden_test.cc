@@ -347,14 +347,50 @@ TEST(PreTokenizerSplitTest, EveryEntryMatchesPythonRegex) {
     EXPECT_EQ(mismatches, 0) << name;
     ++entries;
   }
-  EXPECT_EQ(entries, 28);
+  EXPECT_EQ(entries, 30);
   for (const std::string& n : tokenizer_internal::PreTokenizerNames()) {
     EXPECT_TRUE(tokenizer_internal::FindPreTokenizer(n).ok()) << n;
   }
   auto unknown = tokenizer_internal::FindPreTokenizer("foo");
   EXPECT_THAT(unknown.status().message(), HasSubstr("pre-tokenizer \"foo\" is not known (known: default, gpt-2"));
-  auto hand = tokenizer_internal::FindPreTokenizer("kimi-k2");
-  EXPECT_THAT(hand.status().message(), HasSubstr("hand-written"));
+}
+
+// kimi-k2 on long texts: tokenization_kimi.py's cuts (slices of 400,000
+// characters; runs of str.isspace() or other characters cut after every
+// 25,000) before Moonshot's expression, as the golden script's restatement
+// gives them (texts and pieces run-length coded there).
+TEST(PreTokenizerSplitTest, KimiK2CutsLongTextsAsTokenizationKimiDoes) {
+  const nlohmann::json golden =
+      nlohmann::json::parse(ReadFileBytes(TestData("pretokenizer_golden.json")));
+  auto pt = tokenizer_internal::FindPreTokenizer("kimi-k2");
+  ASSERT_TRUE(pt.ok()) << pt.status();
+  std::vector<tokenizer_internal::SplitRegex> res;
+  for (const std::string& r : pt->regexes) {
+    auto c = tokenizer_internal::SplitRegex::Compile(r, "kimi-k2");
+    ASSERT_TRUE(c.ok()) << c.status();
+    res.push_back(*std::move(c));
+  }
+  const auto& cases = golden["long"]["kimi-k2"];
+  ASSERT_EQ(cases.size(), 9u);
+  for (const auto& c : cases) {
+    std::string t;
+    for (const auto& run : c["runs"]) {
+      const std::string x = run[0];
+      for (int i = 0; i < run[1].get<int>(); ++i) t += x;
+    }
+    std::vector<tokenizer_internal::SplitSpan> spans{{0, static_cast<uint32_t>(t.size())}};
+    for (const auto& re : res) ASSERT_TRUE(re.SplitAll(t, &spans).ok());
+    std::vector<std::pair<uint32_t, int>> got;  // (piece bytes, repeats)
+    for (const auto& s : spans) {
+      const uint32_t n = s.end - s.begin;
+      if (!got.empty() && got.back().first == n) {
+        ++got.back().second;
+      } else {
+        got.emplace_back(n, 1);
+      }
+    }
+    EXPECT_EQ(got, (c["pieces"].get<std::vector<std::pair<uint32_t, int>>>())) << c["runs"].dump();
+  }
 }
 
 }  // namespace
@@ -431,6 +467,104 @@ TEST(SentencePieceCharsmapTest, GgufT5IsUnigramWithTheCharsmap) {
   auto bad = LoadTokenizer(make("t5_bad", "xyzzy"));
   ASSERT_FALSE(bad.ok());
   EXPECT_THAT(bad.status().message(), HasSubstr("tokenizer.ggml.precompiled_charsmap (5 bytes) is malformed"));
+}
+
+}  // namespace
+}  // namespace vocabd
+
+namespace vocabd {
+namespace {
+
+// A byte string in GPT-2's byte-level alphabet (openai encoder.py
+// bytes_to_unicode): printable Latin-1 bytes stand for themselves, the other
+// 68 bytes for U+0100.. in byte order. GGUF "gpt2" vocabularies store their
+// tokens so.
+std::string ByteLevel(std::string_view raw) {
+  auto printable = [](int b) { return (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || b >= 0xAE; };
+  std::string out;
+  for (unsigned char b : raw) {
+    int cp = b;
+    if (!printable(b)) {
+      cp = 256;
+      for (int c = 0; c < b; ++c) cp += printable(c) ? 0 : 1;
+    }
+    if (cp < 0x80) {
+      out += static_cast<char>(cp);
+    } else {
+      out += static_cast<char>(0xC0 | (cp >> 6));
+      out += static_cast<char>(0x80 | (cp & 0x3F));
+    }
+  }
+  return out;
+}
+
+// A byte-level GGUF vocabulary with tokenizer.ggml.pre = `pre`: `tokens`
+// and `merges` are raw bytes (written in GPT-2's alphabet); returns the
+// ids of `text` (no special tokens) as token indices.
+std::vector<int32_t> GgufIds(const std::string& pre, const std::vector<std::string>& tokens,
+                             const std::vector<std::pair<std::string, std::string>>& merges,
+                             const std::string& text) {
+  TinyGguf g;
+  g.Str("tokenizer.ggml.model", "gpt2");
+  g.Str("tokenizer.ggml.pre", pre);
+  std::vector<std::string> t, m;
+  for (const std::string& x : tokens) t.push_back(ByteLevel(x));
+  for (const auto& [a, b] : merges) m.push_back(ByteLevel(a) + " " + ByteLevel(b));
+  g.Strs("tokenizer.ggml.tokens", t);
+  g.Strs("tokenizer.ggml.merges", m);
+  g.I32s("tokenizer.ggml.token_type", std::vector<int32_t>(t.size(), 1));
+  auto tok = LoadTokenizer(g.Write("pre_ids_" + pre));
+  EXPECT_TRUE(tok.ok()) << pre << ": " << tok.status();
+  if (!tok.ok()) return {};
+  auto ids = (*tok)->EncodeIds(text, /*add_special_tokens=*/false);
+  EXPECT_TRUE(ids.ok()) << ids.status();
+  return ids.ok() ? *ids : std::vector<int32_t>{};
+}
+
+int32_t IdOf(const std::vector<std::string>& tokens, const std::string& t) {
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    if (tokens[i] == t) return static_cast<int32_t>(i);
+  }
+  ADD_FAILURE() << "no token " << t;
+  return -1;
+}
+
+// kimi-k2 end to end: Moonshot's split ("get" "User" "Name" " " "中文" "、":
+// camel case split, U+3001 not Han) and tiktoken's whole-piece rule (the
+// pieces are tokens although no merge builds them).
+TEST(PreTokenizerSplitTest, GgufKimiK2GivesTheExpectedIds) {
+  const std::vector<std::string> tokens = {
+      "g", "e", "t", "U", "s", "r", "N", "a", "m", " ", "\xE4", "\xB8", "\xAD", "\xE6", "\x96",
+      "\x87", "\xE3", "\x80", "\x81", "ge", "get", "User", "Name", "\xE4\xB8\xAD\xE6\x96\x87"};
+  auto id = [&](const std::string& t) { return IdOf(tokens, t); };
+  EXPECT_EQ(GgufIds("kimi-k2", tokens, {{"g", "e"}}, "getUserName \xE4\xB8\xAD\xE6\x96\x87\xE3\x80\x81"),
+            (std::vector<int32_t>{id("get"), id("User"), id("Name"), id(" "),
+                                  id("\xE4\xB8\xAD\xE6\x96\x87"), id("\xE3"), id("\x80"), id("\x81")}));
+}
+
+// Whole pieces skip the merges also when their bytes are written
+// differently in GPT-2's alphabet (" " is "Ġ", "é" is "Ã©").
+TEST(PreTokenizerSplitTest, GgufIgnoreMergesFindsByteLevelWords) {
+  const std::vector<std::string> tokens = {" ", "\n", "h", "i", "\xC3", "\xA9", " hi", "\xC3\xA9hi"};
+  auto id = [&](const std::string& t) { return IdOf(tokens, t); };
+  EXPECT_EQ(GgufIds("llama-bpe", tokens, {{"h", "i"}}, " hi\n\xC3\xA9hi"),
+            (std::vector<int32_t>{id(" hi"), id("\n"), id("\xC3\xA9hi")}));
+}
+
+// afmoe end to end: llama.cpp's digit grouping glues "ab  " to "12", so the
+// main expression sees "ab  12" and gives " " " " (not "  "); "345" is a
+// group; the CJK stage cuts " " from "中文" (otherwise " \xE4" would merge).
+TEST(PreTokenizerSplitTest, GgufAfmoeGivesTheExpectedIds) {
+  const std::vector<std::string> tokens = {
+      "a", "b", " ", "1", "2", "3", "4", "5", "x", "\xE4", "\xB8", "\xAD", "\xE6", "\x96", "\x87",
+      "ab", "  ", "12", "123", "34", "345", " \xE4"};
+  const std::vector<std::pair<std::string, std::string>> merges = {
+      {"a", "b"}, {" ", " "}, {"1", "2"}, {"12", "3"}, {"3", "4"}, {"34", "5"}, {" ", "\xE4"}};
+  auto id = [&](const std::string& t) { return IdOf(tokens, t); };
+  EXPECT_EQ(GgufIds("afmoe", tokens, merges, "ab  12345 \xE4\xB8\xAD\xE6\x96\x87x"),
+            (std::vector<int32_t>{id("ab"), id(" "), id(" "), id("12"), id("345"), id(" "),
+                                  id("\xE4"), id("\xB8"), id("\xAD"), id("\xE6"), id("\x96"),
+                                  id("\x87"), id("x")}));
 }
 
 }  // namespace
