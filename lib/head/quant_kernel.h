@@ -59,7 +59,10 @@
 //   avx512vnni  zmm vpdpbusd: 64 codes per instruction, 16 int32 lanes of 4
 //               products; lane scales dw x dal applied in float per 64 codes
 //   avxvnni     the same on ymm with the VEX vpdpbusd (AVX-VNNI)
-//   avx2        ymm: codes widened to int16, vpmaddwd
+//   avx2        ymm: codes widened to int16, vpmaddwd; for Q8_0, Q4_K and
+//               Q6_K at M < kGemmMinRows (hidden_size a multiple of 256) a
+//               fused kernel: codes made in registers from the blocks,
+//               vpmaddubsw + vpmaddwd (drawn in quant_kernel_avx2.cc)
 //   scalar      plain C++ (the reference every path is tested against)
 // The integer dot products are exact on every path; paths differ only in
 // the order of float sums (tested: <= 1e-5 of a row's largest |logit|).
