@@ -556,6 +556,16 @@ absl::StatusOr<ModelConfig> ParseHfConfig(const std::string& json_text,
   rope.head_dim = c.head_dim;
   rope.max_position_embeddings = c.max_position_embeddings;
   if (c.position_scheme == PositionScheme::kRope) {
+    // transformers 5 writes theta, scaling and the partial factor inside
+    // `rope_parameters` (per attention type for some families); vocabd
+    // reads the transformers 4 keys only, so a config in the new layout is
+    // refused rather than served with the defaults.
+    if (const json* rp = r.Get("rope_parameters"); rp != nullptr) {
+      return r.Error("rope_parameters",
+                     absl::StrCat("= ", rp->dump(), " is not supported (the transformers 5 "
+                                  "RoPE layout; vocabd reads rope_theta, rope_scaling and "
+                                  "partial_rotary_factor)"));
+    }
     double theta = f.theta_default;
     if (f.theta_fallback != nullptr) {
       ASSIGN_OR_RETURN(theta, r.Double(f.theta_fallback, theta));

@@ -536,6 +536,21 @@ TEST(FamilyTableTest, EncoderAlibiAndAliasRefusals) {
   refused(cfg, "key \"n_head\" = 4 disagrees with key \"num_attention_heads\" = 2");
 }
 
+// transformers 5's rope_parameters (theta and scaling inside it) is
+// refused, not served with the family's default theta.
+TEST(FamilyTableTest, Transformers5RopeParametersAreRefused) {
+  json cfg = ShrunkConfig(FamilyCase("qwen3"));
+  ASSERT_TRUE(ParseHfConfig(cfg.dump(), "q/config.json").ok());
+  cfg.erase("rope_theta");
+  cfg["rope_parameters"] = {{"rope_type", "default"}, {"rope_theta", 1000000.0}};
+  auto parsed = ParseHfConfig(cfg.dump(), "q/config.json");
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_EQ(parsed.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(parsed.status().message()),
+              HasSubstr("key \"rope_parameters\" = {\"rope_theta\":1000000.0,\"rope_type\":"
+                        "\"default\"} is not supported (the transformers 5 RoPE layout"));
+}
+
 TEST(FamilyTableTest, GgufEncoderAndAlibiRefusals) {
   auto refused = [](json c, const std::string& key, const std::string& want) {
     for (json& m : c["gguf"]["metadata"]) {
