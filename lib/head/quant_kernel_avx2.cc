@@ -107,7 +107,19 @@ struct SuperScales {
 // Per 256 codes (8 chunks of 32): Scales fills the weight scales and the
 // offsets the row's mw term uses (kMw per 256 codes, or none); Codes<C>,
 // Weights and Acts build chunk C's operands, Wsc<C> its scale lanes.
-struct FusedQ8_0 {
+// Types with one weight scale per 32-code chunk (Q8_0, Q4_K): SuperScales
+// v[0] lane c is chunk c's scale.
+struct ChunkScales {
+  template <int C>
+  static inline __m256 Wsc(const SuperScales& sc) {
+    return _mm256_permutevar8x32_ps(sc.v[0], _mm256_set1_epi32(C));
+  }
+  static inline void ScaleBy(const SuperScales& w, const float* da, SuperScales* out) {
+    out->v[0] = _mm256_mul_ps(w.v[0], _mm256_loadu_ps(da));
+  }
+};
+
+struct FusedQ8_0 : ChunkScales {
   static constexpr int64_t kSuperBytes = 8 * 34;
   static constexpr int kMw = 0;
   static inline void Scales(const uint8_t* sb, SuperScales* sc, float* /*mw*/) {
@@ -119,13 +131,6 @@ struct FusedQ8_0 {
     sc->v[0] = _mm256_cvtph_ps(h);
   }
   template <int C>
-  static inline __m256 Wsc(const SuperScales& sc) {
-    return _mm256_permutevar8x32_ps(sc.v[0], _mm256_set1_epi32(C));
-  }
-  static inline void ScaleBy(const SuperScales& w, const float* da, SuperScales* out) {
-    out->v[0] = _mm256_mul_ps(w.v[0], _mm256_loadu_ps(da));
-  }
-  template <int C>
   static inline __m256i Codes(const uint8_t* sb) {
     const auto* x = reinterpret_cast<const quant::BlockQ8_0*>(sb);
     return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[C].qs));
@@ -135,7 +140,7 @@ struct FusedQ8_0 {
   static inline __m256i Acts(__m256i q, __m256i a) { return _mm256_sign_epi8(a, q); }
 };
 
-struct FusedQ4_K {
+struct FusedQ4_K : ChunkScales {
   static constexpr int64_t kSuperBytes = 144;
   static constexpr int kMw = 8;  // one min per 32 codes, with qs32
   // ggml's 32-bit kmask unpacking of the 12 scale bytes: 8 six-bit scales
@@ -155,13 +160,6 @@ struct FusedQ4_K {
     const __m256 mins = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(b, 8)));
     sc->v[0] = _mm256_mul_ps(scales, _mm256_set1_ps(_cvtsh_ss(x->d)));
     _mm256_storeu_ps(mw, _mm256_mul_ps(mins, _mm256_set1_ps(-_cvtsh_ss(x->dmin))));
-  }
-  template <int C>
-  static inline __m256 Wsc(const SuperScales& sc) {
-    return _mm256_permutevar8x32_ps(sc.v[0], _mm256_set1_epi32(C));
-  }
-  static inline void ScaleBy(const SuperScales& w, const float* da, SuperScales* out) {
-    out->v[0] = _mm256_mul_ps(w.v[0], _mm256_loadu_ps(da));
   }
   // Chunk C: qs[32 (C / 2) ..] low nibbles (C even) or high nibbles (C odd).
   template <int C>
@@ -336,48 +334,18 @@ inline void FusedTile(const uint8_t* const* wrow, const uint8_t* const* act, int
   }
 }
 
-// Tiles: 4 weight rows at M = 1, 2 at M = 2..4, 1 at M = 5..8 (at most 8
+// The fused kernel of type T for FusedRows (quant_kernel_impl.h): tiles of 4
+// weight rows at M = 1, 2 at M = 2..4, 1 at M = 5..8 (at most 8
 // accumulators of the 16 ymm registers).
-template <class T, int MB>
-inline void FusedRows(const uint8_t* acts, const uint8_t* w, int64_t d, int64_t row_bytes,
-                      int64_t v0, int64_t v1, float* out, int64_t ldo, float* mw_buf) {
-  const ActLayout al(d);
-  constexpr int kR = MB == 1 ? 4 : (MB <= 4 ? 2 : 1);
-  const uint8_t* act[MB];
-  for (int m = 0; m < MB; ++m) act[m] = acts + m * al.bytes;
-  float tmp[MB][kR];
-  float* o[MB];
-  for (int m = 0; m < MB; ++m) o[m] = tmp[m];
-  int64_t v = v0;
-  for (; v + kR <= v1; v += kR) {
-    const uint8_t* wr[kR];
-    for (int r = 0; r < kR; ++r) wr[r] = w + (v + r) * row_bytes;
-    FusedTile<T, kR, MB>(wr, act, d, kR * row_bytes, mw_buf, o);
-    for (int m = 0; m < MB; ++m)
-      for (int r = 0; r < kR; ++r) out[m * ldo + v + r] = tmp[m][r];
-  }
-  for (; v < v1; ++v) {
-    const uint8_t* wr[1] = {w + v * row_bytes};
-    FusedTile<T, 1, MB>(wr, act, d, row_bytes, mw_buf, o);
-    for (int m = 0; m < MB; ++m) out[m * ldo + v] = tmp[m][0];
-  }
-}
-
 template <class T>
-inline void FusedKernel(const uint8_t* acts, int64_t rows, const uint8_t* w, int64_t d,
-                        int64_t row_bytes, int64_t v0, int64_t v1, float* out, int64_t ldo,
-                        float* mw_buf) {
-  switch (rows) {
-    case 1: return FusedRows<T, 1>(acts, w, d, row_bytes, v0, v1, out, ldo, mw_buf);
-    case 2: return FusedRows<T, 2>(acts, w, d, row_bytes, v0, v1, out, ldo, mw_buf);
-    case 3: return FusedRows<T, 3>(acts, w, d, row_bytes, v0, v1, out, ldo, mw_buf);
-    case 4: return FusedRows<T, 4>(acts, w, d, row_bytes, v0, v1, out, ldo, mw_buf);
-    case 5: return FusedRows<T, 5>(acts, w, d, row_bytes, v0, v1, out, ldo, mw_buf);
-    case 6: return FusedRows<T, 6>(acts, w, d, row_bytes, v0, v1, out, ldo, mw_buf);
-    case 7: return FusedRows<T, 7>(acts, w, d, row_bytes, v0, v1, out, ldo, mw_buf);
-    default: return FusedRows<T, 8>(acts, w, d, row_bytes, v0, v1, out, ldo, mw_buf);
+struct Fused {
+  static constexpr int RowsFor(int mb) { return mb == 1 ? 4 : (mb <= 4 ? 2 : 1); }
+  template <int R, int MB>
+  static void Tile(const uint8_t* const* wrow, const uint8_t* const* act, int64_t d,
+                   int64_t pf_ahead, float* mw_buf, float* const* out) {
+    FusedTile<T, R, MB>(wrow, act, d, pf_ahead, mw_buf, out);
   }
-}
+};
 
 }  // namespace
 
@@ -401,11 +369,11 @@ void KernelAvx2(const QuantTypeInfo& type, const uint8_t* acts, int64_t rows, co
       reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(scratch) + 63) & ~uintptr_t{63});
   switch (type.type) {
     case quant::GgmlType::kQ8_0:
-      return FusedKernel<FusedQ8_0>(acts, rows, w, d, row_bytes, v0, v1, out, ldo, mw_buf);
+      return FusedKernel<Fused<FusedQ8_0>>(acts, rows, w, d, row_bytes, v0, v1, out, ldo, mw_buf);
     case quant::GgmlType::kQ4_K:
-      return FusedKernel<FusedQ4_K>(acts, rows, w, d, row_bytes, v0, v1, out, ldo, mw_buf);
+      return FusedKernel<Fused<FusedQ4_K>>(acts, rows, w, d, row_bytes, v0, v1, out, ldo, mw_buf);
     default:
-      return FusedKernel<FusedQ6_K>(acts, rows, w, d, row_bytes, v0, v1, out, ldo, mw_buf);
+      return FusedKernel<Fused<FusedQ6_K>>(acts, rows, w, d, row_bytes, v0, v1, out, ldo, mw_buf);
   }
 }
 }  // namespace quant_kernel_internal

@@ -400,47 +400,17 @@ inline void FusedTile(const uint8_t* const* wrow, const uint8_t* const* act, int
   }
 }
 
-// Tiles: 4 weight rows for M <= 4 (16 accumulators at M = 4), 2 for M 5..7.
-template <class T, int MB>
-inline void FusedRows(const uint8_t* acts, const uint8_t* w, int64_t d, int64_t row_bytes,
-                      int64_t v0, int64_t v1, float* out, int64_t ldo, float* mw_buf) {
-  const ActLayout al(d);
-  constexpr int kR = MB <= 4 ? 4 : 2;
-  const uint8_t* act[MB];
-  for (int m = 0; m < MB; ++m) act[m] = acts + m * al.bytes;
-  float tmp[MB][kR];
-  float* o[MB];
-  for (int m = 0; m < MB; ++m) o[m] = tmp[m];
-  int64_t v = v0;
-  for (; v + kR <= v1; v += kR) {
-    const uint8_t* wr[kR];
-    for (int r = 0; r < kR; ++r) wr[r] = w + (v + r) * row_bytes;
-    FusedTile<T, kR, MB>(wr, act, d, kR * row_bytes, mw_buf, o);
-    for (int m = 0; m < MB; ++m)
-      for (int r = 0; r < kR; ++r) out[m * ldo + v + r] = tmp[m][r];
-  }
-  for (; v < v1; ++v) {
-    const uint8_t* wr[1] = {w + v * row_bytes};
-    FusedTile<T, 1, MB>(wr, act, d, row_bytes, mw_buf, o);
-    for (int m = 0; m < MB; ++m) out[m * ldo + v] = tmp[m][0];
-  }
-}
-
+// The fused kernel of type T for FusedRows (quant_kernel_impl.h): tiles of 4
+// weight rows for M <= 4 (16 accumulators at M = 4), 2 for M = 5..8.
 template <class T>
-inline void FusedKernel(const uint8_t* acts, int64_t rows, const uint8_t* w, int64_t d,
-                        int64_t row_bytes, int64_t v0, int64_t v1, float* out, int64_t ldo,
-                        float* mw_buf) {
-  switch (rows) {
-    case 1: return FusedRows<T, 1>(acts, w, d, row_bytes, v0, v1, out, ldo, mw_buf);
-    case 2: return FusedRows<T, 2>(acts, w, d, row_bytes, v0, v1, out, ldo, mw_buf);
-    case 3: return FusedRows<T, 3>(acts, w, d, row_bytes, v0, v1, out, ldo, mw_buf);
-    case 4: return FusedRows<T, 4>(acts, w, d, row_bytes, v0, v1, out, ldo, mw_buf);
-    case 5: return FusedRows<T, 5>(acts, w, d, row_bytes, v0, v1, out, ldo, mw_buf);
-    case 6: return FusedRows<T, 6>(acts, w, d, row_bytes, v0, v1, out, ldo, mw_buf);
-    case 7: return FusedRows<T, 7>(acts, w, d, row_bytes, v0, v1, out, ldo, mw_buf);
-    default: return FusedRows<T, 8>(acts, w, d, row_bytes, v0, v1, out, ldo, mw_buf);
+struct Fused {
+  static constexpr int RowsFor(int mb) { return mb <= 4 ? 4 : 2; }
+  template <int R, int MB>
+  static void Tile(const uint8_t* const* wrow, const uint8_t* const* act, int64_t d,
+                   int64_t pf_ahead, float* mw_buf, float* const* out) {
+    FusedTile<T, R, MB>(wrow, act, d, pf_ahead, mw_buf, out);
   }
-}
+};
 
 // True when the fused kernel ran (type and d it covers, rows 1..8).
 inline bool RunFused(const QuantTypeInfo& type, const uint8_t* acts, int64_t rows,
@@ -452,13 +422,13 @@ inline bool RunFused(const QuantTypeInfo& type, const uint8_t* acts, int64_t row
   auto* mw_buf = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(scratch) + 63) & ~uintptr_t{63});
   switch (type.type) {
     case quant::GgmlType::kQ8_0:
-      FusedKernel<FusedQ8_0>(acts, rows, w, d, row_bytes, v0, v1, out, ldo, mw_buf);
+      FusedKernel<Fused<FusedQ8_0>>(acts, rows, w, d, row_bytes, v0, v1, out, ldo, mw_buf);
       return true;
     case quant::GgmlType::kQ4_K:
-      FusedKernel<FusedQ4_K>(acts, rows, w, d, row_bytes, v0, v1, out, ldo, mw_buf);
+      FusedKernel<Fused<FusedQ4_K>>(acts, rows, w, d, row_bytes, v0, v1, out, ldo, mw_buf);
       return true;
     case quant::GgmlType::kQ6_K:
-      FusedKernel<FusedQ6_K>(acts, rows, w, d, row_bytes, v0, v1, out, ldo, mw_buf);
+      FusedKernel<Fused<FusedQ6_K>>(acts, rows, w, d, row_bytes, v0, v1, out, ldo, mw_buf);
       return true;
     default: return false;
   }

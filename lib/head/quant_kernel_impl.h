@@ -382,6 +382,55 @@ inline void RunKernel(const QuantTypeInfo& type, const uint8_t* acts, int64_t ro
   }
 }
 
+// The driver of the fused few-row kernels (quant_kernel_avx2.cc,
+// quant_kernel_avx512vnni.cc): vocabulary rows [v0, v1) in tiles of
+// K::RowsFor(MB) weight rows (the last ones one at a time) x MB input rows.
+// K provides `static constexpr int RowsFor(int mb)` and
+//   template <int R, int MB> static void Tile(const uint8_t* const* wrow,
+//       const uint8_t* const* act, int64_t d, int64_t pf_ahead, float* mw_buf,
+//       float* const* out)   (out[m][r]: logit of input row m, weight row r)
+template <class K, int MB>
+inline void FusedRows(const uint8_t* acts, const uint8_t* w, int64_t d, int64_t row_bytes,
+                      int64_t v0, int64_t v1, float* out, int64_t ldo, float* mw_buf) {
+  const ActLayout al(d);
+  constexpr int kR = K::RowsFor(MB);
+  const uint8_t* act[MB];
+  for (int m = 0; m < MB; ++m) act[m] = acts + m * al.bytes;
+  float tmp[MB][kR];
+  float* o[MB];
+  for (int m = 0; m < MB; ++m) o[m] = tmp[m];
+  int64_t v = v0;
+  for (; v + kR <= v1; v += kR) {
+    const uint8_t* wr[kR];
+    for (int r = 0; r < kR; ++r) wr[r] = w + (v + r) * row_bytes;
+    K::template Tile<kR, MB>(wr, act, d, kR * row_bytes, mw_buf, o);
+    for (int m = 0; m < MB; ++m)
+      for (int r = 0; r < kR; ++r) out[m * ldo + v + r] = tmp[m][r];
+  }
+  for (; v < v1; ++v) {
+    const uint8_t* wr[1] = {w + v * row_bytes};
+    K::template Tile<1, MB>(wr, act, d, row_bytes, mw_buf, o);
+    for (int m = 0; m < MB; ++m) out[m * ldo + v] = tmp[m][0];
+  }
+}
+
+// rows in 1..8 (more are run as 8).
+template <class K>
+inline void FusedKernel(const uint8_t* acts, int64_t rows, const uint8_t* w, int64_t d,
+                        int64_t row_bytes, int64_t v0, int64_t v1, float* out, int64_t ldo,
+                        float* mw_buf) {
+  switch (rows) {
+    case 1: return FusedRows<K, 1>(acts, w, d, row_bytes, v0, v1, out, ldo, mw_buf);
+    case 2: return FusedRows<K, 2>(acts, w, d, row_bytes, v0, v1, out, ldo, mw_buf);
+    case 3: return FusedRows<K, 3>(acts, w, d, row_bytes, v0, v1, out, ldo, mw_buf);
+    case 4: return FusedRows<K, 4>(acts, w, d, row_bytes, v0, v1, out, ldo, mw_buf);
+    case 5: return FusedRows<K, 5>(acts, w, d, row_bytes, v0, v1, out, ldo, mw_buf);
+    case 6: return FusedRows<K, 6>(acts, w, d, row_bytes, v0, v1, out, ldo, mw_buf);
+    case 7: return FusedRows<K, 7>(acts, w, d, row_bytes, v0, v1, out, ldo, mw_buf);
+    default: return FusedRows<K, 8>(acts, w, d, row_bytes, v0, v1, out, ldo, mw_buf);
+  }
+}
+
 }  // namespace
 }  // namespace vocabd
 

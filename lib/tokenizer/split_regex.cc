@@ -449,7 +449,13 @@ const std::vector<Entry>& Table() {
       // llama.cpp adds \p{M} to its rewrite of gpt-4o's expression; Hugging
       // Face's is gpt-4o's, which has it.
       {{"granite-embed-multi-97m"}, {kGpt4o}, true},
-      {{"tiny_aya", "cohere2moe"}, {R"(\d{1,3}(?=(?:\d{3})*\b))", kGpt4o}, false},
+      // Hugging Face's `\d{1,3}(?=(?:\d{3})*\b)` runs in Oniguruma, whose
+      // word characters are L, M, N and Pc; PCRE2 10.42's \b leaves out M
+      // and every Pc but `_`. After a digit, \b is "no word character
+      // next": written out with Oniguruma's class.
+      {{"tiny_aya", "cohere2moe"},
+       {R"(\d{1,3}(?=(?:\d{3})*(?![\p{L}\p{M}\p{N}\p{Pc}])))", kGpt4o},
+       false},
       {{"youtu"},
        {R"([가-힣ㄱ-ㆎ]+|[！…“”‘’—：；，、-〿︰-﹏]+|[ㄅ-ㄯ]+|[一-龥぀-ゟ゠-ヿ]+)",
         R"([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)"},

@@ -27,6 +27,7 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
 #include "server/http_gateway.h"
 #include "server/metrics.h"
 #include "server/server.h"
@@ -418,6 +419,14 @@ TEST_F(HttpLimitsTest, HeaderFloodIsRefusedByCountAndBytes) {
 
 // Slow and idle connections stalled the port (a thread each, 256 of them).
 TEST_F(HttpLimitsTest, SlowConnectionsAreCappedAndTimedOut) {
+  // The server counts a connection when a worker takes it up; under a
+  // sanitizer that can take longer than the default 500 ms header timeout
+  // leaves, so the timeout and the wait scale with the slowdown.
+  HttpLimits limits = SmallLimits();
+  limits.header_timeout_ms = 500 * kSanitizerSlowdown;
+  server_->Shutdown();
+  server_ = Start(limits);
+  ASSERT_NE(server_, nullptr);
   GrpcProbe probe(server_->target());
   std::vector<int> slow;
   for (int i = 0; i < 8; ++i) {
@@ -425,7 +434,7 @@ TEST_F(HttpLimitsTest, SlowConnectionsAreCappedAndTimedOut) {
     ASSERT_GE(slow.back(), 0);
     SendAll(slow.back(), "P");  // a head that never completes
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100 * kSanitizerSlowdown));
   // Over the limit: answered at once.
   const auto t0 = Clock::now();
   RawResponse r = Exchange(port(), PostRequest("/v1/EmbeddingService/Embed", kEmbedBody));
@@ -435,9 +444,12 @@ TEST_F(HttpLimitsTest, SlowConnectionsAreCappedAndTimedOut) {
   // Each slow connection gets 408 after the total header timeout.
   for (int fd : slow) {
     std::string buffer;
-    RawResponse timed_out = ReadResponse(fd, &buffer, std::chrono::seconds(3));
+    RawResponse timed_out = ReadResponse(
+        fd, &buffer, std::chrono::milliseconds(limits.header_timeout_ms + 3000 * kSanitizerSlowdown));
     EXPECT_EQ(timed_out.status, 408);
-    EXPECT_THAT(timed_out.message(), HasSubstr("not complete within 500 ms (--http-header-timeout-ms)"));
+    EXPECT_THAT(timed_out.message(),
+                HasSubstr(absl::StrCat("not complete within ", limits.header_timeout_ms,
+                                       " ms (--http-header-timeout-ms)")));
     ::close(fd);
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(100));

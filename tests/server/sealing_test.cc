@@ -376,10 +376,18 @@ TEST_F(SealingTest, TruncationDuringConcurrentCallsNeverCrashes) {
       }
     }
   };
+  // Counts, not wall-clock: truncate once calls have succeeded, stop once
+  // calls have been refused (each wait bounded).
+  auto wait_for = [](const std::atomic<int>& n) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (n.load() == 0 && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  };
   std::thread embedder(hammer, false), scorer(hammer, true);
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  wait_for(ok);
   ASSERT_EQ(::truncate(file.c_str(), 64), 0);
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  wait_for(refused);
   stop = true;
   embedder.join();
   scorer.join();
