@@ -119,6 +119,17 @@ struct FixedMatmul {
   memory::desc scratchpad_md;
 };
 
+// oneDNN's primitive cache hands a primitive built on one thread to another
+// thread that builds the same descriptor (two heads of one shape, or two
+// calls for one M). It synchronises through libstdc++ futures (futex waits),
+// which ThreadSanitizer cannot see, and nothing else orders those threads.
+// Every oneDNN primitive vocabd builds is built under this one lock, so the
+// order is a std::mutex's. Building happens at Create and once per M.
+static std::mutex& DnnlBuildMutex() {
+  static std::mutex* const mu = new std::mutex;
+  return *mu;
+}
+
 struct LmHead::Impl {
   Options options;
   int64_t small_rows_max = 0;  // effective: 0 when the CPU lacks the kernel
@@ -154,10 +165,10 @@ struct LmHead::Impl {
   }
 
   // The fixed-M primitive for m rows, or null (use the runtime-M one).
-  // Never throws. Built outside the lock (oneDNN JIT-compiles it), so calls
-  // for other M are not held up; if two threads build the same M, the first
-  // stored wins. A primitive oneDNN refuses is remembered as null; an
-  // allocation failure is not remembered (the next call tries again).
+  // Never throws. Built outside fixed_mu (oneDNN JIT-compiles it), under
+  // DnnlBuildMutex; if two threads build the same M, the first stored wins.
+  // A primitive oneDNN refuses is remembered as null; an allocation failure
+  // is not remembered (the next call tries again).
   std::shared_ptr<const FixedMatmul> FixedFor(int64_t m) const {
     {
       std::lock_guard<std::mutex> lock(fixed_mu);
@@ -165,6 +176,7 @@ struct LmHead::Impl {
       if (it != fixed.end()) return it->second;
     }
     std::shared_ptr<const FixedMatmul> made;
+    std::unique_lock<std::mutex> build_lock(DnnlBuildMutex());
     try {
       dnnl::primitive_attr attr;
       attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
@@ -178,6 +190,7 @@ struct LmHead::Impl {
     } catch (const std::bad_alloc&) {
       return nullptr;
     }
+    build_lock.unlock();
     try {
       std::lock_guard<std::mutex> lock(fixed_mu);
       return fixed.emplace(m, std::move(made)).first->second;
@@ -362,6 +375,7 @@ absl::StatusOr<std::unique_ptr<LmHead>> LmHead::Create(const Options& options) {
     impl->chunk_rows = KernelChunkRows(options.hidden_size, options.weights_dtype);
   }
   try {
+    std::lock_guard<std::mutex> build_lock(DnnlBuildMutex());
     impl->engine = dnnl::engine(dnnl::engine::kind::cpu, 0);
     const memory::data_type wt = DnnlType(options.weights_dtype);
     // BF16 weights take bf16 src (oneDNN 2.6 has no f32 x bf16 matmul).
