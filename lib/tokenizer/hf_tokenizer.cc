@@ -1574,6 +1574,9 @@ absl::Status ParsePost(const Node& n, int depth, const std::function<std::option
 
 struct Pipeline {
   std::vector<NormOp> norm;
+  // Added tokens with `normalized`: patterns are their normalized contents,
+  // matched in each segment's normalized text before pre-tokenization.
+  SplitMatcher normalized_tokens;
   std::vector<PreOp> pre;
   std::unique_ptr<HfModel> model;
   std::string kind;
@@ -1582,27 +1585,35 @@ struct Pipeline {
   Post post;
 };
 
-void NormalizeAndPreTokenize(const Pipeline& p, std::string_view segment, int64_t base, PreState* st,
-                             absl::Status* status) {
-  if (p.norm.empty()) {
+// The segment through the normalizers: st->s, with each byte's source
+// span in st->ob / st->oe, and one piece (all of it).
+absl::Status Normalize(const std::vector<NormOp>& norm, std::string_view segment, PreState* st) {
+  if (norm.empty()) {
     InitState(segment, st);
-  } else {
-    std::vector<NChar> chars = CharsOf(segment);
-    for (const NormOp& op : p.norm) {
-      if (absl::Status s = ApplyNorm(op, &chars); !s.ok()) {
-        *status = s;
-        return;
-      }
-    }
-    InitState(chars, st);
+    return absl::OkStatus();
   }
+  std::vector<NChar> chars = CharsOf(segment);
+  for (const NormOp& op : norm) {
+    if (absl::Status s = ApplyNorm(op, &chars); !s.ok()) return s;
+  }
+  InitState(chars, st);
+  return absl::OkStatus();
+}
+
+absl::Status NormalizeText(const std::vector<NormOp>& norm, std::string_view text, std::string* out) {
+  PreState st;
+  if (absl::Status s = Normalize(norm, text, &st); !s.ok()) return s;
+  *out = std::move(st.s);
+  return absl::OkStatus();
+}
+
+// Runs the pre-tokenizers over st's pieces.
+absl::Status PreTokenize(const Pipeline& p, int64_t base, PreState* st) {
   for (const PreOp& op : p.pre) {
     ApplyPre(op, base, st);
-    if (!st->error.ok()) {
-      *status = st->error;
-      return;
-    }
+    if (!st->error.ok()) return st->error;
   }
+  return absl::OkStatus();
 }
 
 class HfTokenizer final : public VocabTokenizer {
@@ -1645,30 +1656,30 @@ class HfTokenizer final : public VocabTokenizer {
   }
 
  protected:
+  // segment: the text between two split tokens. Normalized, then cut at
+  // the `normalized` added tokens; each part between them is pre-tokenized
+  // and run through the model on its own (tokenizers' PreTokenizedString
+  // splits). Offsets map back through the normalizer's alignment.
   absl::Status EncodeSegment(std::string_view segment, int64_t base, std::vector<int32_t>* ids,
                              std::vector<std::pair<int64_t, int64_t>>* offsets) const override {
     PreState st;
-    absl::Status status;
-    NormalizeAndPreTokenize(p_, segment, base, &st, &status);
-    if (!status.ok()) return status;
-    std::vector<MTok> toks;
-    for (const SplitSpan& w : st.pieces) {
-      toks.clear();
-      if (absl::Status s = p_.model->Tokenize(std::string_view(st.s).substr(w.begin, w.end - w.begin), &toks); !s.ok()) {
-        return absl::FailedPreconditionError(absl::StrCat(vocab().source, ": ", s.message()));
+    if (absl::Status s = Normalize(p_.norm, segment, &st); !s.ok()) return s;
+    if (p_.normalized_tokens.empty()) return EncodeNormalized(base, &st, ids, offsets);
+    std::vector<SplitPart> parts;
+    p_.normalized_tokens.Find(st.s, 0, st.s.size(), &parts);
+    if (parts.size() == 1 && parts[0].id < 0) return EncodeNormalized(base, &st, ids, offsets);
+    PreState part;
+    for (const SplitPart& sp : parts) {
+      if (sp.id >= 0) {
+        ids->push_back(sp.id);
+        if (offsets) offsets->emplace_back(base + st.ob[sp.begin], base + st.oe[sp.end - 1]);
+        continue;
       }
-      for (const MTok& t : toks) {
-        ids->push_back(t.id);
-        if (offsets) {
-          const uint32_t b = w.begin + t.b, e = w.begin + t.e;
-          if (e > b) {
-            offsets->emplace_back(base + st.ob[b], base + st.oe[e - 1]);
-          } else {
-            const int64_t at = b < st.ob.size() ? st.ob[b] : (st.oe.empty() ? 0 : st.oe.back());
-            offsets->emplace_back(base + at, base + at);
-          }
-        }
-      }
+      part.s.assign(st.s, sp.begin, sp.end - sp.begin);
+      part.ob.assign(st.ob.begin() + sp.begin, st.ob.begin() + sp.end);
+      part.oe.assign(st.oe.begin() + sp.begin, st.oe.begin() + sp.end);
+      part.pieces.assign(1, SplitSpan{0, static_cast<uint32_t>(part.s.size())});
+      if (absl::Status s = EncodeNormalized(base, &part, ids, offsets); !s.ok()) return s;
     }
     return absl::OkStatus();
   }
@@ -1681,6 +1692,33 @@ class HfTokenizer final : public VocabTokenizer {
   }
 
  private:
+  // Pre-tokenizes normalized text (one piece) and runs the model on each
+  // piece.
+  absl::Status EncodeNormalized(int64_t base, PreState* st, std::vector<int32_t>* ids,
+                                std::vector<std::pair<int64_t, int64_t>>* offsets) const {
+    if (absl::Status s = PreTokenize(p_, base, st); !s.ok()) return s;
+    std::vector<MTok> toks;
+    for (const SplitSpan& w : st->pieces) {
+      toks.clear();
+      if (absl::Status s = p_.model->Tokenize(std::string_view(st->s).substr(w.begin, w.end - w.begin), &toks); !s.ok()) {
+        return absl::FailedPreconditionError(absl::StrCat(vocab().source, ": ", s.message()));
+      }
+      for (const MTok& t : toks) {
+        ids->push_back(t.id);
+        if (offsets) {
+          const uint32_t b = w.begin + t.b, e = w.begin + t.e;
+          if (e > b) {
+            offsets->emplace_back(base + st->ob[b], base + st->oe[e - 1]);
+          } else {
+            const int64_t at = b < st->ob.size() ? st->ob[b] : (st->oe.empty() ? 0 : st->oe.back());
+            offsets->emplace_back(base + at, base + at);
+          }
+        }
+      }
+    }
+    return absl::OkStatus();
+  }
+
   // tokenizers' ByteLevel / RobertaProcessing trim_offsets: leading and
   // trailing spaces ("Ġ" or White_Space characters) of a token's piece are
   // left out of its offsets (one space per character), except the single
@@ -1775,6 +1813,13 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> MakeHfTokenizer(const json& j, const 
   }
   for (size_t i = 0; i < unigram.size(); ++i) v.scores[i] = static_cast<float>(unigram[i].second);
   std::map<std::string, int32_t> added_by_content;
+  struct NormalizedToken {
+    std::string content;
+    int32_t id;
+    Vocab::SplitRules rules;
+    size_t index;  // in added_tokens
+  };
+  std::vector<NormalizedToken> normalized_tokens;
   for (size_t i = 0; i < added.size(); ++i) {
     const int32_t id = added[i]["id"].get<int32_t>();
     const Node an(added[i], absl::StrCat("added_tokens[", i, "]"), path);
@@ -1793,22 +1838,16 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> MakeHfTokenizer(const json& j, const 
                                    {"normalized", &normalized}}) {
       if (absl::Status s = an.Bool(key, out); !s.ok()) return s;
     }
-    if (normalized) {
-      // Matched on the normalized text between the other added tokens
-      // (AddedVocabulary::extract_and_normalize); without a normalizer
-      // that text is the input itself.
-      if (!Field(j, "normalizer").is_null()) {
-        return an.Error("normalized", "= true with a normalizer: matching an added token on the "
-                                      "normalized text is not supported");
-      }
-      rules.second_pass = true;
-    }
-    if (rules.single_word || rules.lstrip || rules.rstrip || rules.second_pass) {
-      v.split_rules.emplace_back(id, rules);
-    }
+    if (rules.single_word || rules.lstrip || rules.rstrip) v.split_rules.emplace_back(id, rules);
     v.pieces[id] = content;
     v.types[id] = special ? TokenType::kControl : TokenType::kUserDefined;
-    v.split_tokens.push_back(id);
+    if (normalized) {
+      // Matched in the normalized text of what lies between the other added
+      // tokens (tokenizers' AddedVocabulary::extract_and_normalize).
+      normalized_tokens.push_back({content, id, rules, i});
+    } else {
+      v.split_tokens.push_back(id);
+    }
     added_by_content[content] = id;
   }
   absl::flat_hash_map<std::string, int32_t> model_ids;
@@ -1821,6 +1860,19 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> MakeHfTokenizer(const json& j, const 
 
   Pipeline p;
   if (absl::Status s = ParseNormalizer(Node(Field(j, "normalizer"), "normalizer", path), 0, &p.norm); !s.ok()) return s;
+  // A `normalized` token's pattern is its content through the normalizer
+  // (tokenizers' AddedVocabulary::refresh_added_tokens).
+  for (const NormalizedToken& t : normalized_tokens) {
+    std::string pattern;
+    if (absl::Status s = NormalizeText(p.norm, t.content, &pattern); !s.ok()) return s;
+    if (pattern.empty()) {
+      return root.Error(absl::StrCat("added_tokens[", t.index, "].content"),
+                        absl::StrCat("= \"", t.content,
+                                     "\" is normalized to the empty string (normalized = true)"));
+    }
+    p.normalized_tokens.Add(std::move(pattern), t.id, t.rules);
+  }
+  p.normalized_tokens.Finish();
   if (absl::Status s = ParsePreTokenizer(Node(Field(j, "pre_tokenizer"), "pre_tokenizer", path), 0, &p.pre); !s.ok()) return s;
   const json& dec = Field(j, "decoder");
   p.has_decoder = !dec.is_null();
@@ -2006,12 +2058,8 @@ absl::StatusOr<std::string> HfNormalizeStr(const json& normalizer, std::string_v
   static const std::string file = "normalizer";
   std::vector<NormOp> ops;
   if (absl::Status s = ParseNormalizer(Node(normalizer, "normalizer", file), 0, &ops); !s.ok()) return s;
-  std::vector<NChar> chars = CharsOf(text);
-  for (const NormOp& op : ops) {
-    if (absl::Status s = ApplyNorm(op, &chars); !s.ok()) return s;
-  }
   std::string out;
-  for (const NChar& c : chars) AppendUtf8(c.cp, &out);
+  if (absl::Status s = NormalizeText(ops, text, &out); !s.ok()) return s;
   return out;
 }
 

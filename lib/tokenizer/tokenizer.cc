@@ -120,22 +120,32 @@ absl::Status ValidateVocab(Vocab* v) {
 }
 
 VocabTokenizer::VocabTokenizer(Vocab vocab) : vocab_(std::move(vocab)) {
-  for (const auto& [id, rules] : vocab_.split_rules) rules_[id] = rules;
+  absl::flat_hash_map<int32_t, Vocab::SplitRules> rules;
+  for (const auto& [id, r] : vocab_.split_rules) rules[id] = r;
   absl::flat_hash_set<int32_t> seen;
   for (int32_t id : vocab_.split_tokens) {
     const std::string& p = vocab_.pieces[id];
     if (p.empty() || !seen.insert(id).second) continue;
-    auto it = rules_.find(id);
-    const int pass = it != rules_.end() && it->second.second_pass ? 1 : 0;
-    split_by_first_byte_[pass][static_cast<unsigned char>(p[0])].push_back(id);
-    if (pass == 1) has_second_pass_ = true;
+    auto it = rules.find(id);
+    splits_.Add(p, id, it != rules.end() ? it->second : Vocab::SplitRules{});
   }
-  for (auto& table : split_by_first_byte_) {
-    for (auto& list : table) {
-      std::stable_sort(list.begin(), list.end(), [&](int32_t a, int32_t b) {
-        return vocab_.pieces[a].size() > vocab_.pieces[b].size();
-      });
-    }
+  splits_.Finish();
+}
+
+void SplitMatcher::Add(std::string pattern, int32_t id, Vocab::SplitRules rules) {
+  entries_.push_back({std::move(pattern), id, rules});
+}
+
+void SplitMatcher::Finish() {
+  for (auto& list : by_first_byte_) list.clear();
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    by_first_byte_[static_cast<unsigned char>(entries_[i].pattern[0])].push_back(
+        static_cast<uint32_t>(i));
+  }
+  for (auto& list : by_first_byte_) {
+    std::stable_sort(list.begin(), list.end(), [&](uint32_t a, uint32_t b) {
+      return entries_[a].pattern.size() > entries_[b].pattern.size();
+    });
   }
 }
 
@@ -169,45 +179,41 @@ bool IsWhiteSpace(uint32_t cp) {
   return u_hasBinaryProperty(static_cast<UChar32>(cp), UCHAR_WHITE_SPACE);
 }
 
-void VocabTokenizer::FindSplits(std::string_view text, size_t begin, size_t end, int pass,
-                                std::vector<Split>* out) const {
-  const auto& table = split_by_first_byte_[pass];
+void SplitMatcher::Find(std::string_view text, size_t begin, size_t end,
+                        std::vector<SplitPart>* out) const {
   size_t start_offset = begin;  // end of the last split emitted
   size_t i = begin;
   while (i < end) {
-    int32_t hit = -1;
-    for (int32_t id : table[static_cast<unsigned char>(text[i])]) {
-      const std::string& p = vocab_.pieces[id];
+    const Entry* hit = nullptr;
+    for (uint32_t k : by_first_byte_[static_cast<unsigned char>(text[i])]) {
+      const std::string& p = entries_[k].pattern;
       if (end - i >= p.size() && text.compare(i, p.size(), p) == 0) {
-        hit = id;
+        hit = &entries_[k];
         break;
       }
     }
-    if (hit < 0) {
+    if (hit == nullptr) {
       ++i;
       continue;
     }
-    size_t start = i, stop = i + vocab_.pieces[hit].size();
+    size_t start = i, stop = i + hit->pattern.size();
     i = stop;  // the next match starts after this one, kept or not
-    const auto rule = rules_.find(hit);
-    if (rule != rules_.end()) {
-      const Vocab::SplitRules& r = rule->second;
-      size_t b = 0, e = 0;
-      if (r.single_word && ((start > begin && IsWordChar(CodePointBefore(text, start, &b))) ||
-                            (stop < end && IsWordChar(CodePointAt(text, stop, &e))))) {
-        continue;
-      }
-      if (r.lstrip) {
-        size_t s = start;
-        while (s > begin && IsWhiteSpace(CodePointBefore(text, s, &b))) s = b;
-        start = std::max(s, start_offset);
-      }
-      if (r.rstrip) {
-        while (stop < end && IsWhiteSpace(CodePointAt(text, stop, &e))) stop = e;
-      }
+    const Vocab::SplitRules& r = hit->rules;
+    size_t b = 0, e = 0;
+    if (r.single_word && ((start > begin && IsWordChar(CodePointBefore(text, start, &b))) ||
+                          (stop < end && IsWordChar(CodePointAt(text, stop, &e))))) {
+      continue;
+    }
+    if (r.lstrip) {
+      size_t s = start;
+      while (s > begin && IsWhiteSpace(CodePointBefore(text, s, &b))) s = b;
+      start = std::max(s, start_offset);
+    }
+    if (r.rstrip) {
+      while (stop < end && IsWhiteSpace(CodePointAt(text, stop, &e))) stop = e;
     }
     if (start_offset < start) out->push_back({start_offset, start, -1});
-    out->push_back({start, stop, hit});
+    out->push_back({start, stop, hit->id});
     start_offset = stop;
   }
   if (start_offset < end) out->push_back({start_offset, end, -1});
@@ -222,20 +228,9 @@ absl::Status VocabTokenizer::EncodeImpl(std::string_view text, bool add_special_
     ids->push_back(*vocab_.bos);
     if (offsets) offsets->emplace_back(0, 0);
   }
-  std::vector<Split> splits;
-  FindSplits(text, 0, text.size(), 0, &splits);
-  if (has_second_pass_) {  // `normalized` tokens, in the text between the others
-    std::vector<Split> first;
-    first.swap(splits);
-    for (const Split& sp : first) {
-      if (sp.id < 0) {
-        FindSplits(text, sp.begin, sp.end, 1, &splits);
-      } else {
-        splits.push_back(sp);
-      }
-    }
-  }
-  for (const Split& sp : splits) {
+  std::vector<SplitPart> splits;
+  splits_.Find(text, 0, text.size(), &splits);
+  for (const SplitPart& sp : splits) {
     if (sp.id >= 0) {
       ids->push_back(sp.id);
       if (offsets) {

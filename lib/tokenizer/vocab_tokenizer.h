@@ -51,14 +51,12 @@ struct Vocab {
   //   lstrip       the token's span takes the White_Space run before it
   //                (not past the previous token's end)
   //   rstrip       ... and the White_Space run after it
-  //   second_pass  a `normalized` token: matched only in the text between
-  //                the other tokens, after those (exact when the tokenizer
-  //                has no normalizer; the loader refuses the other case)
+  // (`normalized` added tokens are not split tokens: HfTokenizer matches them
+  // in the normalized text.)
   struct SplitRules {
     bool single_word = false;
     bool lstrip = false;
     bool rstrip = false;
-    bool second_pass = false;
   };
   std::vector<std::pair<int32_t, SplitRules>> split_rules;
   std::string source;
@@ -66,6 +64,37 @@ struct Vocab {
 
 // Checks sizes, ids and duplicate-free pieces; fills defaults.
 absl::Status ValidateVocab(Vocab* vocab);
+
+// One split-token span or the text between ([begin, end) bytes of the
+// searched text; id -1 = text).
+struct SplitPart {
+  size_t begin, end;
+  int32_t id;
+};
+
+// Finds split tokens in a text: leftmost-longest matches of the patterns,
+// then each token's SplitRules (HF AddedVocabulary::find_matches).
+class SplitMatcher {
+ public:
+  // `pattern` non-empty; call Finish() after the last Add.
+  void Add(std::string pattern, int32_t id, Vocab::SplitRules rules);
+  void Finish();
+  bool empty() const { return entries_.empty(); }
+  // Appends the tokens found in text[begin, end) and the text between them
+  // to *out (a dropped single_word match is skipped over, as tokenizers'
+  // non-overlapping search does).
+  void Find(std::string_view text, size_t begin, size_t end, std::vector<SplitPart>* out) const;
+
+ private:
+  struct Entry {
+    std::string pattern;
+    int32_t id;
+    Vocab::SplitRules rules;
+  };
+  std::vector<Entry> entries_;
+  // Entry indices by the pattern's first byte, longest pattern first.
+  std::array<std::vector<uint32_t>, 256> by_first_byte_;
+};
 
 class VocabTokenizer : public Tokenizer {
  public:
@@ -111,24 +140,8 @@ class VocabTokenizer : public Tokenizer {
                           std::vector<int32_t>* ids,
                           std::vector<std::pair<int64_t, int64_t>>* offsets) const;
 
-  // One split-token span or the text between ([begin, end) bytes of the
-  // input; id -1 = text).
-  struct Split {
-    size_t begin, end;
-    int32_t id;
-  };
-  // Appends the split tokens of pass `pass` found in text[begin, end) and the
-  // text between them to *out, applying split_rules (HF find_matches).
-  void FindSplits(std::string_view text, size_t begin, size_t end, int pass,
-                  std::vector<Split>* out) const;
-
   Vocab vocab_;
-  // Split tokens by first byte, longest first: [0] the first pass (every
-  // split token without second_pass), [1] the second.
-  std::array<std::array<std::vector<int32_t>, 256>, 2> split_by_first_byte_;
-  bool has_second_pass_ = false;
-  // Rules per split token id (empty when no token has any).
-  absl::flat_hash_map<int32_t, Vocab::SplitRules> rules_;
+  SplitMatcher splits_;  // vocab_.split_tokens with their rules
 };
 
 // UTF-8 helpers.

@@ -737,7 +737,8 @@ TEST(HfTokenizerTest, BpeModelOptions) {
 // found leftmost-longest; single_word drops a match touching a word
 // character (\w); lstrip / rstrip widen the token's span over the White_Space
 // before / after it (lstrip never past the previous token); `normalized`
-// tokens are matched in a second pass over the text between the others.
+// tokens are matched afterwards in the (here unnormalized) text between the
+// others.
 // The model splits the rest into characters (BPE, no merges, no
 // pre-tokenizer), so every expected id and offset follows from those rules.
 TEST(HfTokenizerTest, AddedTokenRules) {
@@ -783,13 +784,66 @@ TEST(HfTokenizerTest, AddedTokenRules) {
   check("cabd", {14, 8}, {{0, 3}, {3, 4}});
   check("cabc", {7, 0, 13}, {{0, 1}, {1, 2}, {2, 4}});
 
-  // A normalized added token with a normalizer is refused, naming it.
-  j["normalizer"] = {{"type", "Lowercase"}};
-  auto refused = LoadTokenizer(WriteJson("added_rules_norm", j));
+}
+
+// `normalized` added tokens under a normalizer, as tokenizers'
+// AddedVocabulary does it: the token's pattern is its content through the
+// normalizer (NFKC then Lowercase here: "ＣＡＢ" -> "cab", "Dx" -> "dx");
+// the other added tokens are matched in the raw text first; each segment
+// between them is normalized and the patterns are matched in the normalized
+// text (single_word judged there); offsets map back to the raw bytes.
+TEST(HfTokenizerTest, NormalizedAddedTokensMatchTheNormalizedText) {
+  auto added = [](int id, const char* content, bool single_word, bool normalized) {
+    return json{{"id", id},          {"content", content},         {"lstrip", false},
+                {"rstrip", false},   {"single_word", single_word}, {"normalized", normalized},
+                {"special", false}};
+  };
+  json j = {{"normalizer", {{"type", "Sequence"},
+                            {"normalizers", {{{"type", "NFKC"}}, {{"type", "Lowercase"}}}}}},
+            {"model", {{"type", "BPE"}, {"merges", json::array()},
+                       {"vocab", {{"a", 0}, {"b", 1}, {"c", 2}, {"x", 3}, {"d", 4}, {" ", 5}}}}},
+            {"added_tokens", {added(20, "<Sep>", false, false),
+                              added(21, "\uFF23\uFF21\uFF22", false, true),  // ＣＡＢ
+                              added(22, "Dx", true, true)}}};
+  auto t = LoadTokenizer(WriteJson("added_normalized", j));
+  ASSERT_TRUE(t.ok()) << t.status();
+  using Offsets = std::vector<std::pair<int64_t, int64_t>>;
+  auto check = [&](const std::string& text, std::vector<int32_t> ids, Offsets offsets) {
+    auto e = (*t)->Encode(text, false);
+    ASSERT_TRUE(e.ok()) << e.status();
+    EXPECT_EQ(e->ids, ids) << text;
+    EXPECT_EQ(e->offsets, offsets) << text;
+    auto only_ids = (*t)->EncodeIds(text, false);
+    ASSERT_TRUE(only_ids.ok());
+    EXPECT_EQ(*only_ids, ids) << text;
+  };
+  check("CAB", {21}, {{0, 3}});
+  check("cab", {21}, {{0, 3}});
+  // Full-width letters (3 bytes each) normalize to the pattern.
+  check("\uFF23\uFF21\uFF22", {21}, {{0, 9}});
+  // "Ａ" normalizes to "a": the token starts at normalized byte 1, raw byte 3.
+  check("\uFF21cab", {0, 21}, {{0, 3}, {3, 6}});
+  // "<Sep>" is matched in the raw text (case and all) first; the segments
+  // around it are normalized on their own.
+  check("x<Sep>Cab", {3, 20, 21}, {{0, 1}, {1, 6}, {6, 9}});
+  // single_word is judged in the normalized text: "DX" -> "dx" is a word;
+  // after "a" it is not, and its characters go to the model.
+  check("DX", {22}, {{0, 2}});
+  check("c DX", {2, 5, 22}, {{0, 1}, {1, 2}, {2, 4}});
+  check("aDX", {0, 4, 3}, {{0, 1}, {1, 2}, {2, 3}});
+  // The raw token's case matters: "<SEP>" is not "<Sep>"; its normalized
+  // characters are not in the vocabulary and, with no unk_token, the model
+  // drops them (tokenizers' BPE) except "a", whose offsets count only the
+  // symbols kept (tokenizers' Word).
+  check("<SEPA>", {0}, {{0, 1}});
+
+  // A `normalized` token whose content the normalizer empties is refused,
+  // naming it.
+  j["normalizer"] = {{"type", "Replace"}, {"pattern", {{"String", "Dx"}}}, {"content", ""}};
+  auto refused = LoadTokenizer(WriteJson("added_normalized_empty", j));
   ASSERT_FALSE(refused.ok());
   EXPECT_THAT(refused.status().message(),
-              HasSubstr("added_tokens[4].normalized = true with a normalizer: matching an added "
-                        "token on the normalized text is not supported"));
+              HasSubstr("added_tokens[2].content = \"Dx\" is normalized to the empty string"));
 }
 
 }  // namespace hf_tokenizer_test
