@@ -2,6 +2,11 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <tuple>
+#include <vector>
 #include <initializer_list>
 #include <limits>
 #include <cstdlib>
@@ -12,6 +17,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "lib/head/lm_head_kernel.h"
 #include "lib/head/quant_kernel.h"
@@ -139,6 +145,7 @@ struct LmHead::Impl {
   // Quantized weights (options.weights_quant set): the type and the path.
   const QuantTypeInfo* quant = nullptr;
   QuantKernelIsa quant_isa = QuantKernelIsa::kScalar;
+  int64_t quant_few_rows_max = -1;  // -1: the path has one kernel
   dnnl::engine engine;
   memory::desc weights_md;
   memory::desc scratchpad_md;
@@ -220,6 +227,7 @@ int64_t LmHead::weight_bytes() const {
 int64_t LmHead::vocab_size() const { return impl_->options.vocab_size; }
 int64_t LmHead::hidden_size() const { return impl_->options.hidden_size; }
 int64_t LmHead::small_rows_max() const { return impl_->small_rows_max; }
+int64_t LmHead::quant_few_rows_max() const { return impl_->quant_few_rows_max; }
 int64_t LmHead::DefaultSmallRowsMax(DType weights_dtype, bool amx) {
   if (amx) return kDefaultAmxRowsMax;
   const HeadKernelIsa isa = DetectHeadKernelIsa();
@@ -238,8 +246,12 @@ std::string LmHead::implementation() const {
   if (impl_->quant != nullptr) {
     std::string type = impl_->quant->name;
     for (char& c : type) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+    if (impl_->quant_few_rows_max < 0) {
+      return absl::StrCat("vocabd:", type, "-", QuantKernelIsaName(impl_->quant_isa),
+                          " (every M)");
+    }
     return absl::StrCat("vocabd:", type, "-", QuantKernelIsaName(impl_->quant_isa),
-                        " (every M)");
+                        " (every M; few-row kernel for rows <= ", impl_->quant_few_rows_max, ")");
   }
   std::string onednn;
   if (auto fixed = impl_->FixedFor(kFixedRowsMax)) {
@@ -270,6 +282,80 @@ absl::StatusOr<std::string> KernelEnv() {
                    "' (want auto, onednn, no-amx, scalar, avx2, avxvnni or avx512vnni)"));
 }
 
+// VOCABD_QUANT_FEW_ROWS_MAX, validated: unset (-1) or 0..kFewRowsLimit.
+absl::StatusOr<int64_t> FewRowsEnv() {
+  const char* env = std::getenv("VOCABD_QUANT_FEW_ROWS_MAX");
+  if (env == nullptr) return -1;
+  int64_t v = 0;
+  if (!absl::SimpleAtoi(env, &v) || v < 0 || v > kFewRowsLimit) {
+    return absl::InvalidArgumentError(absl::StrCat("VOCABD_QUANT_FEW_ROWS_MAX = '", env,
+                                                   "' (want an integer in [0, ",
+                                                   kFewRowsLimit, "])"));
+  }
+  return v;
+}
+
+// Seconds of one QuantHeadKernel call over weight rows [0, rows), best of 3.
+double TimeKernel(QuantKernelIsa isa, const QuantTypeInfo& type, const uint8_t* acts, int64_t m,
+                  const uint8_t* w, int64_t d, int64_t rows, float* out, uint8_t* scratch,
+                  int64_t few_rows_max) {
+  double best = 1e30;
+  for (int rep = 0; rep < 3; ++rep) {
+    const auto t0 = std::chrono::steady_clock::now();
+    QuantHeadKernel(isa, type, acts, m, w, d, 0, rows, out, rows, scratch, few_rows_max);
+    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  return best;
+}
+
+// The crossover of a path's two kernels (LmHead::Create's comment),
+// measured once per process per (path, type, hidden_size).
+int64_t MeasuredFewRowsMax(QuantKernelIsa isa, const QuantTypeInfo& type, const uint8_t* w,
+                           int64_t vocab, int64_t d) {
+  static std::mutex* const mu = new std::mutex;
+  static auto* const measured = new std::map<std::tuple<int, int, int64_t>, int64_t>;
+  const auto key = std::make_tuple(static_cast<int>(isa), static_cast<int>(type.type), d);
+  std::lock_guard<std::mutex> lock(*mu);  // one measurement at a time: both would be slower
+  if (auto it = measured->find(key); it != measured->end()) return it->second;
+  const int64_t row_bytes = d / type.block_size * type.block_bytes;
+  const int64_t rows = std::max<int64_t>(4, std::min(vocab, (int64_t{1} << 20) / row_bytes));
+  const int64_t n = std::min(rows, vocab);
+  std::vector<float> hidden(static_cast<size_t>(kFewRowsLimit * d));
+  uint32_t state = 0x9E3779B9u;  // xorshift32: fixed pseudo-random rows in [-1, 1)
+  for (float& x : hidden) {
+    state ^= state << 13, state ^= state >> 17, state ^= state << 5;
+    x = static_cast<float>(state >> 8) / 8388608.0f - 1.0f;
+  }
+  std::vector<uint8_t> acts(static_cast<size_t>(kFewRowsLimit * QuantActRowBytes(d)) + 64);
+  auto* a = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(acts.data()) + 63) & ~uintptr_t{63});
+  QuantizeActivations(hidden.data(), kFewRowsLimit, d, a);
+  std::vector<uint8_t> scratch_buf(static_cast<size_t>(QuantUnpackScratchBytes(d)) + 64);
+  auto* scratch =
+      reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(scratch_buf.data()) + 63) & ~uintptr_t{63});
+  std::vector<float> out(static_cast<size_t>(kFewRowsLimit * n));
+  const auto t0 = std::chrono::steady_clock::now();
+  int64_t chosen = 0;
+  double few = 0, other = 0;
+  for (int64_t m = kFewRowsLimit; m >= 1; --m) {
+    few = TimeKernel(isa, type, a, m, w, d, n, out.data(), scratch, m);
+    other = TimeKernel(isa, type, a, m, w, d, n, out.data(), scratch, 0);
+    if (few < other) {
+      chosen = m;
+      break;
+    }
+  }
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  std::fprintf(stderr,
+               "vocabd LmHead: %s %s hidden_size %lld: few-row kernel for rows <= %lld "
+               "(measured on %lld weight rows in %.1f ms; at M = %lld few-row %.3f ms, other "
+               "%.3f ms)\n",
+               type.name, QuantKernelIsaName(isa), static_cast<long long>(d),
+               static_cast<long long>(chosen), static_cast<long long>(n), ms,
+               static_cast<long long>(chosen > 0 ? chosen : 1), few * 1e3, other * 1e3);
+  (*measured)[key] = chosen;
+  return chosen;
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<LmHead>> LmHead::CreateQuantized(const Options& options) {
@@ -294,8 +380,15 @@ absl::StatusOr<std::unique_ptr<LmHead>> LmHead::CreateQuantized(const Options& o
     return absl::InvalidArgumentError(absl::StrCat(
         "LmHead: small_rows_max = ", options.small_rows_max, " must be >= -1"));
   }
+  if (options.quant_few_rows_max < -1 || options.quant_few_rows_max > kFewRowsLimit) {
+    return absl::InvalidArgumentError(absl::StrCat("LmHead: quant_few_rows_max = ",
+                                                   options.quant_few_rows_max, " must be in [-1, ",
+                                                   kFewRowsLimit, "]"));
+  }
   absl::StatusOr<std::string> kernel_env = KernelEnv();
   if (!kernel_env.ok()) return kernel_env.status();
+  absl::StatusOr<int64_t> few_env = FewRowsEnv();
+  if (!few_env.ok()) return few_env.status();
   auto impl = std::make_unique<Impl>();
   impl->options = options;
   impl->quant = info;
@@ -309,6 +402,14 @@ absl::StatusOr<std::unique_ptr<LmHead>> LmHead::CreateQuantized(const Options& o
                        QuantKernelIsaName(isa), " path of the quantized LM head"));
     }
     impl->quant_isa = isa;
+  }
+  if (QuantKernelHasCrossover(impl->quant_isa, info->type, options.hidden_size)) {
+    impl->quant_few_rows_max =
+        options.quant_few_rows_max >= 0 ? options.quant_few_rows_max
+        : *few_env >= 0                 ? *few_env
+                                        : MeasuredFewRowsMax(impl->quant_isa, *info,
+                                                             static_cast<const uint8_t*>(options.weights),
+                                                             options.vocab_size, options.hidden_size);
   }
   // Every M runs vocabd's kernel (oneDNN has no ggml-block matmul).
   impl->small_rows_max = std::numeric_limits<int64_t>::max();
@@ -484,7 +585,8 @@ absl::Status LmHead::ComputeQuantized(const float* hidden, int64_t rows, float* 
       return;
     }
     QuantHeadKernel(impl.quant_isa, *impl.quant, acts, rows, w, d, t * chunk,
-                    std::min(vocab, (t + 1) * chunk), logits, vocab, scratch);
+                    std::min(vocab, (t + 1) * chunk), logits, vocab, scratch,
+                    std::max<int64_t>(impl.quant_few_rows_max, 0));
   });
   if (oom.load()) {
     return absl::ResourceExhaustedError(

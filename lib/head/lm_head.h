@@ -97,6 +97,11 @@ class LmHead {
     // vocab_size rows of hidden_size / block_size blocks of this type
     // (lib/quant/ggml_blocks.h), weights_dtype is ignored.
     std::optional<quant::GgmlType> weights_quant;
+    // Quantized weights on a path with two kernels (QuantKernelHasCrossover):
+    // the most input rows the few-row (fused) kernel takes, 0..kFewRowsLimit
+    // (8); -1 = measured at Create (below). The environment variable
+    // VOCABD_QUANT_FEW_ROWS_MAX = 0..8 overrides -1 for operators.
+    int64_t quant_few_rows_max = -1;
   };
   // The measured crossovers against oneDNN's fixed-M primitives, per CPU
   // feature set (DefaultSmallRowsMax) (bench/head_bench --paths, Llama-3
@@ -135,6 +140,16 @@ class LmHead {
   // INT64_MAX. The path is chosen from the CPU's features (avx512vnni >
   // avxvnni > avx2 > scalar); VOCABD_LM_HEAD_KERNEL = scalar | avx2 |
   // avxvnni | avx512vnni forces one (tests use it to run every path).
+  // Where the path has two kernels (avx512vnni: few-row vs many-row; avx2:
+  // fused vs unpacking, for the types it fuses), which M runs which is not
+  // told by the CPU's features (AVX-512 at full or half rate, the width of
+  // the load and shuffle ports), so Create measures it: on the head's own
+  // first rows (up to 1 MiB of weights, fixed pseudo-random hidden rows, one
+  // thread, best of 3), M = 8, 7, ... 1 until the few-row kernel is faster;
+  // few_rows_max = that M (0 if none). Once per process per (path, type,
+  // hidden_size), a few ms; logged on stderr with both times.
+  // INVALID_ARGUMENT for quant_few_rows_max or VOCABD_QUANT_FEW_ROWS_MAX
+  // outside [-1, 8] / [0, 8].
   static absl::StatusOr<std::unique_ptr<LmHead>> Create(const Options& options);
   ~LmHead();
   LmHead(const LmHead&) = delete;
@@ -161,12 +176,16 @@ class LmHead {
   int64_t hidden_size() const;
   // Largest M that uses the small-M kernel (0: none, oneDNN for every M).
   int64_t small_rows_max() const;
+  // Quantized heads: the most rows the few-row kernel takes (measured or
+  // set; Options::quant_few_rows_max); -1 when the path has one kernel.
+  int64_t quant_few_rows_max() const;
   // The kernels in use, for logs and diagnostics: oneDNN's implementation
   // name for the fixed-M primitives (e.g. "brg:avx512_core (fixed M <=
   // 256)", or the runtime-M one's, e.g. "gemm:jit", where oneDNN cannot
   // build fixed-M ones), preceded by the small-M kernel when there is one,
   // e.g. "vocabd:avx512 (rows <= 16); brg:avx512_core (fixed M <= 256)".
-  // Quantized heads: the type and path, e.g. "vocabd:q8_0-avx512vnni (every M)".
+  // Quantized heads: the type and path, e.g. "vocabd:q8_0-avx512vnni (every M;
+  // few-row kernel for rows <= 8)".
   std::string implementation() const;
 
  private:

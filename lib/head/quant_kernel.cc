@@ -122,7 +122,7 @@ void QuantizeActivations(const float* x, int64_t rows, int64_t d, uint8_t* acts)
 
 void QuantHeadKernel(QuantKernelIsa isa, const QuantTypeInfo& type, const uint8_t* acts,
                      int64_t rows, const uint8_t* w, int64_t d, int64_t v0, int64_t v1,
-                     float* out, int64_t ldo, uint8_t* scratch) {
+                     float* out, int64_t ldo, uint8_t* scratch, int64_t few_rows_max) {
   using namespace quant_kernel_internal;
   KernelFn fn = KernelScalar;
   switch (isa) {
@@ -131,7 +131,15 @@ void QuantHeadKernel(QuantKernelIsa isa, const QuantTypeInfo& type, const uint8_
     case QuantKernelIsa::kAvxVnni: fn = KernelAvxVnni; break;
     case QuantKernelIsa::kAvx512Vnni: fn = KernelAvx512Vnni; break;
   }
-  fn(type, acts, rows, w, d, v0, v1, out, ldo, scratch);
+  fn(type, acts, rows, w, d, v0, v1, out, ldo, scratch, few_rows_max);
+}
+
+bool QuantKernelHasCrossover(QuantKernelIsa isa, quant::GgmlType type, int64_t d) {
+  switch (isa) {
+    case QuantKernelIsa::kAvx512Vnni: return true;
+    case QuantKernelIsa::kAvx2: return quant_kernel_internal::Avx2FusedCovers(type, d);
+    default: return false;
+  }
 }
 
 }  // namespace vocabd

@@ -59,14 +59,14 @@
 //   avx512vnni  zmm vpdpbusd: 64 codes per instruction, 16 int32 lanes of 4
 //               products; lane scales dw x dal applied in float per 64 codes
 //   avxvnni     the same on ymm with the VEX vpdpbusd (AVX-VNNI)
-//   avx2        ymm: codes widened to int16, vpmaddwd; for Q8_0, Q4_K and
-//               Q6_K at M < kGemmMinRows (hidden_size a multiple of 256) a
-//               fused kernel: codes made in registers from the blocks,
-//               vpmaddubsw + vpmaddwd (drawn in quant_kernel_avx2.cc)
+//   avx2        ymm: codes widened to int16, vpmaddwd; for M <= few_rows_max
+//               (hidden_size a multiple of 256, the types Avx2FusedCovers
+//               names) a fused kernel: codes made in registers from the
+//               blocks, vpmaddubsw + vpmaddwd (drawn in quant_kernel_avx2.cc)
 //   scalar      plain C++ (the reference every path is tested against)
 // The integer dot products are exact on every path; paths differ only in
 // the order of float sums (tested: <= 1e-5 of a row's largest |logit|).
-// The few-row kernel (every path; M < kGemmMinRows on avx512vnni): register
+// The few-row kernel (every path; M <= few_rows_max on avx512vnni): register
 // tiles of up to 4 vocabulary rows x 4 input rows (2 on ymm; more rows run
 // as groups over the same unpacked weights, which stay in L1); input rows
 // are taken in blocks of 64 so their quantized codes stay in L2.
@@ -77,7 +77,7 @@
 // vpand / vpsrlw; Q6_K: nibbles | 2-bit fields of qh) and consumed at once,
 // with no unpack pass through L1; tiles of 4 vocabulary rows x M <= 4 input
 // rows, 2 x M for M = 5..8, and software prefetch one tile ahead.
-// The many-row kernel (avx512vnni, M >= kGemmMinRows; drawn in
+// The many-row kernel (avx512vnni, M > few_rows_max; drawn in
 // quant_kernel_avx512vnni.cc): 16 vocabulary rows packed so that one zmm
 // holds the same 4 codes of all 16 rows, activations broadcast 4 codes at a
 // time, tiles of 16 vocabulary rows x 8 input rows, scales per 32 codes
@@ -85,6 +85,11 @@
 //
 // A row's logits are bit-identical for every M on one kernel; the two
 // kernels differ by float summation order only.
+//
+// The crossover few_rows_max (QuantHeadKernel) depends on how wide the
+// core's vector units are, which the feature flags do not tell (AVX-512 at
+// full or half rate): LmHead times both kernels on its own weights at
+// Create (lm_head.h, "Quantized weights").
 #ifndef VOCABD_LIB_HEAD_QUANT_KERNEL_H_
 #define VOCABD_LIB_HEAD_QUANT_KERNEL_H_
 
@@ -123,37 +128,45 @@ void QuantizeActivations(const float* x, int64_t rows, int64_t d, uint8_t* acts)
 // Bytes of the per-call unpack buffer the kernel needs (64-byte aligned).
 int64_t QuantUnpackScratchBytes(int64_t d);
 
+// The most input rows a path's fused few-row kernel takes.
+inline constexpr int64_t kFewRowsLimit = 8;
+
+// True when `isa` has two kernels for (type, d) whose crossover
+// few_rows_max chooses: avx512vnni (the few-row kernel, fused where it
+// covers the type, vs the many-row one) and avx2 where its fused kernel
+// covers the type (fused vs unpacking). Scalar and avxvnni have one.
+bool QuantKernelHasCrossover(QuantKernelIsa isa, quant::GgmlType type, int64_t d);
+
 // out[m * ldo + v] for m in [0, rows), v in [v0, v1): logits of the
 // quantized activations `acts` (QuantizeActivations) against the weight
 // rows `w` of `type` (each d / block_size blocks). `scratch` holds
 // QuantUnpackScratchBytes(d) bytes, used by this call only. The path must
 // be supported (QuantKernelIsaSupported) and d a multiple of the block.
+// few_rows_max in [0, kFewRowsLimit]: rows <= few_rows_max run the path's
+// few-row kernel, more rows its other one (QuantKernelHasCrossover; paths
+// with one kernel ignore it). LmHead measures it at Create.
 void QuantHeadKernel(QuantKernelIsa isa, const QuantTypeInfo& type, const uint8_t* acts,
                      int64_t rows, const uint8_t* w, int64_t d, int64_t v0, int64_t v1,
-                     float* out, int64_t ldo, uint8_t* scratch);
+                     float* out, int64_t ldo, uint8_t* scratch, int64_t few_rows_max);
 
 namespace quant_kernel_internal {
-// The per-ISA entry points (quant_kernel_<isa>.cc, each compiled for its ISA).
+// The per-ISA entry points (quant_kernel_<isa>.cc, each compiled for its
+// ISA); few_rows_max as for QuantHeadKernel.
 using KernelFn = void (*)(const QuantTypeInfo& type, const uint8_t* acts, int64_t rows,
                           const uint8_t* w, int64_t d, int64_t v0, int64_t v1, float* out,
-                          int64_t ldo, uint8_t* scratch);
+                          int64_t ldo, uint8_t* scratch, int64_t few_rows_max);
 void KernelScalar(const QuantTypeInfo&, const uint8_t*, int64_t, const uint8_t*, int64_t, int64_t,
-                  int64_t, float*, int64_t, uint8_t*);
+                  int64_t, float*, int64_t, uint8_t*, int64_t);
 void KernelAvx2(const QuantTypeInfo&, const uint8_t*, int64_t, const uint8_t*, int64_t, int64_t,
-                int64_t, float*, int64_t, uint8_t*);
-// True when the avx2 path runs its fused few-row kernel (Q8_0, Q4_K, Q6_K,
-// d a multiple of 256, 1 <= rows < kGemmMinRows; quant_kernel_avx2.cc).
-bool Avx2FusedCovers(quant::GgmlType type, int64_t d, int64_t rows);
+                int64_t, float*, int64_t, uint8_t*, int64_t);
+// True when the avx2 path has a fused few-row kernel for `type` at hidden
+// size d (a multiple of 256; quant_kernel_avx2.cc).
+bool Avx2FusedCovers(quant::GgmlType type, int64_t d);
 void KernelAvxVnni(const QuantTypeInfo&, const uint8_t*, int64_t, const uint8_t*, int64_t,
-                   int64_t, int64_t, float*, int64_t, uint8_t*);
-// The AVX512-VNNI path runs the many-row kernel (vocabulary rows in the
-// lanes) from this many input rows on; below it the one described above.
-// 9: at 8 rows the fused few-row kernel beat the many-row one by 1.5-2x
-// (head_bench, Q4_K / Q6_K / Q8_0, this Zen 5 VM).
-inline constexpr int64_t kGemmMinRows = 9;
+                   int64_t, int64_t, float*, int64_t, uint8_t*, int64_t);
 int64_t Avx512GemmScratchBytes(int64_t d);
 void KernelAvx512Vnni(const QuantTypeInfo&, const uint8_t*, int64_t, const uint8_t*, int64_t,
-                      int64_t, int64_t, float*, int64_t, uint8_t*);
+                      int64_t, int64_t, float*, int64_t, uint8_t*, int64_t);
 }  // namespace quant_kernel_internal
 
 }  // namespace vocabd

@@ -6,7 +6,7 @@
 // Compiled with -mavx2 -mfma -mf16c; reached only when
 // QuantKernelIsaSupported(kAvx2).
 //
-// Few rows (M < kGemmMinRows) of Q8_0, Q4_K and Q6_K with hidden_size a
+// Few rows (M <= few_rows_max) of Q8_0, Q4_K and Q6_K with hidden_size a
 // multiple of 256 run a fused kernel instead (FusedQ8_0 / FusedQ4_K /
 // FusedQ6_K below): the codes of each 32-code chunk are made in a register
 // straight from the blocks and multiplied with vpmaddubsw, which is exact
@@ -25,7 +25,7 @@
 // codes with qs32; Q6_K: per 16 with qs16; Q8_0 has no offset term: the
 // signed codes carry it). Each (r, m) has its own accumulators summed in
 // k order, so a row's logits do not depend on M within this kernel; they
-// differ from the unpacking kernel's (M >= kGemmMinRows) by float rounding
+// differ from the unpacking kernel's (M > few_rows_max) by float rounding
 // only (the integer dot products are exact in both).
 #include <immintrin.h>
 
@@ -350,15 +350,16 @@ struct Fused {
 }  // namespace
 
 namespace quant_kernel_internal {
-bool Avx2FusedCovers(quant::GgmlType type, int64_t d, int64_t rows) {
-  return rows >= 1 && rows < kGemmMinRows && d % 256 == 0 &&
+bool Avx2FusedCovers(quant::GgmlType type, int64_t d) {
+  return d % 256 == 0 &&
          (type == quant::GgmlType::kQ8_0 || type == quant::GgmlType::kQ4_K ||
           type == quant::GgmlType::kQ6_K);
 }
 
 void KernelAvx2(const QuantTypeInfo& type, const uint8_t* acts, int64_t rows, const uint8_t* w,
-                int64_t d, int64_t v0, int64_t v1, float* out, int64_t ldo, uint8_t* scratch) {
-  if (!Avx2FusedCovers(type.type, d, rows)) {
+                int64_t d, int64_t v0, int64_t v1, float* out, int64_t ldo, uint8_t* scratch,
+                int64_t few_rows_max) {
+  if (rows < 1 || rows > few_rows_max || rows > kFewRowsLimit || !Avx2FusedCovers(type.type, d)) {
     RunKernel<Avx2>(type, acts, rows, w, d, v0, v1, out, ldo, scratch);
     return;
   }

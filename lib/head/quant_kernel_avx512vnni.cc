@@ -219,7 +219,7 @@ struct Avx512Vnni {
 };
 
 
-// ---- The fused few-row kernel (Q8_0, Q4_K, Q6_K; M < kGemmMinRows): the
+// ---- The fused few-row kernel (Q8_0, Q4_K, Q6_K; M <= few_rows_max): the
 // same arithmetic as Avx512Vnni::Tile, lane for lane and in the same order
 // (so its logits are bit-identical to the unpacking kernel's), but the
 // canonical codes u of each 64-code chunk are made in a register straight
@@ -435,7 +435,7 @@ inline bool RunFused(const QuantTypeInfo& type, const uint8_t* acts, int64_t row
 }
 
 
-// ---- The many-row kernel (rows >= kGemmMinRows): vocabulary rows in the
+// ---- The many-row kernel (rows > few_rows_max): vocabulary rows in the
 // lanes. 16 weight rows are unpacked, then packed so that one zmm holds
 // the same 4 codes of all 16 rows:
 //
@@ -627,8 +627,8 @@ namespace quant_kernel_internal {
 int64_t Avx512GemmScratchBytes(int64_t d) { return GemmLayout(d).bytes; }
 void KernelAvx512Vnni(const QuantTypeInfo& type, const uint8_t* acts, int64_t rows,
                       const uint8_t* w, int64_t d, int64_t v0, int64_t v1, float* out,
-                      int64_t ldo, uint8_t* scratch) {
-  if (rows >= kGemmMinRows) {
+                      int64_t ldo, uint8_t* scratch, int64_t few_rows_max) {
+  if (rows > few_rows_max || rows > kFewRowsLimit) {
     RunGemm(type, acts, rows, w, d, v0, v1, out, ldo, scratch);
   } else if (!RunFused(type, acts, rows, w, d, v0, v1, out, ldo, scratch)) {
     RunKernel<Avx512Vnni>(type, acts, rows, w, d, v0, v1, out, ldo, scratch);

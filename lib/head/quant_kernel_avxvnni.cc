@@ -70,7 +70,8 @@ struct AvxVnni {
 
 namespace quant_kernel_internal {
 void KernelAvxVnni(const QuantTypeInfo& type, const uint8_t* acts, int64_t rows, const uint8_t* w,
-                   int64_t d, int64_t v0, int64_t v1, float* out, int64_t ldo, uint8_t* scratch) {
+                   int64_t d, int64_t v0, int64_t v1, float* out, int64_t ldo, uint8_t* scratch,
+                   int64_t /*few_rows_max: one kernel*/) {
   RunKernel<AvxVnni>(type, acts, rows, w, d, v0, v1, out, ldo, scratch);
 }
 }  // namespace quant_kernel_internal

@@ -31,6 +31,16 @@ namespace {
 using quant::GgmlType;
 
 // Sets VOCABD_LM_HEAD_KERNEL for the scope (Create reads it).
+// Sets an environment variable for one scope.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) { setenv(name, value, 1); }
+  ~ScopedEnv() { unsetenv(name_); }
+
+ private:
+  const char* name_;
+};
+
 class ScopedKernelEnv {
  public:
   explicit ScopedKernelEnv(const char* value) { setenv("VOCABD_LM_HEAD_KERNEL", value, 1); }
@@ -90,13 +100,17 @@ double RelativeError(const std::vector<T>& a, const std::vector<double>& ref) {
   return err / scale;
 }
 
+// few_rows_max: the crossover between a path's two kernels (fixed here, so
+// that which kernel runs each M is known; Create measures it by default).
 std::vector<float> RunHead(const uint8_t* weights, GgmlType type, int64_t vocab, int64_t hidden,
-                           const std::vector<float>& x, int64_t rows) {
+                           const std::vector<float>& x, int64_t rows,
+                           int64_t few_rows_max = kFewRowsLimit) {
   LmHead::Options o;
   o.weights = weights;
   o.vocab_size = vocab;
   o.hidden_size = hidden;
   o.weights_quant = type;
+  o.quant_few_rows_max = few_rows_max;
   absl::StatusOr<std::unique_ptr<LmHead>> head = LmHead::Create(o);
   EXPECT_TRUE(head.ok()) << head.status();
   std::vector<float> logits(static_cast<size_t>(rows * vocab), std::nanf(""));
@@ -145,8 +159,9 @@ TEST(LmHeadQuant, GoldenContractPerTypeAndPath) {
                   QuantKernelIsaName(isa), err, ggml_err);
       EXPECT_LE(err, c.bound) << QuantKernelIsaName(isa);
       EXPECT_LE(err, ggml_err + 2e-6) << QuantKernelIsaName(isa) << ": worse than ggml's own path";
-      // The same rows three times over: 12 rows run the many-row kernel
-      // (kGemmMinRows) on the avx512vnni path (and the avx2 path's unpacking kernel for Q8_0, Q4_K, Q6_K).
+      // The same rows three times over: 12 rows (> kFewRowsLimit) run the
+      // many-row kernel on the avx512vnni path and the unpacking kernel on
+      // the avx2 path (for the types it fuses).
       std::vector<float> x3 = g.x;
       x3.insert(x3.end(), g.x.begin(), g.x.end());
       x3.insert(x3.end(), g.x.begin(), g.x.end());
@@ -206,7 +221,7 @@ constexpr GgmlType kAllTypes[] = {GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ
 // chunk, hidden sizes with a 32-code tail (legacy types), M across the tile
 // sizes, the 64-row blocks and the many-row kernel; every path vs scalar,
 // and each row's logits bit-identical whatever M it is computed in as long
-// as the same kernel runs (below kGemmMinRows; at or above it on every M).
+// as the same kernel runs (M <= few_rows_max = 8; above it on every M).
 // Under TSan the vocabulary is 3x smaller (1283 rows: still no multiple of
 // a tile, still two thread chunks for the widest rows, Q6_K at hidden 1024,
 // 1248 rows per chunk): the instrumented scalar path made this one test
@@ -228,16 +243,14 @@ TEST(LmHeadQuant, PathsAgreeAndRowsDoNotDependOnM) {
         if (!QuantKernelIsaSupported(isa)) continue;  // named in GoldenContractPerTypeAndPath
         ScopedKernelEnv env(QuantKernelIsaName(isa));
         const std::vector<float> all = RunHead(w.data(), type, vocab, hidden, x, rows);
-        // Two kernels, one below kGemmMinRows rows and one from it on: the
+        // Two kernels, one up to kFewRowsLimit rows and one above: the
         // avx512vnni path always, the avx2 path where its fused few-row
         // kernel covers the type and hidden size.
-        const bool gemm = isa == QuantKernelIsa::kAvx512Vnni ||
-                          (isa == QuantKernelIsa::kAvx2 &&
-                           quant_kernel_internal::Avx2FusedCovers(type, hidden, 1));
+        const bool gemm = QuantKernelHasCrossover(isa, type, hidden);
         const std::vector<float> small = RunHead(w.data(), type, vocab, hidden, x, 7);
         for (int64_t m : {1, 2, 3, 5, 8, 13}) {
           const std::vector<float> part = RunHead(w.data(), type, vocab, hidden, x, m);
-          const bool same_kernel = !gemm || (m >= quant_kernel_internal::kGemmMinRows);
+          const bool same_kernel = !gemm || m > kFewRowsLimit;
           const std::vector<float>& ref = same_kernel ? all : small;
           ASSERT_EQ(0, std::memcmp(part.data(), ref.data(),
                                    std::min(part.size(), ref.size()) * sizeof(float)))
@@ -272,6 +285,13 @@ TEST(LmHeadQuant, ImplementationNamesTypeAndPath) {
   o.vocab_size = 8;
   o.hidden_size = 256;
   o.weights_quant = GgmlType::kQ4_K;
+  o.quant_few_rows_max = 5;
+  auto expected = [](QuantKernelIsa isa) {
+    return std::string("vocabd:q4_k-") + QuantKernelIsaName(isa) +
+           (QuantKernelHasCrossover(isa, GgmlType::kQ4_K, 256)
+                ? " (every M; few-row kernel for rows <= 5)"
+                : " (every M)");
+  };
   for (QuantKernelIsa isa : kAllIsas) {
     ScopedKernelEnv env(QuantKernelIsaName(isa));
     absl::StatusOr<std::unique_ptr<LmHead>> head = LmHead::Create(o);
@@ -281,16 +301,79 @@ TEST(LmHeadQuant, ImplementationNamesTypeAndPath) {
       continue;
     }
     ASSERT_TRUE(head.ok()) << head.status();
-    EXPECT_EQ((*head)->implementation(),
-              std::string("vocabd:q4_k-") + QuantKernelIsaName(isa) + " (every M)");
+    EXPECT_EQ((*head)->implementation(), expected(isa));
     EXPECT_EQ((*head)->weight_bytes(), 8 * 144);
     EXPECT_EQ((*head)->weights_quant(), GgmlType::kQ4_K);
   }
   absl::StatusOr<std::unique_ptr<LmHead>> head = LmHead::Create(o);
   ASSERT_TRUE(head.ok());
-  EXPECT_EQ((*head)->implementation(),
-            std::string("vocabd:q4_k-") + QuantKernelIsaName(DetectQuantKernelIsa()) +
-                " (every M)");
+  EXPECT_EQ((*head)->implementation(), expected(DetectQuantKernelIsa()));
+}
+
+// The crossover between a path's two kernels: measured at Create by
+// default (a value in [0, 8] on a path with two kernels, -1 on one with
+// one), set by Options::quant_few_rows_max or VOCABD_QUANT_FEW_ROWS_MAX,
+// out-of-range values refused naming the option; and the rows obey it:
+// with few_rows_max = 3, M = 3 gives the few-row kernel's bits (as under 8)
+// and M = 5 the other kernel's (as under 0).
+TEST(LmHeadQuant, FewRowsCrossoverIsMeasuredOrSetAndObeyed) {
+  const QuantTypeInfo& info = *FindQuantTypeInfo(GgmlType::kQ8_0);
+  const int64_t vocab = 333, hidden = 512;
+  const std::vector<uint8_t> w = RandomBlocks(info, vocab, hidden, 5);
+  const std::vector<float> x = testing::RandomNormal(static_cast<size_t>(5 * hidden), 9);
+  LmHead::Options o;
+  o.weights = w.data();
+  o.vocab_size = vocab;
+  o.hidden_size = hidden;
+  o.weights_quant = GgmlType::kQ8_0;
+  for (QuantKernelIsa isa : kAllIsas) {
+    if (!QuantKernelIsaSupported(isa)) continue;  // named in ImplementationNamesTypeAndPath
+    SCOPED_TRACE(QuantKernelIsaName(isa));
+    ScopedKernelEnv env(QuantKernelIsaName(isa));
+    const bool two = QuantKernelHasCrossover(isa, GgmlType::kQ8_0, hidden);
+    o.quant_few_rows_max = -1;
+    absl::StatusOr<std::unique_ptr<LmHead>> measured = LmHead::Create(o);
+    ASSERT_TRUE(measured.ok()) << measured.status();
+    if (!two) {
+      EXPECT_EQ((*measured)->quant_few_rows_max(), -1);
+      continue;
+    }
+    EXPECT_GE((*measured)->quant_few_rows_max(), 0);
+    EXPECT_LE((*measured)->quant_few_rows_max(), kFewRowsLimit);
+    std::printf("%s: measured few_rows_max %lld\n", QuantKernelIsaName(isa),
+                static_cast<long long>((*measured)->quant_few_rows_max()));
+    {
+      ScopedEnv few("VOCABD_QUANT_FEW_ROWS_MAX", "2");
+      absl::StatusOr<std::unique_ptr<LmHead>> h = LmHead::Create(o);
+      ASSERT_TRUE(h.ok()) << h.status();
+      EXPECT_EQ((*h)->quant_few_rows_max(), 2);
+      o.quant_few_rows_max = 6;  // the option wins over the environment
+      h = LmHead::Create(o);
+      ASSERT_TRUE(h.ok()) << h.status();
+      EXPECT_EQ((*h)->quant_few_rows_max(), 6);
+    }
+    for (int64_t m : {3, 5}) {
+      const std::vector<float> three = RunHead(w.data(), GgmlType::kQ8_0, vocab, hidden, x, m, 3);
+      const std::vector<float> few = RunHead(w.data(), GgmlType::kQ8_0, vocab, hidden, x, m, 8);
+      const std::vector<float> other = RunHead(w.data(), GgmlType::kQ8_0, vocab, hidden, x, m, 0);
+      const std::vector<float>& want = m <= 3 ? few : other;
+      EXPECT_EQ(0, std::memcmp(three.data(), want.data(), three.size() * sizeof(float))) << "M = " << m;
+    }
+  }
+  o.quant_few_rows_max = 9;
+  absl::StatusOr<std::unique_ptr<LmHead>> bad = LmHead::Create(o);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(std::string(bad.status().message()).find("quant_few_rows_max = 9 must be in [-1, 8]"),
+            std::string::npos) << bad.status();
+  o.quant_few_rows_max = -1;
+  ScopedEnv few("VOCABD_QUANT_FEW_ROWS_MAX", "many");
+  bad = LmHead::Create(o);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(std::string(bad.status().message())
+                .find("VOCABD_QUANT_FEW_ROWS_MAX = 'many' (want an integer in [0, 8])"),
+            std::string::npos) << bad.status();
 }
 
 // A NaN or infinity in a hidden row makes that row's logits NaN on every
