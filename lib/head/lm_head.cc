@@ -146,6 +146,7 @@ struct LmHead::Impl {
   const QuantTypeInfo* quant = nullptr;
   QuantKernelIsa quant_isa = QuantKernelIsa::kScalar;
   int64_t quant_few_rows_max = -1;  // -1: the path has one kernel
+  std::string quant_crossover;      // how it was measured (empty: set)
   dnnl::engine engine;
   memory::desc weights_md;
   memory::desc scratchpad_md;
@@ -251,7 +252,8 @@ std::string LmHead::implementation() const {
                           " (every M)");
     }
     return absl::StrCat("vocabd:", type, "-", QuantKernelIsaName(impl_->quant_isa),
-                        " (every M; few-row kernel for rows <= ", impl_->quant_few_rows_max, ")");
+                        " (every M; few-row kernel for rows <= ", impl_->quant_few_rows_max,
+                        impl_->quant_crossover.empty() ? "" : ", ", impl_->quant_crossover, ")");
   }
   std::string onednn;
   if (auto fixed = impl_->FixedFor(kFixedRowsMax)) {
@@ -309,17 +311,24 @@ double TimeKernel(QuantKernelIsa isa, const QuantTypeInfo& type, const uint8_t* 
 }
 
 // The crossover of a path's two kernels (LmHead::Create's comment),
-// measured once per process per (path, type, hidden_size).
+// measured once per process per (path, type, hidden_size); *how says what
+// was measured (implementation() shows it).
 int64_t MeasuredFewRowsMax(QuantKernelIsa isa, const QuantTypeInfo& type, const uint8_t* w,
-                           int64_t vocab, int64_t d) {
+                           int64_t vocab, int64_t d, std::string* how) {
+  struct Result {
+    int64_t few_rows_max;
+    std::string how;
+  };
   static std::mutex* const mu = new std::mutex;
-  static auto* const measured = new std::map<std::tuple<int, int, int64_t>, int64_t>;
+  static auto* const measured = new std::map<std::tuple<int, int, int64_t>, Result>;
   const auto key = std::make_tuple(static_cast<int>(isa), static_cast<int>(type.type), d);
   std::lock_guard<std::mutex> lock(*mu);  // one measurement at a time: both would be slower
-  if (auto it = measured->find(key); it != measured->end()) return it->second;
+  if (auto it = measured->find(key); it != measured->end()) {
+    *how = it->second.how;
+    return it->second.few_rows_max;
+  }
   const int64_t row_bytes = d / type.block_size * type.block_bytes;
-  const int64_t rows = std::max<int64_t>(4, std::min(vocab, (int64_t{1} << 20) / row_bytes));
-  const int64_t n = std::min(rows, vocab);
+  const int64_t n = std::min(vocab, std::max<int64_t>(4, (int64_t{1} << 20) / row_bytes));
   std::vector<float> hidden(static_cast<size_t>(kFewRowsLimit * d));
   uint32_t state = 0x9E3779B9u;  // xorshift32: fixed pseudo-random rows in [-1, 1)
   for (float& x : hidden) {
@@ -333,10 +342,10 @@ int64_t MeasuredFewRowsMax(QuantKernelIsa isa, const QuantTypeInfo& type, const 
   auto* scratch =
       reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(scratch_buf.data()) + 63) & ~uintptr_t{63});
   std::vector<float> out(static_cast<size_t>(kFewRowsLimit * n));
-  const auto t0 = std::chrono::steady_clock::now();
-  int64_t chosen = 0;
+  int64_t chosen = 0, at = 1;
   double few = 0, other = 0;
   for (int64_t m = kFewRowsLimit; m >= 1; --m) {
+    at = m;
     few = TimeKernel(isa, type, a, m, w, d, n, out.data(), scratch, m);
     other = TimeKernel(isa, type, a, m, w, d, n, out.data(), scratch, 0);
     if (few < other) {
@@ -344,15 +353,11 @@ int64_t MeasuredFewRowsMax(QuantKernelIsa isa, const QuantTypeInfo& type, const 
       break;
     }
   }
-  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  std::fprintf(stderr,
-               "vocabd LmHead: %s %s hidden_size %lld: few-row kernel for rows <= %lld "
-               "(measured on %lld weight rows in %.1f ms; at M = %lld few-row %.3f ms, other "
-               "%.3f ms)\n",
-               type.name, QuantKernelIsaName(isa), static_cast<long long>(d),
-               static_cast<long long>(chosen), static_cast<long long>(n), ms,
-               static_cast<long long>(chosen > 0 ? chosen : 1), few * 1e3, other * 1e3);
-  (*measured)[key] = chosen;
+  char text[160];
+  std::snprintf(text, sizeof text, "measured on %lld weight rows: M = %lld few-row %.3f ms, other %.3f ms",
+                static_cast<long long>(n), static_cast<long long>(at), few * 1e3, other * 1e3);
+  *how = text;
+  (*measured)[key] = {chosen, *how};
   return chosen;
 }
 
@@ -409,7 +414,8 @@ absl::StatusOr<std::unique_ptr<LmHead>> LmHead::CreateQuantized(const Options& o
         : *few_env >= 0                 ? *few_env
                                         : MeasuredFewRowsMax(impl->quant_isa, *info,
                                                              static_cast<const uint8_t*>(options.weights),
-                                                             options.vocab_size, options.hidden_size);
+                                                             options.vocab_size, options.hidden_size,
+                                                             &impl->quant_crossover);
   }
   // Every M runs vocabd's kernel (oneDNN has no ggml-block matmul).
   impl->small_rows_max = std::numeric_limits<int64_t>::max();
