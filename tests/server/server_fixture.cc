@@ -54,19 +54,26 @@ grpc::Status LoadRepoModel(const std::string& target, const std::string& name) {
 ServingProbe::ServingProbe(std::function<grpc::Status()> call) : call_(std::move(call)) {
   thread_ = std::thread([this] {
     while (!stop_) {
-      const grpc::Status s = call_();
-      ++calls_;
-      if (!s.ok() && failures_++ == 0) {
-        first_failure_ = std::to_string(s.error_code()) + " " + s.error_message();
-      }
+      CallOnce();
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
   });
 }
 
+void ServingProbe::CallOnce() {
+  const grpc::Status s = call_();
+  ++calls_;
+  if (!s.ok() && failures_++ == 0) {
+    first_failure_ = std::to_string(s.error_code()) + " " + s.error_message();
+  }
+}
+
+// After the thread, one more call from here: an attack that ends within
+// the thread's first call still has a call answered after it.
 void ServingProbe::Stop() {
-  stop_ = true;
+  if (stop_.exchange(true)) return;
   if (thread_.joinable()) thread_.join();
+  CallOnce();
 }
 
 void ServingProbe::ExpectAllAnswered(const std::string& what) {

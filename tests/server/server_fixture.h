@@ -59,6 +59,7 @@ class ServingProbe {
  private:
   void Stop();
   std::function<grpc::Status()> call_;
+  void CallOnce();
   std::atomic<bool> stop_{false};
   int calls_ = 0;
   int failures_ = 0;
