@@ -8,6 +8,7 @@
 #include <spdlog/spdlog.h>
 
 #include "lib/core/data_path.h"
+#include "server/build_info.h"
 #include "server/logging.h"
 #include "server/server.h"
 
@@ -34,6 +35,9 @@ vocabd::VocabdServer::ModelSpec ParseModelFlag(const std::string& flag) {
 
 int main(int argc, char** argv) {
   CLI::App app{"vocabd: serves token embeddings, LM-head scoring and RoPE over gRPC"};
+  // "vocabd version=0.1.0 git_sha=... compiler=... onednn=... build_type=...".
+  app.set_version_flag("--version", [] { return "vocabd " + vocabd::GetBuildInfo().ToString(); },
+                       "print the version, git commit, compiler, oneDNN and build type, and exit");
   vocabd::VocabdServer::Options options;
   std::vector<std::string> model_flags = {"stories260K=models/stories260K/stories260K.bin"};
   std::string log_level = "info";

@@ -225,6 +225,13 @@ def test_vocabd_help_mentions_gguf():
     assert ".gguf" in out
 
 
+def test_vocabd_version_names_the_build():
+    code, out, err = run([BINARY, "--version"])
+    assert code == 0, err
+    assert re.fullmatch(r"vocabd version=\d+\.\d+\.\d+ git_sha=\S+ compiler=\S+ onednn=\S+ "
+                        r"build_type=\S+\n", out), out
+
+
 # -- model repository ----------------------------------------------------------
 
 @pytest.fixture(scope="module")
