@@ -6,27 +6,36 @@
 // Compiled with -mavx2 -mfma -mf16c; reached only when
 // QuantKernelIsaSupported(kAvx2).
 //
-// Few rows (M < kGemmMinRows) of Q8_0, Q4_K and Q6_K with hidden_size a
-// multiple of 256 run a fused kernel instead (FusedQ8_0 / FusedQ4_K /
-// FusedQ6_K below): the codes of each 32-code chunk are made in a register
-// straight from the blocks and multiplied with vpmaddubsw, which is exact
-// for these codes, then vpmaddwd sums 4 products per int32 lane. Per chunk
-// c (32 codes, one activation block), weight row r, input row m:
+// Few rows (M < kGemmMinRows) of every served type with hidden_size a
+// multiple of 256 run a fused kernel instead (FusedQ8_0 .. FusedQ6_K below,
+// each with the block layout it reads): the codes of each 32-code chunk are
+// made in a register straight from the blocks and multiplied with
+// vpmaddubsw, which is exact for these codes, then vpmaddwd sums 4 products
+// per int32 lane. Per chunk c (32 codes, one activation block), weight row
+// r, input row m:
 //
-//   Q4_K, Q6_K:  p  = vpmaddwd(vpmaddubsw(u, a), 1)   u in [0, 63]: each
-//                     int16 pair sum |u0 a0 + u1 a1| <= 2 * 63 * 127 < 2^15
-//                acc[r][m] += float(p) * (ws * da[m][c])
+//   unsigned codes u (Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K):
+//                p  = vpmaddwd(vpmaddubsw(u, a), 1)   u in [0, umax]: each
+//                     int16 pair sum |u0 a0 + u1 a1| <= 2 * umax * 127 < 2^15
+//                     (umax: Q2_K 3, Q3_K 7, Q4_* 15, Q5_* 31, Q6_K 63,
+//                     so at most 16002)
+//   signed codes q (Q8_0, IQ4_NL):
+//                p  = vpmaddwd(vpmaddubsw(|q|, sign(a, q)), 1)  (ggml's
+//                     signed product: |q| <= 128 (IQ4_NL 127), |a| <= 127,
+//                     at most 2 * 128 * 127 = 32512 < 2^15)
+//   acc[r][m] += float(p) * (ws * da[m][c])
 //                ws lanes 0-3: dw of codes 0-15, lanes 4-7: of codes 16-31
-//   Q8_0:        p  = vpmaddwd(vpmaddubsw(|q|, sign(a, q)), 1)  (ggml's
-//                     signed product: |q| <= 128, |a| <= 127, exact)
-//                acc[r][m] += float(p) * (d * da[m][c])
+//                (one scale per 32 codes: Q8_0, Q4_0 .. Q5_1, IQ4_NL,
+//                Q4_K, Q5_K; one per 16: Q2_K, Q3_K, Q6_K)
 //
-// logit = sum of acc's 8 lanes + sum_j mw[j] * qs[m][j] (Q4_K: per 32
-// codes with qs32; Q6_K: per 16 with qs16; Q8_0 has no offset term: the
-// signed codes carry it). Each (r, m) has its own accumulators summed in
-// k order, so a row's logits do not depend on M within this kernel; they
-// differ from the unpacking kernel's (M >= kGemmMinRows) by float rounding
-// only (the integer dot products are exact in both).
+// logit = sum of acc's 8 lanes + sum_j mw[j] * qs[m][j], the offsets mw per
+// 32 codes with qs32 (Q4_0 -8 d, Q4_1 m, Q5_0 -16 d, Q5_1 m, Q4_K and Q5_K
+// -dmin * min6) or per 16 with qs16 (Q2_K -dmin * min4, Q3_K -4 dw, Q6_K
+// -32 dw); Q8_0 and IQ4_NL have none: the signed codes carry it. Each
+// (r, m) has its own accumulators summed in k order, so a row's logits do
+// not depend on M within this kernel; they differ from the unpacking
+// kernel's (M >= kGemmMinRows) by float rounding only (the integer dot
+// products are exact in both).
 #include <immintrin.h>
 
 #include <cstddef>
@@ -547,7 +556,7 @@ inline void FusedTile(const uint8_t* const* wrow, const uint8_t* const* act, int
     for (int r = 0; r < R; ++r) {
       float offset = 0.0f;
       if constexpr (T::kMw > 0) {
-        // sum_j mw[j] * qs[j] (qs32 for Q4_K, qs16 for Q6_K), 8 j per fma.
+        // sum_j mw[j] * qs[j] (qs32 with kMw 8, qs16 with 16), 8 j per fma.
         const float* qs =
             reinterpret_cast<const float*>(act[m] + (T::kMw == 8 ? al.qs32 : al.qs16));
         const float* mw = mw_buf + r * nsb * T::kMw;
