@@ -135,10 +135,8 @@ inline __m256i Nibbles32(const uint8_t* qs) {
 // 32-bit qh is set, else 0 (byte j / 8 of qh copied to byte j, tested
 // against bit j % 8).
 inline __m256i Bit4Of32(const uint8_t* qh4) {
-  uint32_t qh;
-  std::memcpy(&qh, qh4, 4);
   const __m256i spread = _mm256_shuffle_epi8(
-      _mm256_set1_epi32(static_cast<int>(qh)),
+      _mm256_broadcastd_epi32(_mm_loadu_si32(qh4)),
       _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,  //
                        2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
   const __m256i bit = _mm256_set1_epi64x(0x8040201008040201);
