@@ -59,10 +59,12 @@
 //   avx512vnni  zmm vpdpbusd: 64 codes per instruction, 16 int32 lanes of 4
 //               products; lane scales dw x dal applied in float per 64 codes
 //   avxvnni     the same on ymm with the VEX vpdpbusd (AVX-VNNI)
-//   avx2        ymm: codes widened to int16, vpmaddwd; for M <= few_rows_max
-//               (hidden_size a multiple of 256, the types Avx2FusedCovers
-//               names) a fused kernel: codes made in registers from the
-//               blocks, vpmaddubsw + vpmaddwd (drawn in quant_kernel_avx2.cc)
+//   avx2        ymm: codes widened to int16, vpmaddwd; for every type at
+//               M <= few_rows_max (hidden_size a multiple of 256) a fused
+//               kernel: codes made in registers from the blocks,
+//               vpmaddubsw + vpmaddwd, the u above except for Q8_0 and
+//               IQ4_NL, multiplied as signed codes (qs, kvalues_iq4nl[nibble])
+//               with no offset term (drawn in quant_kernel_avx2.cc)
 //   scalar      plain C++ (the reference every path is tested against)
 // The integer dot products are exact on every path; paths differ only in
 // the order of float sums (tested: <= 1e-5 of a row's largest |logit|).

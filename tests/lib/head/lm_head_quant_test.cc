@@ -161,7 +161,7 @@ TEST(LmHeadQuant, GoldenContractPerTypeAndPath) {
       EXPECT_LE(err, ggml_err + 2e-6) << QuantKernelIsaName(isa) << ": worse than ggml's own path";
       // The same rows three times over: 12 rows (> kFewRowsLimit) run the
       // many-row kernel on the avx512vnni path and the unpacking kernel on
-      // the avx2 path (for the types it fuses).
+      // the avx2 path (whose fused kernel runs the 4 rows: hidden 512).
       std::vector<float> x3 = g.x;
       x3.insert(x3.end(), g.x.begin(), g.x.end());
       x3.insert(x3.end(), g.x.begin(), g.x.end());
@@ -230,8 +230,9 @@ TEST(LmHeadQuant, PathsAgreeAndRowsDoNotDependOnM) {
   for (GgmlType type : kAllTypes) {
     const QuantTypeInfo& info = *FindQuantTypeInfo(type);
     std::vector<int64_t> hiddens = {info.block_size * 3, info.block_size * 4};
-    // Q8_0 at a multiple of 256: the avx2 path's fused few-row kernel.
-    if (type == GgmlType::kQ8_0) hiddens.push_back(512);
+    // The 32-code types also at a multiple of 256 (the k-quants are at 768
+    // and 1024): the avx2 path's fused few-row kernel.
+    if (info.block_size == 32) hiddens.push_back(512);
     for (int64_t hidden : hiddens) {
       const int64_t vocab = testing::kThreadSanitizer ? 1283 : 4099;
       SCOPED_TRACE(std::string(info.name) + " hidden " + std::to_string(hidden));
@@ -248,7 +249,11 @@ TEST(LmHeadQuant, PathsAgreeAndRowsDoNotDependOnM) {
         // kernel covers the type and hidden size.
         const bool gemm = QuantKernelHasCrossover(isa, type, hidden);
         const std::vector<float> small = RunHead(w.data(), type, vocab, hidden, x, 7);
-        for (int64_t m : {1, 2, 3, 5, 8, 13}) {
+        // 4 and 6 as well where a fused few-row kernel runs (on avx2 its
+        // tiles change at M = 2, 3 and 5).
+        std::vector<int64_t> ms = {1, 2, 3, 5, 8, 13};
+        if (gemm) ms.insert(ms.end(), {4, 6});
+        for (int64_t m : ms) {
           const std::vector<float> part = RunHead(w.data(), type, vocab, hidden, x, m);
           const bool same_kernel = !gemm || m > kFewRowsLimit;
           const std::vector<float>& ref = same_kernel ? all : small;
