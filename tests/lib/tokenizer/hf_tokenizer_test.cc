@@ -733,6 +733,20 @@ TEST(HfTokenizerTest, BpeModelOptions) {
   EXPECT_THAT(ids(*noign, "abc ab"), ElementsAreArray({4, 2, 4}));
 }
 
+using Offsets = std::vector<std::pair<int64_t, int64_t>>;
+
+// Encode (ids and offsets) and EncodeIds of `text`, without special tokens.
+void ExpectEncoding(const Tokenizer& t, const std::string& text, const std::vector<int32_t>& ids,
+                    const Offsets& offsets) {
+  auto e = t.Encode(text, false);
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_EQ(e->ids, ids) << text;
+  EXPECT_EQ(e->offsets, offsets) << text;
+  auto only_ids = t.EncodeIds(text, false);
+  ASSERT_TRUE(only_ids.ok()) << only_ids.status();
+  EXPECT_EQ(*only_ids, ids) << text;
+}
+
 // Added tokens' rules as tokenizers' AddedVocabulary applies them: matches
 // found leftmost-longest; single_word drops a match touching a word
 // character (\w); lstrip / rstrip widen the token's span over the White_Space
@@ -758,12 +772,8 @@ TEST(HfTokenizerTest, AddedTokenRules) {
                               added(14, "cab", false, false, false, true)}}};
   auto t = LoadTokenizer(WriteJson("added_rules", j));
   ASSERT_TRUE(t.ok()) << t.status();
-  using Offsets = std::vector<std::pair<int64_t, int64_t>>;
   auto check = [&](const std::string& text, std::vector<int32_t> ids, Offsets offsets) {
-    auto e = (*t)->Encode(text, false);
-    ASSERT_TRUE(e.ok()) << e.status();
-    EXPECT_EQ(e->ids, ids) << text;
-    EXPECT_EQ(e->offsets, offsets) << text;
+    ExpectEncoding(**t, text, ids, offsets);
   };
   // lstrip: " <m>" is the token; "  <m>" too; U+3000 (3 bytes) is White_Space.
   check("a <m> b", {0, 10, 2, 1}, {{0, 1}, {1, 5}, {5, 6}, {6, 7}});
@@ -807,15 +817,8 @@ TEST(HfTokenizerTest, NormalizedAddedTokensMatchTheNormalizedText) {
                               added(22, "Dx", true, true)}}};
   auto t = LoadTokenizer(WriteJson("added_normalized", j));
   ASSERT_TRUE(t.ok()) << t.status();
-  using Offsets = std::vector<std::pair<int64_t, int64_t>>;
   auto check = [&](const std::string& text, std::vector<int32_t> ids, Offsets offsets) {
-    auto e = (*t)->Encode(text, false);
-    ASSERT_TRUE(e.ok()) << e.status();
-    EXPECT_EQ(e->ids, ids) << text;
-    EXPECT_EQ(e->offsets, offsets) << text;
-    auto only_ids = (*t)->EncodeIds(text, false);
-    ASSERT_TRUE(only_ids.ok());
-    EXPECT_EQ(*only_ids, ids) << text;
+    ExpectEncoding(**t, text, ids, offsets);
   };
   check("CAB", {21}, {{0, 3}});
   check("cab", {21}, {{0, 3}});
