@@ -29,6 +29,7 @@
 #include "lib/tokenizer/split_regex.h"
 #include "lib/tokenizer/spm_normalizer.h"
 #include "lib/tokenizer/vocab_tokenizer.h"
+#include "lib/tokenizer/word_cache.h"
 
 namespace vocabd {
 namespace tokenizer_internal {
@@ -981,8 +982,23 @@ class BpeModel final : public HfModel {
     return (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b);
   }
 
+  // A word's tokens come from the word cache when it holds the word (they
+  // depend on the word's bytes only; offsets are word-relative).
   absl::Status Tokenize(std::string_view word, std::vector<MTok>* out) const override {
     if (word.empty()) return absl::OkStatus();
+    if (cache_.Find(word, [out](const std::vector<MTok>& t) { out->insert(out->end(), t.begin(), t.end()); })) {
+      return absl::OkStatus();
+    }
+    const size_t first = out->size();
+    absl::Status s = TokenizeWord(word, out);
+    if (s.ok() && cache_.Cacheable(word)) {
+      cache_.Insert(word, std::vector<MTok>(out->begin() + static_cast<ptrdiff_t>(first), out->end()));
+    }
+    return s;
+  }
+
+ private:
+  absl::Status TokenizeWord(std::string_view word, std::vector<MTok>* out) const {
     if (ignore_merges) {
       if (auto it = vocab.find(absl::string_view(word.data(), word.size())); it != vocab.end()) {
         out->push_back({it->second, 0, static_cast<uint32_t>(word.size())});
@@ -1060,7 +1076,6 @@ class BpeModel final : public HfModel {
     return absl::OkStatus();
   }
 
- private:
   std::pair<int32_t, int32_t> Lookup(const MTok& a, const MTok& b) const {
     auto it = merges.find(Key(a.id, b.id));
     return it == merges.end() ? std::pair<int32_t, int32_t>{INT32_MAX, -1} : it->second;
@@ -1128,6 +1143,8 @@ class BpeModel final : public HfModel {
     }
     s.resize(w);
   }
+
+  mutable WordCache<std::vector<MTok>> cache_;
 };
 
 class WordPieceModel final : public HfModel {

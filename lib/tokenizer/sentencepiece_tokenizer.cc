@@ -51,17 +51,16 @@
 #include <limits>
 #include <optional>
 #include <memory>
-#include <mutex>
 #include <queue>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
-#include "absl/hash/hash.h"
 #include "absl/strings/str_cat.h"
 #include "lib/tokenizer/kinds.h"
 #include "lib/tokenizer/spm_normalizer.h"
+#include "lib/tokenizer/word_cache.h"
 
 namespace vocabd {
 namespace tokenizer_internal {
@@ -249,24 +248,12 @@ class SentencePieceTokenizer final : public VocabTokenizer {
     }
   };
 
+  // A word's pieces (offsets relative to the word) from the shared word
+  // cache, encoded and cached on a miss.
   void EncodeWordCached(std::string_view word, Pieces* out) const {
-    const size_t h = absl::Hash<absl::string_view>()(absl::string_view(word.data(), word.size()));
-    const bool cacheable = word.size() <= kMaxCachedWordBytes;
-    Shard& shard = shards_[h % kShards];
-    if (cacheable) {
-      std::lock_guard<std::mutex> lock(shard.mu);
-      auto it = shard.map.find(absl::string_view(word.data(), word.size()));
-      if (it != shard.map.end()) {
-        *out = it->second;
-        return;
-      }
-    }
+    if (cache_.Find(word, [out](const Pieces& p) { *out = p; })) return;
     EncodeNormalized(word, out);
-    if (cacheable) {
-      std::lock_guard<std::mutex> lock(shard.mu);
-      if (shard.map.size() >= kMaxEntriesPerShard) shard.map.clear();
-      shard.map.emplace(std::string(word), *out);
-    }
+    if (cache_.Cacheable(word)) cache_.Insert(word, *out);
   }
 
   // Vocabulary id of norm[begin, end) as a mergeable piece, -1 if none.
@@ -420,15 +407,6 @@ class SentencePieceTokenizer final : public VocabTokenizer {
     s.resize(w);
   }
 
-  static constexpr size_t kShards = 16;
-  static constexpr size_t kMaxCachedWordBytes = 128;
-  // At most 16 x 4096 words cached (a few MB), a shard is cleared when full.
-  static constexpr size_t kMaxEntriesPerShard = 1 << 12;
-  struct Shard {
-    std::mutex mu;
-    absl::flat_hash_map<std::string, Pieces> map;
-  };
-
   SpmSpec spec_;
   SpmNormalizer normalizer_;
   int32_t unk_ = 0;
@@ -437,7 +415,7 @@ class SentencePieceTokenizer final : public VocabTokenizer {
   absl::flat_hash_map<std::string, int32_t> piece_to_id_;
   std::array<int32_t, 256> byte_token_;
   std::array<std::vector<int32_t>, 256> user_defined_;
-  mutable std::array<Shard, kShards> shards_;
+  mutable WordCache<Pieces> cache_;  // word mode
 };
 
 // Common tail of both factories: one UNKNOWN piece, byte pieces well-formed,

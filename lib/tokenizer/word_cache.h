@@ -1,0 +1,121 @@
+// WordCache: a bounded, thread-safe map from a pre-tokenized word (its
+// bytes) to what a tokenizer model made of it, shared by the compute pool's
+// threads.
+//
+// The subword models (SentencePiece BPE, byte-level / Metaspace BPE from
+// GGUF or tokenizer.json) split a text into words and encode each word on
+// its own; a word's tokens depend only on the word's bytes and the model,
+// and text repeats its words, so each distinct word is encoded once and its
+// tokens reused. A cached value must be a function of the key bytes alone:
+// offsets in it are relative to the word.
+//
+// Bounds: words of up to max_word_bytes are cached (longer ones are rare
+// and are encoded every time); the map is cut into kShards shards by the
+// key's hash, each with its own mutex held only for one lookup or insert
+// (never while a word is encoded), and a shard that holds
+// max_entries_per_shard words is emptied before the next insert. At most
+// kShards * max_entries_per_shard entries of at most max_word_bytes key
+// bytes each are held (16 x 4096 x 128 B keys by default, plus the values).
+//
+// Thread safety: every method may be called from any number of threads at
+// once. Two threads that miss the same word both encode it; the second
+// insert keeps the first value (both are equal).
+#ifndef VOCABD_LIB_TOKENIZER_WORD_CACHE_H_
+#define VOCABD_LIB_TOKENIZER_WORD_CACHE_H_
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/hash/hash.h"
+#include "absl/strings/string_view.h"
+
+namespace vocabd {
+namespace tokenizer_internal {
+
+template <typename Value>
+class WordCache {
+ public:
+  static constexpr size_t kShards = 16;
+  static constexpr size_t kDefaultMaxWordBytes = 128;
+  static constexpr size_t kDefaultMaxEntriesPerShard = 4096;
+
+  // max_entries_per_shard = 0 disables the cache (every Find misses).
+  explicit WordCache(size_t max_word_bytes = kDefaultMaxWordBytes,
+                     size_t max_entries_per_shard = kDefaultMaxEntriesPerShard)
+      : max_word_bytes_(max_word_bytes), max_entries_(max_entries_per_shard) {}
+  WordCache(const WordCache&) = delete;
+  WordCache& operator=(const WordCache&) = delete;
+
+  // Whether `word` is short enough to be cached.
+  bool Cacheable(std::string_view word) const {
+    return max_entries_ > 0 && word.size() <= max_word_bytes_;
+  }
+
+  // When `word` is cached: calls use(const Value&) with the shard's lock
+  // held (use must only copy out of the value) and returns true.
+  template <typename Use>
+  bool Find(std::string_view word, Use&& use) const {
+    if (!Cacheable(word)) return false;
+    const absl::string_view key(word.data(), word.size());
+    const Shard& shard = ShardOf(key);
+    std::lock_guard<std::mutex> lock(shard.mu);
+    const auto it = shard.map.find(key);
+    if (it == shard.map.end()) return false;
+    use(it->second);
+    return true;
+  }
+
+  // Caches `value` for `word` (nothing when the word is not Cacheable or is
+  // cached already). A full shard is emptied first.
+  void Insert(std::string_view word, Value value) {
+    if (!Cacheable(word)) return;
+    const absl::string_view key(word.data(), word.size());
+    Shard& shard = ShardOf(key);
+    std::lock_guard<std::mutex> lock(shard.mu);
+    if (shard.map.size() >= max_entries_) {
+      if (shard.map.contains(key)) return;
+      shard.map.clear();
+    }
+    shard.map.try_emplace(std::string(word), std::move(value));
+  }
+
+  // Words cached now (all shards; for tests).
+  size_t size() const {
+    size_t n = 0;
+    for (const Shard& s : shards_) {
+      std::lock_guard<std::mutex> lock(s.mu);
+      n += s.map.size();
+    }
+    return n;
+  }
+
+ private:
+  struct Shard {
+    mutable std::mutex mu;
+    absl::flat_hash_map<std::string, Value> map;
+  };
+  // The shard from bits 40.. of the hash (a shard's map places its at most
+  // a few thousand keys by the low bits).
+  const Shard& ShardOf(absl::string_view key) const {
+    const uint64_t h = static_cast<uint64_t>(absl::HashOf(key));
+    return shards_[static_cast<size_t>(h >> 40) % kShards];
+  }
+  Shard& ShardOf(absl::string_view key) {
+    return const_cast<Shard&>(static_cast<const WordCache*>(this)->ShardOf(key));
+  }
+
+  const size_t max_word_bytes_;
+  const size_t max_entries_;
+  std::array<Shard, kShards> shards_;
+};
+
+}  // namespace tokenizer_internal
+}  // namespace vocabd
+
+#endif  // VOCABD_LIB_TOKENIZER_WORD_CACHE_H_
