@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <map>
@@ -588,8 +589,10 @@ class Emitter {
   }
   void Add(std::string_view bytes, uint32_t ob, uint32_t oe) {
     next_->s.append(bytes);
-    next_->ob.insert(next_->ob.end(), bytes.size(), ob);
-    next_->oe.insert(next_->oe.end(), bytes.size(), oe);
+    for (size_t k = 0; k < bytes.size(); ++k) {
+      next_->ob.push_back(ob);
+      next_->oe.push_back(oe);
+    }
   }
 
  private:
@@ -603,6 +606,7 @@ void Rebuild(PreState* st, F fn) {
   next.s.reserve(st->s.size() + 8);
   next.ob.reserve(st->s.size() + 8);
   next.oe.reserve(st->s.size() + 8);
+  next.pieces.reserve(st->pieces.size());
   Emitter em(*st, &next);
   for (const SplitSpan& p : st->pieces) {
     const auto b = static_cast<uint32_t>(next.s.size());
@@ -610,6 +614,7 @@ void Rebuild(PreState* st, F fn) {
     const auto e = static_cast<uint32_t>(next.s.size());
     if (e > b) next.pieces.push_back({b, e});
   }
+  next.error = std::move(st->error);  // a split's error is kept (the pieces are then not used)
   *st = std::move(next);
 }
 
@@ -620,9 +625,11 @@ struct Seg {
   bool match;
 };
 
+// *matches: scratch.
 void RegexSegs(const SplitRegex& re, const std::string& s, SplitSpan w, std::vector<Seg>* out,
-               absl::Status* error) {
-  std::vector<SplitSpan> m;
+               std::vector<SplitSpan>* matches, absl::Status* error) {
+  std::vector<SplitSpan>& m = *matches;
+  m.clear();
   if (absl::Status st = re.Matches(s, w, &m); !st.ok()) {
     if (error->ok()) *error = st;
     m.clear();
@@ -652,17 +659,25 @@ void PredSegs(Pred pred, const std::string& s, SplitSpan w, std::vector<Seg>* ou
   if (w.end > last) out->push_back({last, w.end, false});
 }
 
-void ApplyBehavior(std::vector<Seg>* segs, Behavior behavior, bool invert, std::vector<SplitSpan>* out) {
+// Appends the pieces `segs` make under `behavior` to *out; *scratch is
+// scratch.
+void ApplyBehavior(std::vector<Seg>* segs, Behavior behavior, bool invert, std::vector<Seg>* scratch,
+                   std::vector<SplitSpan>* out) {
+  if (behavior == Behavior::kIsolated || behavior == Behavior::kRemoved) {
+    // Every segment a piece (Isolated), or the segments that are not
+    // (inverted) matches (Removed).
+    for (const Seg& s : *segs) {
+      if (s.e > s.b && (behavior == Behavior::kIsolated || s.match == invert)) out->push_back({s.b, s.e});
+    }
+    return;
+  }
   if (invert) for (Seg& s : *segs) s.match = !s.match;
-  std::vector<Seg> acc;
+  std::vector<Seg>& acc = *scratch;
+  acc.clear();
   bool prev = false;
   switch (behavior) {
     case Behavior::kIsolated:
-      acc = *segs;
-      for (Seg& s : acc) s.match = false;
-      break;
     case Behavior::kRemoved:
-      acc = *segs;
       break;
     case Behavior::kContiguous:
       for (const Seg& s : *segs) {
@@ -694,7 +709,9 @@ void ApplyBehavior(std::vector<Seg>* segs, Behavior behavior, bool invert, std::
 
 // GPT-2's byte <-> character map (openai/gpt-2 encoder.py bytes_to_unicode).
 struct ByteChars {
-  std::string utf8[256];
+  // UTF-8 of byte b's character (all below U+0800: 1 or 2 bytes).
+  char utf8[256][2];
+  uint8_t len[256];
   int cp_to_byte[324];
   ByteChars() {
     std::fill(cp_to_byte, cp_to_byte + 324, -1);
@@ -703,13 +720,54 @@ struct ByteChars {
       const bool keep = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174 && b <= 255);
       const int cp = keep ? b : 256 + extra++;
       cp_to_byte[cp] = b;
-      AppendUtf8(static_cast<uint32_t>(cp), &utf8[b]);
+      std::string u;
+      AppendUtf8(static_cast<uint32_t>(cp), &u);
+      len[b] = static_cast<uint8_t>(u.size());
+      std::memcpy(utf8[b], u.data(), u.size());
     }
   }
 };
 const ByteChars& Gpt2Bytes() {
   static const ByteChars* m = new ByteChars();
   return *m;
+}
+
+// ByteLevel's mapping: every byte of every piece becomes its GPT-2
+// character, which keeps the byte's input span.
+void ByteLevelMap(PreState* st) {
+  const ByteChars& bc = Gpt2Bytes();
+  const std::string& s = st->s;
+  size_t total = 0;
+  for (const SplitSpan& p : st->pieces) {
+    for (uint32_t k = p.begin; k < p.end; ++k) total += bc.len[static_cast<unsigned char>(s[k])];
+  }
+  PreState next;
+  next.s.resize(total);
+  next.ob.resize(total);
+  next.oe.resize(total);
+  next.pieces.reserve(st->pieces.size());
+  char* out = next.s.data();
+  uint32_t* ob = next.ob.data();
+  uint32_t* oe = next.oe.data();
+  uint32_t at = 0;
+  for (const SplitSpan& p : st->pieces) {
+    const uint32_t begin = at;
+    for (uint32_t k = p.begin; k < p.end; ++k) {
+      const auto b = static_cast<unsigned char>(s[k]);
+      out[at] = bc.utf8[b][0];
+      ob[at] = st->ob[k];
+      oe[at] = st->oe[k];
+      if (bc.len[b] == 2) {
+        out[at + 1] = bc.utf8[b][1];
+        ob[at + 1] = st->ob[k];
+        oe[at + 1] = st->oe[k];
+      }
+      at += bc.len[b];
+    }
+    if (at > begin) next.pieces.push_back({begin, at});
+  }
+  next.error = std::move(st->error);
+  *st = std::move(next);
 }
 
 struct PreOp {
@@ -738,21 +796,22 @@ int FixedScript(uint32_t c) {
 
 void ApplyPre(const PreOp& op, int64_t base, PreState* st) {
   const std::string& s = st->s;
-  std::vector<SplitSpan> out;
-  std::vector<Seg> segs;
+  std::vector<SplitSpan> out, matches;
+  std::vector<Seg> segs, scratch;
   auto split_each = [&](auto make_segs, Behavior b, bool invert) {
     out.clear();
+    out.reserve(st->pieces.size());
     for (const SplitSpan& p : st->pieces) {
       segs.clear();
       make_segs(p, &segs);
-      ApplyBehavior(&segs, b, invert, &out);
+      ApplyBehavior(&segs, b, invert, &scratch, &out);
     }
     st->pieces.swap(out);
   };
   switch (op.kind) {
     case PreOp::kSplit:
       if (op.re) {
-        split_each([&](SplitSpan p, std::vector<Seg>* o) { RegexSegs(*op.re, s, p, o, &st->error); }, op.behavior, op.invert);
+        split_each([&](SplitSpan p, std::vector<Seg>* o) { RegexSegs(*op.re, s, p, o, &matches, &st->error); }, op.behavior, op.invert);
       } else {
         split_each([&](SplitSpan p, std::vector<Seg>* o) { o->push_back({p.begin, p.end, false}); }, op.behavior, op.invert);
       }
@@ -767,14 +826,11 @@ void ApplyPre(const PreOp& op, int64_t base, PreState* st) {
           });
         }
         if (op.use_regex) {
-          split_each([&](SplitSpan p, std::vector<Seg>* o) { RegexSegs(*op.re, st->s, p, o, &st->error); }, Behavior::kIsolated, false);
+          split_each([&](SplitSpan p, std::vector<Seg>* o) { RegexSegs(*op.re, st->s, p, o, &matches, &st->error); }, Behavior::kIsolated, false);
         }
-        Rebuild(st, [](const PreState& old, SplitSpan p, Emitter& em) {
-          const ByteChars& bc = Gpt2Bytes();
-          for (uint32_t k = p.begin; k < p.end; ++k) em.Add(bc.utf8[static_cast<unsigned char>(old.s[k])], old.ob[k], old.oe[k]);
-        });
+        ByteLevelMap(st);
       } else {
-        split_each([&](SplitSpan p, std::vector<Seg>* o) { RegexSegs(*op.re, s, p, o, &st->error); }, Behavior::kRemoved, true);
+        split_each([&](SplitSpan p, std::vector<Seg>* o) { RegexSegs(*op.re, s, p, o, &matches, &st->error); }, Behavior::kRemoved, true);
       }
       return;
     case PreOp::kMetaspace: {
