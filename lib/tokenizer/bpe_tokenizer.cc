@@ -32,6 +32,7 @@
 #include <unicode/uchar.h>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "lib/tokenizer/kinds.h"
@@ -213,19 +214,22 @@ class BpeTokenizer final : public VocabTokenizer {
 
     // 3. BPE per word (from the word cache when it holds the word).
     std::vector<Symbol> syms;
+    std::vector<WordToken> toks;
     std::vector<Merge> pair_scratch;
     std::string mapped;  // a byte-level word in GPT-2's alphabet, as the pieces are written
     for (const SplitSpan& w : words) {
       if (w.end <= w.begin) continue;
       const std::string_view word = text.substr(w.begin, w.end - w.begin);
-      syms.clear();
-      if (!cache_.Find(word, [&syms](const std::vector<Symbol>& c) { syms.assign(c.begin(), c.end()); })) {
+      toks.clear();
+      if (!cache_.Find(word, [&toks](const CachedTokens& c) { toks.assign(c.begin(), c.end()); })) {
+        syms.clear();
         EncodeWord(word, &syms, &pair_scratch, &mapped);
-        if (cache_.Cacheable(word)) cache_.Insert(word, syms);
+        for (const Symbol& s : syms) toks.push_back({s.id, s.begin, s.end});
+        if (cache_.Cacheable(word)) cache_.Insert(word, CachedTokens(toks.begin(), toks.end()));
       }
-      for (const Symbol& s : syms) {
-        ids->push_back(s.id);
-        if (offsets) offsets->emplace_back(to_orig(w.begin + s.begin), to_orig(w.begin + s.end));
+      for (const WordToken& t : toks) {
+        ids->push_back(t.id);
+        if (offsets) offsets->emplace_back(to_orig(w.begin + t.begin), to_orig(w.begin + t.end));
       }
     }
     return absl::OkStatus();
@@ -238,9 +242,16 @@ class BpeTokenizer final : public VocabTokenizer {
   };
   struct Symbol {
     int32_t id;
-    uint32_t begin, end;  // in the word (EncodeWord) or the normalized segment
+    uint32_t begin, end;  // in the word
     bool mergeable;
   };
+  // A token of a word (offsets relative to the word), as cached.
+  struct WordToken {
+    int32_t id;
+    uint32_t begin, end;
+  };
+  // Most words are one or two tokens: those live in the cache's slot.
+  using CachedTokens = absl::InlinedVector<WordToken, 2>;
   static uint64_t Key(int32_t a, int32_t b) {
     return (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b);
   }
@@ -394,7 +405,7 @@ class BpeTokenizer final : public VocabTokenizer {
   absl::flat_hash_map<uint64_t, Merge> merges_;
   int32_t byte_token_[256];
   std::vector<SplitRegex> regexes_;
-  mutable WordCache<std::vector<Symbol>> cache_;
+  mutable WordCache<CachedTokens> cache_;
 };
 
 }  // namespace

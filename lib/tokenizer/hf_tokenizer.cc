@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -1042,13 +1043,13 @@ class BpeModel final : public HfModel {
   // depend on the word's bytes only; offsets are word-relative).
   absl::Status Tokenize(std::string_view word, std::vector<MTok>* out) const override {
     if (word.empty()) return absl::OkStatus();
-    if (cache_.Find(word, [out](const std::vector<MTok>& t) { out->insert(out->end(), t.begin(), t.end()); })) {
+    if (cache_.Find(word, [out](const CachedToks& t) { out->insert(out->end(), t.begin(), t.end()); })) {
       return absl::OkStatus();
     }
     const size_t first = out->size();
     absl::Status s = TokenizeWord(word, out);
     if (s.ok() && cache_.Cacheable(word)) {
-      cache_.Insert(word, std::vector<MTok>(out->begin() + static_cast<ptrdiff_t>(first), out->end()));
+      cache_.Insert(word, CachedToks(out->begin() + static_cast<ptrdiff_t>(first), out->end()));
     }
     return s;
   }
@@ -1200,7 +1201,9 @@ class BpeModel final : public HfModel {
     s.resize(w);
   }
 
-  mutable WordCache<std::vector<MTok>> cache_;
+  // Most words are one or two tokens: those live in the cache's slot.
+  using CachedToks = absl::InlinedVector<MTok, 2>;
+  mutable WordCache<CachedToks> cache_;
 };
 
 class WordPieceModel final : public HfModel {

@@ -57,6 +57,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "lib/tokenizer/kinds.h"
 #include "lib/tokenizer/spm_normalizer.h"
@@ -251,9 +252,9 @@ class SentencePieceTokenizer final : public VocabTokenizer {
   // A word's pieces (offsets relative to the word) from the shared word
   // cache, encoded and cached on a miss.
   void EncodeWordCached(std::string_view word, Pieces* out) const {
-    if (cache_.Find(word, [out](const Pieces& p) { *out = p; })) return;
+    if (cache_.Find(word, [out](const CachedPieces& p) { out->assign(p.begin(), p.end()); })) return;
     EncodeNormalized(word, out);
-    if (cache_.Cacheable(word)) cache_.Insert(word, *out);
+    if (cache_.Cacheable(word)) cache_.Insert(word, CachedPieces(out->begin(), out->end()));
   }
 
   // Vocabulary id of norm[begin, end) as a mergeable piece, -1 if none.
@@ -415,7 +416,9 @@ class SentencePieceTokenizer final : public VocabTokenizer {
   absl::flat_hash_map<std::string, int32_t> piece_to_id_;
   std::array<int32_t, 256> byte_token_;
   std::array<std::vector<int32_t>, 256> user_defined_;
-  mutable WordCache<Pieces> cache_;  // word mode
+  // A word's pieces; one or two live in the cache's slot.
+  using CachedPieces = absl::InlinedVector<Out, 2>;
+  mutable WordCache<CachedPieces> cache_;  // word mode
 };
 
 // Common tail of both factories: one UNKNOWN piece, byte pieces well-formed,

@@ -62,8 +62,8 @@ class WordCache {
   template <typename Use>
   bool Find(std::string_view word, Use&& use) const {
     if (!Cacheable(word)) return false;
-    const absl::string_view key(word.data(), word.size());
-    const Shard& shard = ShardOf(key);
+    const Hashed key = Hash(word);
+    const Shard& shard = shards_[ShardIndex(key.hash)];
     std::lock_guard<std::mutex> lock(shard.mu);
     const auto it = shard.map.find(key);
     if (it == shard.map.end()) return false;
@@ -75,11 +75,11 @@ class WordCache {
   // cached already). A full shard is emptied first.
   void Insert(std::string_view word, Value value) {
     if (!Cacheable(word)) return;
-    const absl::string_view key(word.data(), word.size());
-    Shard& shard = ShardOf(key);
+    const Hashed key = Hash(word);
+    Shard& shard = shards_[ShardIndex(key.hash)];
     std::lock_guard<std::mutex> lock(shard.mu);
     if (shard.map.size() >= max_entries_) {
-      if (shard.map.contains(key)) return;
+      if (shard.map.find(key) != shard.map.end()) return;
       shard.map.clear();
     }
     shard.map.try_emplace(std::string(word), std::move(value));
@@ -96,19 +96,34 @@ class WordCache {
   }
 
  private:
+  // A word and its hash, computed once per Find / Insert for both the
+  // shard and the shard's map (heterogeneous lookup).
+  struct Hashed {
+    absl::string_view s;
+    size_t hash;
+  };
+  static Hashed Hash(std::string_view word) {
+    const absl::string_view s(word.data(), word.size());
+    return {s, absl::HashOf(s)};
+  }
+  struct KeyHash {
+    using is_transparent = void;
+    size_t operator()(const std::string& k) const { return absl::HashOf(absl::string_view(k)); }
+    size_t operator()(const Hashed& k) const { return k.hash; }
+  };
+  struct KeyEq {
+    using is_transparent = void;
+    bool operator()(const std::string& a, const std::string& b) const { return a == b; }
+    bool operator()(const Hashed& a, const std::string& b) const { return a.s == b; }
+    bool operator()(const std::string& a, const Hashed& b) const { return a == b.s; }
+  };
   struct Shard {
     mutable std::mutex mu;
-    absl::flat_hash_map<std::string, Value> map;
+    absl::flat_hash_map<std::string, Value, KeyHash, KeyEq> map;
   };
   // The shard from bits 40.. of the hash (a shard's map places its at most
   // a few thousand keys by the low bits).
-  const Shard& ShardOf(absl::string_view key) const {
-    const uint64_t h = static_cast<uint64_t>(absl::HashOf(key));
-    return shards_[static_cast<size_t>(h >> 40) % kShards];
-  }
-  Shard& ShardOf(absl::string_view key) {
-    return const_cast<Shard&>(static_cast<const WordCache*>(this)->ShardOf(key));
-  }
+  static size_t ShardIndex(size_t hash) { return static_cast<size_t>(static_cast<uint64_t>(hash) >> 40) % kShards; }
 
   const size_t max_word_bytes_;
   const size_t max_entries_;
