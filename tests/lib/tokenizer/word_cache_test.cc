@@ -42,7 +42,7 @@ std::vector<int> Cached(WordCache<std::vector<int>>& cache, const std::string& w
 }
 
 TEST(WordCacheTest, FindsWhatWasInsertedAndSkipsLongWords) {
-  WordCache<std::vector<int>> cache(/*max_word_bytes=*/8, /*max_entries_per_shard=*/16);
+  WordCache<std::vector<int>> cache(/*max_word_bytes=*/8, /*max_entries_per_shard=*/16, /*seen_per_shard=*/0);
   bool hit = true;
   EXPECT_EQ(Cached(cache, "hello", &hit), WordModel("hello"));
   EXPECT_FALSE(hit);
@@ -64,10 +64,31 @@ TEST(WordCacheTest, FindsWhatWasInsertedAndSkipsLongWords) {
   Cached(cache, "", &hit);
   EXPECT_TRUE(hit);
   // A second insert of a cached word keeps the first value.
-  cache.Insert("hello", {1, 2, 3});
+  EXPECT_FALSE(cache.Insert("hello", {1, 2, 3}));
   std::vector<int> got;
   ASSERT_TRUE(cache.Find("hello", [&got](const std::vector<int>& v) { got = v; }));
   EXPECT_EQ(got, WordModel("hello"));
+}
+
+// With admission (the default), a word is cached at its second insert.
+TEST(WordCacheTest, AWordIsCachedTheSecondTimeItIsSeen) {
+  WordCache<std::vector<int>> cache;
+  bool hit = true;
+  EXPECT_EQ(Cached(cache, "seen", &hit), WordModel("seen"));
+  EXPECT_FALSE(hit);
+  EXPECT_EQ(cache.size(), 0u);
+  EXPECT_EQ(Cached(cache, "seen", &hit), WordModel("seen"));
+  EXPECT_FALSE(hit);
+  EXPECT_EQ(cache.size(), 1u);
+  EXPECT_EQ(Cached(cache, "seen", &hit), WordModel("seen"));
+  EXPECT_TRUE(hit);
+  // Words inserted once each are never cached.
+  for (int i = 0; i < 1000; ++i) EXPECT_FALSE(cache.Insert(absl::StrCat("once", i), {i}));
+  EXPECT_EQ(cache.size(), 1u);
+  // Without admission: cached at the first insert.
+  WordCache<std::vector<int>> eager(128, 16, 0);
+  EXPECT_TRUE(eager.Insert("first", {1}));
+  EXPECT_TRUE(eager.Find("first", [](const std::vector<int>& v) { EXPECT_EQ(v, std::vector<int>{1}); }));
 }
 
 TEST(WordCacheTest, ZeroEntriesDisablesTheCache) {
@@ -83,7 +104,7 @@ TEST(WordCacheTest, ZeroEntriesDisablesTheCache) {
 TEST(WordCacheTest, AFullShardIsEmptiedAndTheSizeStaysBounded) {
   constexpr size_t kPerShard = 4;
   const size_t bound = WordCache<std::vector<int>>::kShards * kPerShard;
-  WordCache<std::vector<int>> cache(32, kPerShard);
+  WordCache<std::vector<int>> cache(32, kPerShard, /*seen_per_shard=*/0);
   size_t max_size = 0;
   bool shrank = false;
   for (int i = 0; i < 2000; ++i) {
