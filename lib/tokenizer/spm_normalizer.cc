@@ -92,6 +92,7 @@ absl::StatusOr<SpmNormalizer> SpmNormalizer::Create(SpmNormalizerOptions options
   }
   for (const std::string& u : options.user_defined) {
     if (!u.empty()) n.user_by_first_byte_[static_cast<unsigned char>(u[0])].push_back(u);
+    if (!u.empty()) n.has_user_defined_ = true;
   }
   for (auto& list : n.user_by_first_byte_) {
     std::stable_sort(list.begin(), list.end(),
@@ -187,6 +188,43 @@ void SpmNormalizer::Normalize(std::string_view in, std::string* norm,
   };
   if (o_.add_dummy_prefix) add_space();
   bool prev_space = o_.remove_extra_whitespaces;
+  if (units_.empty() && !has_user_defined_) {
+    // The identity rule (no charsmap, no user-defined pieces): each
+    // character is copied, a ' ' is a space; the same output as the loop
+    // below, without a NormalizePrefix call per character.
+    const size_t n = in.size();
+    size_t i = 0;
+    while (i < n) {
+      const auto c = static_cast<unsigned char>(in[i]);
+      const auto at = consumed + static_cast<uint32_t>(i);
+      if (c == ' ') {
+        if (!prev_space) {
+          if (o_.escape_whitespaces) {
+            norm->append(kMetaSpace);
+            orig->insert(orig->end(), kMetaSpace.size(), at);
+          } else {
+            norm->push_back(' ');
+            orig->push_back(at);
+          }
+        }
+        prev_space = o_.remove_extra_whitespaces;
+        ++i;
+        continue;
+      }
+      const size_t len = c < 0x80 ? 1 : std::min<size_t>(Utf8Length(c), n - i);
+      if (len == 1) {
+        norm->push_back(static_cast<char>(c));
+        orig->push_back(at);
+      } else {
+        norm->append(in.data() + i, len);
+        orig->insert(orig->end(), len, at);
+      }
+      prev_space = false;
+      i += len;
+    }
+    consumed += static_cast<uint32_t>(n);
+    in = {};
+  }
   while (!in.empty()) {
     auto [sp, len] = NormalizePrefix(in);
     if (prev_space) {

@@ -92,6 +92,7 @@ class SpmNormalizer {
   std::vector<uint32_t> units_;
   std::string normalized_;
   std::array<std::vector<std::string>, 256> user_by_first_byte_;  // longest first
+  bool has_user_defined_ = false;
 };
 
 // Checks a charsmap blob's framing and whole trie; `field` names it.
