@@ -179,24 +179,23 @@ class SentencePieceTokenizer final : public VocabTokenizer {
   absl::Status EncodeSegment(std::string_view segment, int64_t base, std::vector<int32_t>* ids,
                              std::vector<std::pair<int64_t, int64_t>>* offsets) const override {
     std::string norm;
-    std::vector<uint32_t> orig;  // normalized byte -> segment byte (size()+1 entries)
-    normalizer_.Normalize(segment, &norm, &orig);
+    std::vector<uint32_t> orig;  // normalized byte -> segment byte (size()+1 entries), for offsets
+    normalizer_.Normalize(segment, &norm, offsets != nullptr ? &orig : nullptr);
     Pieces pieces;
     const size_t first = ids->size();
     auto emit = [&](size_t start) {
       size_t at = start;
       for (const Out& p : pieces) {
         const int32_t id = p.id;
-        const int64_t b = base + orig[at];
-        const int64_t e = base + orig[std::min<size_t>(at + p.span, norm.size())];
+        const size_t b = at, e = std::min<size_t>(at + p.span, norm.size());
         at += p.advance;
         // A run of unknown symbols is one unk (sentencepiece does so).
         if (id == unk_ && !spec_.byte_fallback && ids->size() > first && ids->back() == unk_) {
-          if (offsets) offsets->back().second = e;
+          if (offsets) offsets->back().second = base + orig[e];
           continue;
         }
         ids->push_back(id);
-        if (offsets) offsets->emplace_back(b, e);
+        if (offsets) offsets->emplace_back(base + orig[b], base + orig[e]);
       }
     };
     if (!word_mode_) {
@@ -213,8 +212,9 @@ class SentencePieceTokenizer final : public VocabTokenizer {
     };
     size_t k = 0;
     bool prev_meta = true;
-    while (k < norm.size()) {
-      if (norm.compare(k, 3, kMetaSpace.data(), 3) == 0) {
+    const size_t n = norm.size();
+    while (k < n) {
+      if (norm[k] == kMetaSpace[0] && k + 2 < n && norm[k + 1] == kMetaSpace[1] && norm[k + 2] == kMetaSpace[2]) {
         if (!prev_meta) flush(k);
         prev_meta = true;
         k += 3;

@@ -161,9 +161,20 @@ bool SpmNormalizer::ShortestPrefixReplacement(std::string_view in,
 void SpmNormalizer::Normalize(std::string_view in, std::string* norm,
                               std::vector<uint32_t>* orig) const {
   norm->clear();
-  orig->clear();
   norm->reserve(in.size() + 8);
-  orig->reserve(in.size() + 9);
+  if (orig != nullptr) {
+    orig->clear();
+    orig->reserve(in.size() + 9);
+  }
+  // Appends `count` entries `at` to *orig when it is wanted.
+  auto map = [orig](size_t count, uint32_t at) {
+    if (orig == nullptr) return;
+    if (count == 1) {
+      orig->push_back(at);
+    } else {
+      orig->insert(orig->end(), count, at);
+    }
+  };
   uint32_t consumed = 0;
   if (o_.remove_extra_whitespaces) {
     while (!in.empty()) {
@@ -174,16 +185,16 @@ void SpmNormalizer::Normalize(std::string_view in, std::string* norm,
     }
   }
   if (in.empty()) {
-    orig->push_back(consumed);
+    map(1, consumed);
     return;
   }
   auto add_space = [&]() {
     if (o_.escape_whitespaces) {
       norm->append(kMetaSpace);
-      orig->insert(orig->end(), kMetaSpace.size(), consumed);
+      map(kMetaSpace.size(), consumed);
     } else {
       norm->push_back(' ');
-      orig->push_back(consumed);
+      map(1, consumed);
     }
   };
   if (o_.add_dummy_prefix) add_space();
@@ -201,10 +212,10 @@ void SpmNormalizer::Normalize(std::string_view in, std::string* norm,
         if (!prev_space) {
           if (o_.escape_whitespaces) {
             norm->append(kMetaSpace);
-            orig->insert(orig->end(), kMetaSpace.size(), at);
+            map(kMetaSpace.size(), at);
           } else {
             norm->push_back(' ');
-            orig->push_back(at);
+            map(1, at);
           }
         }
         prev_space = o_.remove_extra_whitespaces;
@@ -214,11 +225,10 @@ void SpmNormalizer::Normalize(std::string_view in, std::string* norm,
       const size_t len = c < 0x80 ? 1 : std::min<size_t>(Utf8Length(c), n - i);
       if (len == 1) {
         norm->push_back(static_cast<char>(c));
-        orig->push_back(at);
       } else {
         norm->append(in.data() + i, len);
-        orig->insert(orig->end(), len, at);
       }
+      map(len, at);
       prev_space = false;
       i += len;
     }
@@ -234,10 +244,10 @@ void SpmNormalizer::Normalize(std::string_view in, std::string* norm,
       for (char c : sp) {
         if (c == ' ' && o_.escape_whitespaces) {
           norm->append(kMetaSpace);
-          orig->insert(orig->end(), kMetaSpace.size(), consumed);
+          map(kMetaSpace.size(), consumed);
         } else {
           norm->push_back(c);
-          orig->push_back(consumed);
+          map(1, consumed);
         }
       }
       prev_space = sp.back() == ' ';
@@ -251,12 +261,14 @@ void SpmNormalizer::Normalize(std::string_view in, std::string* norm,
     while (norm->size() >= space.size() &&
            norm->compare(norm->size() - space.size(), space.size(), space.data(), space.size()) == 0) {
       const size_t keep = norm->size() - space.size();
-      consumed = (*orig)[keep];
       norm->resize(keep);
-      orig->resize(keep);
+      if (orig != nullptr) {
+        consumed = (*orig)[keep];
+        orig->resize(keep);
+      }
     }
   }
-  orig->push_back(consumed);
+  map(1, consumed);
 }
 
 }  // namespace tokenizer_internal
