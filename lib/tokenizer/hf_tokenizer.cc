@@ -543,8 +543,12 @@ absl::Status ParseNormalizer(const Node& n, int depth, std::vector<NormOp>* ops)
 // character, and the pieces (spans of s, in order).
 struct PreState {
   std::string s;
+  // Empty when !offsets.
   std::vector<uint32_t> ob, oe;
   std::vector<SplitSpan> pieces;
+  // false: ob / oe are not kept (ids only; KeepSpans allows it when no
+  // pre-tokenizer reads them: Rebuild needs them).
+  bool offsets = true;
   // The first split pattern that ran out of its PCRE2 budget
   // (SplitRegex::Matches); the pieces are then not used.
   absl::Status error;
@@ -552,6 +556,13 @@ struct PreState {
 
 void InitState(std::string_view text, PreState* st) {
   st->s.assign(text.data(), text.size());
+  st->pieces.clear();
+  if (!text.empty()) st->pieces.push_back({0, static_cast<uint32_t>(text.size())});
+  if (!st->offsets) {
+    st->ob.clear();
+    st->oe.clear();
+    return;
+  }
   st->ob.resize(text.size());
   st->oe.resize(text.size());
   size_t p = 0;
@@ -560,8 +571,6 @@ void InitState(std::string_view text, PreState* st) {
     p += std::min<size_t>(Utf8Length(static_cast<unsigned char>(text[p])), text.size() - p);
     for (size_t k = b; k < p; ++k) st->ob[k] = static_cast<uint32_t>(b), st->oe[k] = static_cast<uint32_t>(p);
   }
-  st->pieces.clear();
-  if (!text.empty()) st->pieces.push_back({0, static_cast<uint32_t>(text.size())});
 }
 
 void InitState(const std::vector<NChar>& chars, PreState* st) {
@@ -571,6 +580,7 @@ void InitState(const std::vector<NChar>& chars, PreState* st) {
   for (const NChar& c : chars) {
     const size_t before = st->s.size();
     AppendUtf8(c.cp, &st->s);
+    if (!st->offsets) continue;
     st->ob.insert(st->ob.end(), st->s.size() - before, c.ob);
     st->oe.insert(st->oe.end(), st->s.size() - before, c.oe);
   }
@@ -743,29 +753,43 @@ void ByteLevelMap(PreState* st) {
     for (uint32_t k = p.begin; k < p.end; ++k) total += bc.len[static_cast<unsigned char>(s[k])];
   }
   PreState next;
+  next.offsets = st->offsets;
   next.s.resize(total);
-  next.ob.resize(total);
-  next.oe.resize(total);
   next.pieces.reserve(st->pieces.size());
   char* out = next.s.data();
-  uint32_t* ob = next.ob.data();
-  uint32_t* oe = next.oe.data();
   uint32_t at = 0;
-  for (const SplitSpan& p : st->pieces) {
-    const uint32_t begin = at;
-    for (uint32_t k = p.begin; k < p.end; ++k) {
-      const auto b = static_cast<unsigned char>(s[k]);
-      out[at] = bc.utf8[b][0];
-      ob[at] = st->ob[k];
-      oe[at] = st->oe[k];
-      if (bc.len[b] == 2) {
-        out[at + 1] = bc.utf8[b][1];
-        ob[at + 1] = st->ob[k];
-        oe[at + 1] = st->oe[k];
+  if (!st->offsets) {
+    for (const SplitSpan& p : st->pieces) {
+      const uint32_t begin = at;
+      for (uint32_t k = p.begin; k < p.end; ++k) {
+        const auto b = static_cast<unsigned char>(s[k]);
+        out[at] = bc.utf8[b][0];
+        if (bc.len[b] == 2) out[at + 1] = bc.utf8[b][1];
+        at += bc.len[b];
       }
-      at += bc.len[b];
+      if (at > begin) next.pieces.push_back({begin, at});
     }
-    if (at > begin) next.pieces.push_back({begin, at});
+  } else {
+    next.ob.resize(total);
+    next.oe.resize(total);
+    uint32_t* ob = next.ob.data();
+    uint32_t* oe = next.oe.data();
+    for (const SplitSpan& p : st->pieces) {
+      const uint32_t begin = at;
+      for (uint32_t k = p.begin; k < p.end; ++k) {
+        const auto b = static_cast<unsigned char>(s[k]);
+        out[at] = bc.utf8[b][0];
+        ob[at] = st->ob[k];
+        oe[at] = st->oe[k];
+        if (bc.len[b] == 2) {
+          out[at + 1] = bc.utf8[b][1];
+          ob[at + 1] = st->ob[k];
+          oe[at + 1] = st->oe[k];
+        }
+        at += bc.len[b];
+      }
+      if (at > begin) next.pieces.push_back({begin, at});
+    }
   }
   next.error = std::move(st->error);
   *st = std::move(next);
@@ -1202,8 +1226,11 @@ class BpeModel final : public HfModel {
   }
 
   // Most words are one or two tokens: those live in the cache's slot.
+  // Words of up to 256 bytes are cached: a byte-level word is written in
+  // GPT-2's alphabet, up to 2 bytes per input byte, so this caches the
+  // words of up to 128 input bytes, as the GGUF BPE tokenizer does.
   using CachedToks = absl::InlinedVector<MTok, 2>;
-  mutable WordCache<CachedToks> cache_;
+  mutable WordCache<CachedToks> cache_{2 * WordCache<CachedToks>::kDefaultMaxWordBytes};
 };
 
 class WordPieceModel final : public HfModel {
@@ -1683,6 +1710,18 @@ absl::Status NormalizeText(const std::vector<NormOp>& norm, std::string_view tex
   return absl::OkStatus();
 }
 
+// Whether an encode keeps each byte's input span (PreState::offsets):
+// when the caller wants offsets, a pre-tokenizer reads the spans
+// (Metaspace, ByteLevel's add_prefix_space: Rebuild), or `normalized` added
+// tokens cut the normalized text by them.
+bool KeepSpans(const Pipeline& p, bool want_offsets) {
+  if (want_offsets || !p.normalized_tokens.empty()) return true;
+  for (const PreOp& op : p.pre) {
+    if (op.kind == PreOp::kMetaspace || (op.kind == PreOp::kByteLevel && op.add_prefix_space)) return true;
+  }
+  return false;
+}
+
 // Runs the pre-tokenizers over st's pieces.
 absl::Status PreTokenize(const Pipeline& p, int64_t base, PreState* st) {
   for (const PreOp& op : p.pre) {
@@ -1739,6 +1778,7 @@ class HfTokenizer final : public VocabTokenizer {
   absl::Status EncodeSegment(std::string_view segment, int64_t base, std::vector<int32_t>* ids,
                              std::vector<std::pair<int64_t, int64_t>>* offsets) const override {
     PreState st;
+    st.offsets = KeepSpans(p_, offsets != nullptr);
     if (absl::Status s = Normalize(p_.norm, segment, &st); !s.ok()) return s;
     if (p_.normalized_tokens.empty()) return EncodeNormalized(base, &st, ids, offsets);
     std::vector<SplitPart> parts;
