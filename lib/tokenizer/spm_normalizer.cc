@@ -222,15 +222,20 @@ void SpmNormalizer::Normalize(std::string_view in, std::string* norm,
         ++i;
         continue;
       }
-      const size_t len = c < 0x80 ? 1 : std::min<size_t>(Utf8Length(c), n - i);
-      if (len == 1) {
-        norm->push_back(static_cast<char>(c));
-      } else {
-        norm->append(in.data() + i, len);
+      // The characters up to the next ' ' are copied at once (in valid
+      // UTF-8, which Tokenizer::Encode checks, no character holds a ' ').
+      const void* space = std::memchr(in.data() + i, ' ', n - i);
+      const size_t j = space != nullptr ? static_cast<size_t>(static_cast<const char*>(space) - in.data()) : n;
+      norm->append(in.data() + i, j - i);
+      if (orig != nullptr) {
+        for (size_t k = i; k < j;) {
+          const size_t len = std::min<size_t>(Utf8Length(static_cast<unsigned char>(in[k])), j - k);
+          map(len, consumed + static_cast<uint32_t>(k));
+          k += len;
+        }
       }
-      map(len, at);
       prev_space = false;
-      i += len;
+      i = j;
     }
     consumed += static_cast<uint32_t>(n);
     in = {};
