@@ -219,8 +219,11 @@ class SentencePieceTokenizer final : public VocabTokenizer {
         prev_meta = true;
         k += 3;
       } else {
+        // On to the next byte 0xE2 (only a "▁" can cut; in UTF-8 0xE2 only
+        // starts a character).
         prev_meta = false;
-        k += Utf8Length(static_cast<unsigned char>(norm[k]));
+        const void* next = std::memchr(norm.data() + k + 1, kMetaSpace[0], n - k - 1);
+        k = next != nullptr ? static_cast<size_t>(static_cast<const char*>(next) - norm.data()) : n;
       }
     }
     flush(norm.size());
