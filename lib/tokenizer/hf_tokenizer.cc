@@ -1086,7 +1086,7 @@ class BpeModel final : public HfModel {
         return absl::OkStatus();
       }
     }
-    std::vector<MTok> syms;
+    Syms syms;
     // A pending unk: its id and byte length (fuse_unk grows it).
     bool pending = false;
     int32_t pending_id = 0;
@@ -1163,11 +1163,13 @@ class BpeModel final : public HfModel {
   }
   // The lowest-ranked adjacent pair first, the leftmost on ties (tokenizers'
   // Word::merge_all).
-  void MergeAll(std::vector<MTok>* syms) const {
-    std::vector<MTok>& s = *syms;
+  // A word's symbols: up to 64 (the array scan's limit) on the stack.
+  using Syms = absl::InlinedVector<MTok, 64>;
+  void MergeAll(Syms* syms) const {
+    Syms& s = *syms;
     if (s.size() < 2) return;
     if (s.size() <= 64) {
-      std::vector<std::pair<int32_t, int32_t>> pair(s.size() - 1);
+      absl::InlinedVector<std::pair<int32_t, int32_t>, 63> pair(s.size() - 1);
       for (size_t i = 0; i + 1 < s.size(); ++i) pair[i] = Lookup(s[i], s[i + 1]);
       while (s.size() > 1) {
         size_t best = 0;
