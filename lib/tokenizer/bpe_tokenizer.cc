@@ -16,7 +16,9 @@
 //      <0xAB> byte tokens, or unk; gguf_raw: bytes without one dropped); then
 //      repeatedly merge the adjacent pair with the lowest merge rank (the
 //      merges list's order; ties: leftmost) until none is left. Merge ranks
-//      are keyed by the pair's token ids.
+//      are keyed by the pair's token ids. A word's tokens depend on its
+//      bytes only: each distinct word is encoded once and its tokens kept in
+//      the shared word cache (word_cache.h).
 #include <algorithm>
 #include <cctype>
 #include <cstring>
@@ -30,10 +32,12 @@
 #include <unicode/uchar.h>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "lib/tokenizer/kinds.h"
 #include "lib/tokenizer/split_regex.h"
+#include "lib/tokenizer/word_cache.h"
 
 namespace vocabd {
 namespace tokenizer_internal {
@@ -208,33 +212,24 @@ class BpeTokenizer final : public VocabTokenizer {
       }
     }
 
-    // 3. BPE per word.
+    // 3. BPE per word (from the word cache when it holds the word).
     std::vector<Symbol> syms;
+    std::vector<WordToken> toks;
     std::vector<Merge> pair_scratch;
     std::string mapped;  // a byte-level word in GPT-2's alphabet, as the pieces are written
     for (const SplitSpan& w : words) {
       if (w.end <= w.begin) continue;
       const std::string_view word = text.substr(w.begin, w.end - w.begin);
-      if (o_.ignore_merges ||
-          (o_.whole_newline_runs && word.find_first_not_of('\n') == std::string_view::npos)) {
-        absl::string_view key(word.data(), word.size());
-        if (o_.byte_level) {
-          mapped.clear();
-          for (unsigned char b : word) AppendUtf8(Bytes().byte_to_cp[b], &mapped);
-          key = mapped;
-        }
-        if (auto it = token_to_id_.find(key); it != token_to_id_.end()) {
-          ids->push_back(it->second);
-          if (offsets) offsets->emplace_back(to_orig(w.begin), to_orig(w.end));
-          continue;
-        }
+      toks.clear();
+      if (!cache_.Find(word, [&toks](const CachedTokens& c) { toks.assign(c.begin(), c.end()); })) {
+        syms.clear();
+        EncodeWord(word, &syms, &pair_scratch, &mapped);
+        for (const Symbol& s : syms) toks.push_back({s.id, s.begin, s.end});
+        if (cache_.Cacheable(word)) cache_.Insert(word, CachedTokens(toks.begin(), toks.end()));
       }
-      syms.clear();
-      InitialSymbols(word, w.begin, &syms);
-      MergeSymbols(&syms, &pair_scratch);
-      for (const Symbol& s : syms) {
-        ids->push_back(s.id);
-        if (offsets) offsets->emplace_back(to_orig(s.begin), to_orig(s.end));
+      for (const WordToken& t : toks) {
+        ids->push_back(t.id);
+        if (offsets) offsets->emplace_back(to_orig(w.begin + t.begin), to_orig(w.begin + t.end));
       }
     }
     return absl::OkStatus();
@@ -247,11 +242,39 @@ class BpeTokenizer final : public VocabTokenizer {
   };
   struct Symbol {
     int32_t id;
-    uint32_t begin, end;  // in the normalized segment
+    uint32_t begin, end;  // in the word
     bool mergeable;
   };
+  // A token of a word (offsets relative to the word), as cached.
+  struct WordToken {
+    int32_t id;
+    uint32_t begin, end;
+  };
+  // Most words are one or two tokens: those live in the cache's slot.
+  using CachedTokens = absl::InlinedVector<WordToken, 2>;
   static uint64_t Key(int32_t a, int32_t b) {
     return (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b);
+  }
+
+  // The tokens of one word, offsets relative to the word: a function of
+  // the word's bytes only (what the word cache relies on).
+  void EncodeWord(std::string_view word, std::vector<Symbol>* syms, std::vector<Merge>* pair_scratch,
+                  std::string* mapped) const {
+    if (o_.ignore_merges ||
+        (o_.whole_newline_runs && word.find_first_not_of('\n') == std::string_view::npos)) {
+      absl::string_view key(word.data(), word.size());
+      if (o_.byte_level) {
+        mapped->clear();
+        for (unsigned char b : word) AppendUtf8(Bytes().byte_to_cp[b], mapped);
+        key = *mapped;
+      }
+      if (auto it = token_to_id_.find(key); it != token_to_id_.end()) {
+        syms->push_back({it->second, 0, static_cast<uint32_t>(word.size()), true});
+        return;
+      }
+    }
+    InitialSymbols(word, 0, syms);
+    MergeSymbols(syms, pair_scratch);
   }
 
   void InitialSymbols(std::string_view word, uint32_t at, std::vector<Symbol>* syms) const {
@@ -382,6 +405,7 @@ class BpeTokenizer final : public VocabTokenizer {
   absl::flat_hash_map<uint64_t, Merge> merges_;
   int32_t byte_token_[256];
   std::vector<SplitRegex> regexes_;
+  mutable WordCache<CachedTokens> cache_;
 };
 
 }  // namespace

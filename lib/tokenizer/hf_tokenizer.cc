@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <map>
@@ -20,6 +21,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -29,6 +31,7 @@
 #include "lib/tokenizer/split_regex.h"
 #include "lib/tokenizer/spm_normalizer.h"
 #include "lib/tokenizer/vocab_tokenizer.h"
+#include "lib/tokenizer/word_cache.h"
 
 namespace vocabd {
 namespace tokenizer_internal {
@@ -540,8 +543,12 @@ absl::Status ParseNormalizer(const Node& n, int depth, std::vector<NormOp>* ops)
 // character, and the pieces (spans of s, in order).
 struct PreState {
   std::string s;
+  // Empty when !offsets.
   std::vector<uint32_t> ob, oe;
   std::vector<SplitSpan> pieces;
+  // false: ob / oe are not kept (ids only; KeepSpans allows it when no
+  // pre-tokenizer reads them: Rebuild needs them).
+  bool offsets = true;
   // The first split pattern that ran out of its PCRE2 budget
   // (SplitRegex::Matches); the pieces are then not used.
   absl::Status error;
@@ -549,6 +556,13 @@ struct PreState {
 
 void InitState(std::string_view text, PreState* st) {
   st->s.assign(text.data(), text.size());
+  st->pieces.clear();
+  if (!text.empty()) st->pieces.push_back({0, static_cast<uint32_t>(text.size())});
+  if (!st->offsets) {
+    st->ob.clear();
+    st->oe.clear();
+    return;
+  }
   st->ob.resize(text.size());
   st->oe.resize(text.size());
   size_t p = 0;
@@ -557,8 +571,6 @@ void InitState(std::string_view text, PreState* st) {
     p += std::min<size_t>(Utf8Length(static_cast<unsigned char>(text[p])), text.size() - p);
     for (size_t k = b; k < p; ++k) st->ob[k] = static_cast<uint32_t>(b), st->oe[k] = static_cast<uint32_t>(p);
   }
-  st->pieces.clear();
-  if (!text.empty()) st->pieces.push_back({0, static_cast<uint32_t>(text.size())});
 }
 
 void InitState(const std::vector<NChar>& chars, PreState* st) {
@@ -568,6 +580,7 @@ void InitState(const std::vector<NChar>& chars, PreState* st) {
   for (const NChar& c : chars) {
     const size_t before = st->s.size();
     AppendUtf8(c.cp, &st->s);
+    if (!st->offsets) continue;
     st->ob.insert(st->ob.end(), st->s.size() - before, c.ob);
     st->oe.insert(st->oe.end(), st->s.size() - before, c.oe);
   }
@@ -587,8 +600,10 @@ class Emitter {
   }
   void Add(std::string_view bytes, uint32_t ob, uint32_t oe) {
     next_->s.append(bytes);
-    next_->ob.insert(next_->ob.end(), bytes.size(), ob);
-    next_->oe.insert(next_->oe.end(), bytes.size(), oe);
+    for (size_t k = 0; k < bytes.size(); ++k) {
+      next_->ob.push_back(ob);
+      next_->oe.push_back(oe);
+    }
   }
 
  private:
@@ -602,6 +617,7 @@ void Rebuild(PreState* st, F fn) {
   next.s.reserve(st->s.size() + 8);
   next.ob.reserve(st->s.size() + 8);
   next.oe.reserve(st->s.size() + 8);
+  next.pieces.reserve(st->pieces.size());
   Emitter em(*st, &next);
   for (const SplitSpan& p : st->pieces) {
     const auto b = static_cast<uint32_t>(next.s.size());
@@ -609,6 +625,7 @@ void Rebuild(PreState* st, F fn) {
     const auto e = static_cast<uint32_t>(next.s.size());
     if (e > b) next.pieces.push_back({b, e});
   }
+  next.error = std::move(st->error);  // a split's error is kept (the pieces are then not used)
   *st = std::move(next);
 }
 
@@ -619,9 +636,11 @@ struct Seg {
   bool match;
 };
 
+// *matches: scratch.
 void RegexSegs(const SplitRegex& re, const std::string& s, SplitSpan w, std::vector<Seg>* out,
-               absl::Status* error) {
-  std::vector<SplitSpan> m;
+               std::vector<SplitSpan>* matches, absl::Status* error) {
+  std::vector<SplitSpan>& m = *matches;
+  m.clear();
   if (absl::Status st = re.Matches(s, w, &m); !st.ok()) {
     if (error->ok()) *error = st;
     m.clear();
@@ -651,17 +670,25 @@ void PredSegs(Pred pred, const std::string& s, SplitSpan w, std::vector<Seg>* ou
   if (w.end > last) out->push_back({last, w.end, false});
 }
 
-void ApplyBehavior(std::vector<Seg>* segs, Behavior behavior, bool invert, std::vector<SplitSpan>* out) {
+// Appends the pieces `segs` make under `behavior` to *out; *scratch is
+// scratch.
+void ApplyBehavior(std::vector<Seg>* segs, Behavior behavior, bool invert, std::vector<Seg>* scratch,
+                   std::vector<SplitSpan>* out) {
+  if (behavior == Behavior::kIsolated || behavior == Behavior::kRemoved) {
+    // Every segment a piece (Isolated), or the segments that are not
+    // (inverted) matches (Removed).
+    for (const Seg& s : *segs) {
+      if (s.e > s.b && (behavior == Behavior::kIsolated || s.match == invert)) out->push_back({s.b, s.e});
+    }
+    return;
+  }
   if (invert) for (Seg& s : *segs) s.match = !s.match;
-  std::vector<Seg> acc;
+  std::vector<Seg>& acc = *scratch;
+  acc.clear();
   bool prev = false;
   switch (behavior) {
     case Behavior::kIsolated:
-      acc = *segs;
-      for (Seg& s : acc) s.match = false;
-      break;
     case Behavior::kRemoved:
-      acc = *segs;
       break;
     case Behavior::kContiguous:
       for (const Seg& s : *segs) {
@@ -693,7 +720,9 @@ void ApplyBehavior(std::vector<Seg>* segs, Behavior behavior, bool invert, std::
 
 // GPT-2's byte <-> character map (openai/gpt-2 encoder.py bytes_to_unicode).
 struct ByteChars {
-  std::string utf8[256];
+  // UTF-8 of byte b's character (all below U+0800: 1 or 2 bytes).
+  char utf8[256][2];
+  uint8_t len[256];
   int cp_to_byte[324];
   ByteChars() {
     std::fill(cp_to_byte, cp_to_byte + 324, -1);
@@ -702,13 +731,68 @@ struct ByteChars {
       const bool keep = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174 && b <= 255);
       const int cp = keep ? b : 256 + extra++;
       cp_to_byte[cp] = b;
-      AppendUtf8(static_cast<uint32_t>(cp), &utf8[b]);
+      std::string u;
+      AppendUtf8(static_cast<uint32_t>(cp), &u);
+      len[b] = static_cast<uint8_t>(u.size());
+      std::memcpy(utf8[b], u.data(), u.size());
     }
   }
 };
 const ByteChars& Gpt2Bytes() {
   static const ByteChars* m = new ByteChars();
   return *m;
+}
+
+// ByteLevel's mapping: every byte of every piece becomes its GPT-2
+// character, which keeps the byte's input span.
+void ByteLevelMap(PreState* st) {
+  const ByteChars& bc = Gpt2Bytes();
+  const std::string& s = st->s;
+  size_t total = 0;
+  for (const SplitSpan& p : st->pieces) {
+    for (uint32_t k = p.begin; k < p.end; ++k) total += bc.len[static_cast<unsigned char>(s[k])];
+  }
+  PreState next;
+  next.offsets = st->offsets;
+  next.s.resize(total);
+  next.pieces.reserve(st->pieces.size());
+  char* out = next.s.data();
+  uint32_t at = 0;
+  if (!st->offsets) {
+    for (const SplitSpan& p : st->pieces) {
+      const uint32_t begin = at;
+      for (uint32_t k = p.begin; k < p.end; ++k) {
+        const auto b = static_cast<unsigned char>(s[k]);
+        out[at] = bc.utf8[b][0];
+        if (bc.len[b] == 2) out[at + 1] = bc.utf8[b][1];
+        at += bc.len[b];
+      }
+      if (at > begin) next.pieces.push_back({begin, at});
+    }
+  } else {
+    next.ob.resize(total);
+    next.oe.resize(total);
+    uint32_t* ob = next.ob.data();
+    uint32_t* oe = next.oe.data();
+    for (const SplitSpan& p : st->pieces) {
+      const uint32_t begin = at;
+      for (uint32_t k = p.begin; k < p.end; ++k) {
+        const auto b = static_cast<unsigned char>(s[k]);
+        out[at] = bc.utf8[b][0];
+        ob[at] = st->ob[k];
+        oe[at] = st->oe[k];
+        if (bc.len[b] == 2) {
+          out[at + 1] = bc.utf8[b][1];
+          ob[at + 1] = st->ob[k];
+          oe[at + 1] = st->oe[k];
+        }
+        at += bc.len[b];
+      }
+      if (at > begin) next.pieces.push_back({begin, at});
+    }
+  }
+  next.error = std::move(st->error);
+  *st = std::move(next);
 }
 
 struct PreOp {
@@ -737,21 +821,22 @@ int FixedScript(uint32_t c) {
 
 void ApplyPre(const PreOp& op, int64_t base, PreState* st) {
   const std::string& s = st->s;
-  std::vector<SplitSpan> out;
-  std::vector<Seg> segs;
+  std::vector<SplitSpan> out, matches;
+  std::vector<Seg> segs, scratch;
   auto split_each = [&](auto make_segs, Behavior b, bool invert) {
     out.clear();
+    out.reserve(st->pieces.size());
     for (const SplitSpan& p : st->pieces) {
       segs.clear();
       make_segs(p, &segs);
-      ApplyBehavior(&segs, b, invert, &out);
+      ApplyBehavior(&segs, b, invert, &scratch, &out);
     }
     st->pieces.swap(out);
   };
   switch (op.kind) {
     case PreOp::kSplit:
       if (op.re) {
-        split_each([&](SplitSpan p, std::vector<Seg>* o) { RegexSegs(*op.re, s, p, o, &st->error); }, op.behavior, op.invert);
+        split_each([&](SplitSpan p, std::vector<Seg>* o) { RegexSegs(*op.re, s, p, o, &matches, &st->error); }, op.behavior, op.invert);
       } else {
         split_each([&](SplitSpan p, std::vector<Seg>* o) { o->push_back({p.begin, p.end, false}); }, op.behavior, op.invert);
       }
@@ -766,14 +851,11 @@ void ApplyPre(const PreOp& op, int64_t base, PreState* st) {
           });
         }
         if (op.use_regex) {
-          split_each([&](SplitSpan p, std::vector<Seg>* o) { RegexSegs(*op.re, st->s, p, o, &st->error); }, Behavior::kIsolated, false);
+          split_each([&](SplitSpan p, std::vector<Seg>* o) { RegexSegs(*op.re, st->s, p, o, &matches, &st->error); }, Behavior::kIsolated, false);
         }
-        Rebuild(st, [](const PreState& old, SplitSpan p, Emitter& em) {
-          const ByteChars& bc = Gpt2Bytes();
-          for (uint32_t k = p.begin; k < p.end; ++k) em.Add(bc.utf8[static_cast<unsigned char>(old.s[k])], old.ob[k], old.oe[k]);
-        });
+        ByteLevelMap(st);
       } else {
-        split_each([&](SplitSpan p, std::vector<Seg>* o) { RegexSegs(*op.re, s, p, o, &st->error); }, Behavior::kRemoved, true);
+        split_each([&](SplitSpan p, std::vector<Seg>* o) { RegexSegs(*op.re, s, p, o, &matches, &st->error); }, Behavior::kRemoved, true);
       }
       return;
     case PreOp::kMetaspace: {
@@ -981,15 +1063,30 @@ class BpeModel final : public HfModel {
     return (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b);
   }
 
+  // A word's tokens come from the word cache when it holds the word (they
+  // depend on the word's bytes only; offsets are word-relative).
   absl::Status Tokenize(std::string_view word, std::vector<MTok>* out) const override {
     if (word.empty()) return absl::OkStatus();
+    if (cache_.Find(word, [out](const CachedToks& t) { out->insert(out->end(), t.begin(), t.end()); })) {
+      return absl::OkStatus();
+    }
+    const size_t first = out->size();
+    absl::Status s = TokenizeWord(word, out);
+    if (s.ok() && cache_.Cacheable(word)) {
+      cache_.Insert(word, CachedToks(out->begin() + static_cast<ptrdiff_t>(first), out->end()));
+    }
+    return s;
+  }
+
+ private:
+  absl::Status TokenizeWord(std::string_view word, std::vector<MTok>* out) const {
     if (ignore_merges) {
       if (auto it = vocab.find(absl::string_view(word.data(), word.size())); it != vocab.end()) {
         out->push_back({it->second, 0, static_cast<uint32_t>(word.size())});
         return absl::OkStatus();
       }
     }
-    std::vector<MTok> syms;
+    Syms syms;
     // A pending unk: its id and byte length (fuse_unk grows it).
     bool pending = false;
     int32_t pending_id = 0;
@@ -1060,18 +1157,19 @@ class BpeModel final : public HfModel {
     return absl::OkStatus();
   }
 
- private:
   std::pair<int32_t, int32_t> Lookup(const MTok& a, const MTok& b) const {
     auto it = merges.find(Key(a.id, b.id));
     return it == merges.end() ? std::pair<int32_t, int32_t>{INT32_MAX, -1} : it->second;
   }
   // The lowest-ranked adjacent pair first, the leftmost on ties (tokenizers'
   // Word::merge_all).
-  void MergeAll(std::vector<MTok>* syms) const {
-    std::vector<MTok>& s = *syms;
+  // A word's symbols: up to 64 (the array scan's limit) on the stack.
+  using Syms = absl::InlinedVector<MTok, 64>;
+  void MergeAll(Syms* syms) const {
+    Syms& s = *syms;
     if (s.size() < 2) return;
     if (s.size() <= 64) {
-      std::vector<std::pair<int32_t, int32_t>> pair(s.size() - 1);
+      absl::InlinedVector<std::pair<int32_t, int32_t>, 63> pair(s.size() - 1);
       for (size_t i = 0; i + 1 < s.size(); ++i) pair[i] = Lookup(s[i], s[i + 1]);
       while (s.size() > 1) {
         size_t best = 0;
@@ -1128,6 +1226,13 @@ class BpeModel final : public HfModel {
     }
     s.resize(w);
   }
+
+  // Most words are one or two tokens: those live in the cache's slot.
+  // Words of up to 256 bytes are cached: a byte-level word is written in
+  // GPT-2's alphabet, up to 2 bytes per input byte, so this caches the
+  // words of up to 128 input bytes, as the GGUF BPE tokenizer does.
+  using CachedToks = absl::InlinedVector<MTok, 2>;
+  mutable WordCache<CachedToks> cache_{2 * WordCache<CachedToks>::kDefaultMaxWordBytes};
 };
 
 class WordPieceModel final : public HfModel {
@@ -1607,6 +1712,18 @@ absl::Status NormalizeText(const std::vector<NormOp>& norm, std::string_view tex
   return absl::OkStatus();
 }
 
+// Whether an encode keeps each byte's input span (PreState::offsets):
+// when the caller wants offsets, a pre-tokenizer reads the spans
+// (Metaspace, ByteLevel's add_prefix_space: Rebuild), or `normalized` added
+// tokens cut the normalized text by them.
+bool KeepSpans(const Pipeline& p, bool want_offsets) {
+  if (want_offsets || !p.normalized_tokens.empty()) return true;
+  for (const PreOp& op : p.pre) {
+    if (op.kind == PreOp::kMetaspace || (op.kind == PreOp::kByteLevel && op.add_prefix_space)) return true;
+  }
+  return false;
+}
+
 // Runs the pre-tokenizers over st's pieces.
 absl::Status PreTokenize(const Pipeline& p, int64_t base, PreState* st) {
   for (const PreOp& op : p.pre) {
@@ -1663,6 +1780,7 @@ class HfTokenizer final : public VocabTokenizer {
   absl::Status EncodeSegment(std::string_view segment, int64_t base, std::vector<int32_t>* ids,
                              std::vector<std::pair<int64_t, int64_t>>* offsets) const override {
     PreState st;
+    st.offsets = KeepSpans(p_, offsets != nullptr);
     if (absl::Status s = Normalize(p_.norm, segment, &st); !s.ok()) return s;
     if (p_.normalized_tokens.empty()) return EncodeNormalized(base, &st, ids, offsets);
     std::vector<SplitPart> parts;

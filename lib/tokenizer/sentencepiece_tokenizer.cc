@@ -51,17 +51,17 @@
 #include <limits>
 #include <optional>
 #include <memory>
-#include <mutex>
 #include <queue>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
-#include "absl/hash/hash.h"
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "lib/tokenizer/kinds.h"
 #include "lib/tokenizer/spm_normalizer.h"
+#include "lib/tokenizer/word_cache.h"
 
 namespace vocabd {
 namespace tokenizer_internal {
@@ -179,24 +179,23 @@ class SentencePieceTokenizer final : public VocabTokenizer {
   absl::Status EncodeSegment(std::string_view segment, int64_t base, std::vector<int32_t>* ids,
                              std::vector<std::pair<int64_t, int64_t>>* offsets) const override {
     std::string norm;
-    std::vector<uint32_t> orig;  // normalized byte -> segment byte (size()+1 entries)
-    normalizer_.Normalize(segment, &norm, &orig);
+    std::vector<uint32_t> orig;  // normalized byte -> segment byte (size()+1 entries), for offsets
+    normalizer_.Normalize(segment, &norm, offsets != nullptr ? &orig : nullptr);
     Pieces pieces;
     const size_t first = ids->size();
     auto emit = [&](size_t start) {
       size_t at = start;
       for (const Out& p : pieces) {
         const int32_t id = p.id;
-        const int64_t b = base + orig[at];
-        const int64_t e = base + orig[std::min<size_t>(at + p.span, norm.size())];
+        const size_t b = at, e = std::min<size_t>(at + p.span, norm.size());
         at += p.advance;
         // A run of unknown symbols is one unk (sentencepiece does so).
         if (id == unk_ && !spec_.byte_fallback && ids->size() > first && ids->back() == unk_) {
-          if (offsets) offsets->back().second = e;
+          if (offsets) offsets->back().second = base + orig[e];
           continue;
         }
         ids->push_back(id);
-        if (offsets) offsets->emplace_back(b, e);
+        if (offsets) offsets->emplace_back(base + orig[b], base + orig[e]);
       }
     };
     if (!word_mode_) {
@@ -213,14 +212,18 @@ class SentencePieceTokenizer final : public VocabTokenizer {
     };
     size_t k = 0;
     bool prev_meta = true;
-    while (k < norm.size()) {
-      if (norm.compare(k, 3, kMetaSpace.data(), 3) == 0) {
+    const size_t n = norm.size();
+    while (k < n) {
+      if (norm[k] == kMetaSpace[0] && k + 2 < n && norm[k + 1] == kMetaSpace[1] && norm[k + 2] == kMetaSpace[2]) {
         if (!prev_meta) flush(k);
         prev_meta = true;
         k += 3;
       } else {
+        // On to the next byte 0xE2 (only a "▁" can cut; in UTF-8 0xE2 only
+        // starts a character).
         prev_meta = false;
-        k += Utf8Length(static_cast<unsigned char>(norm[k]));
+        const void* next = std::memchr(norm.data() + k + 1, kMetaSpace[0], n - k - 1);
+        k = next != nullptr ? static_cast<size_t>(static_cast<const char*>(next) - norm.data()) : n;
       }
     }
     flush(norm.size());
@@ -249,24 +252,12 @@ class SentencePieceTokenizer final : public VocabTokenizer {
     }
   };
 
+  // A word's pieces (offsets relative to the word) from the shared word
+  // cache, encoded and cached on a miss.
   void EncodeWordCached(std::string_view word, Pieces* out) const {
-    const size_t h = absl::Hash<absl::string_view>()(absl::string_view(word.data(), word.size()));
-    const bool cacheable = word.size() <= kMaxCachedWordBytes;
-    Shard& shard = shards_[h % kShards];
-    if (cacheable) {
-      std::lock_guard<std::mutex> lock(shard.mu);
-      auto it = shard.map.find(absl::string_view(word.data(), word.size()));
-      if (it != shard.map.end()) {
-        *out = it->second;
-        return;
-      }
-    }
+    if (cache_.Find(word, [out](const CachedPieces& p) { out->assign(p.begin(), p.end()); })) return;
     EncodeNormalized(word, out);
-    if (cacheable) {
-      std::lock_guard<std::mutex> lock(shard.mu);
-      if (shard.map.size() >= kMaxEntriesPerShard) shard.map.clear();
-      shard.map.emplace(std::string(word), *out);
-    }
+    if (cache_.Cacheable(word)) cache_.Insert(word, CachedPieces(out->begin(), out->end()));
   }
 
   // Vocabulary id of norm[begin, end) as a mergeable piece, -1 if none.
@@ -420,15 +411,6 @@ class SentencePieceTokenizer final : public VocabTokenizer {
     s.resize(w);
   }
 
-  static constexpr size_t kShards = 16;
-  static constexpr size_t kMaxCachedWordBytes = 128;
-  // At most 16 x 4096 words cached (a few MB), a shard is cleared when full.
-  static constexpr size_t kMaxEntriesPerShard = 1 << 12;
-  struct Shard {
-    std::mutex mu;
-    absl::flat_hash_map<std::string, Pieces> map;
-  };
-
   SpmSpec spec_;
   SpmNormalizer normalizer_;
   int32_t unk_ = 0;
@@ -437,7 +419,9 @@ class SentencePieceTokenizer final : public VocabTokenizer {
   absl::flat_hash_map<std::string, int32_t> piece_to_id_;
   std::array<int32_t, 256> byte_token_;
   std::array<std::vector<int32_t>, 256> user_defined_;
-  mutable std::array<Shard, kShards> shards_;
+  // A word's pieces; one or two live in the cache's slot.
+  using CachedPieces = absl::InlinedVector<Out, 2>;
+  mutable WordCache<CachedPieces> cache_;  // word mode
 };
 
 // Common tail of both factories: one UNKNOWN piece, byte pieces well-formed,

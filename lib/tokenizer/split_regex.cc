@@ -69,9 +69,16 @@ int BoundedMatch(const pcre2_code* code, PCRE2_SPTR subject, size_t len, size_t 
   bool charged = false;
   for (;;) {
     pcre2_set_match_limit(ctx, static_cast<uint32_t>(limit));
-    const int rc = pcre2_match(code, subject, len, pos, options, md, ctx);
-    if (rc == PCRE2_ERROR_JIT_STACKLIMIT && (options & PCRE2_NO_JIT) == 0) {
-      options |= PCRE2_NO_JIT;  // the interpreter, under the depth and heap limits
+    // JIT code runs through pcre2_jit_match (pcre2_match's checks skipped:
+    // the subject is valid UTF-8 and no option needs them), else the
+    // interpreter.
+    const bool jit = (options & PCRE2_NO_JIT) == 0;
+    const int rc = jit ? pcre2_jit_match(code, subject, len, pos, 0, md, ctx)
+                       : pcre2_match(code, subject, len, pos, options, md, ctx);
+    if (jit && (rc == PCRE2_ERROR_JIT_STACKLIMIT || rc == PCRE2_ERROR_JIT_BADOPTION)) {
+      // Out of JIT stack, or not JIT-compiled: the interpreter, under the
+      // depth and heap limits.
+      options |= PCRE2_NO_JIT;
       continue;
     }
     if (rc != PCRE2_ERROR_MATCHLIMIT) {

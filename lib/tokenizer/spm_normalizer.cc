@@ -92,6 +92,7 @@ absl::StatusOr<SpmNormalizer> SpmNormalizer::Create(SpmNormalizerOptions options
   }
   for (const std::string& u : options.user_defined) {
     if (!u.empty()) n.user_by_first_byte_[static_cast<unsigned char>(u[0])].push_back(u);
+    if (!u.empty()) n.has_user_defined_ = true;
   }
   for (auto& list : n.user_by_first_byte_) {
     std::stable_sort(list.begin(), list.end(),
@@ -160,9 +161,20 @@ bool SpmNormalizer::ShortestPrefixReplacement(std::string_view in,
 void SpmNormalizer::Normalize(std::string_view in, std::string* norm,
                               std::vector<uint32_t>* orig) const {
   norm->clear();
-  orig->clear();
   norm->reserve(in.size() + 8);
-  orig->reserve(in.size() + 9);
+  if (orig != nullptr) {
+    orig->clear();
+    orig->reserve(in.size() + 9);
+  }
+  // Appends `count` entries `at` to *orig when it is wanted.
+  auto map = [orig](size_t count, uint32_t at) {
+    if (orig == nullptr) return;
+    if (count == 1) {
+      orig->push_back(at);
+    } else {
+      orig->insert(orig->end(), count, at);
+    }
+  };
   uint32_t consumed = 0;
   if (o_.remove_extra_whitespaces) {
     while (!in.empty()) {
@@ -173,20 +185,61 @@ void SpmNormalizer::Normalize(std::string_view in, std::string* norm,
     }
   }
   if (in.empty()) {
-    orig->push_back(consumed);
+    map(1, consumed);
     return;
   }
   auto add_space = [&]() {
     if (o_.escape_whitespaces) {
       norm->append(kMetaSpace);
-      orig->insert(orig->end(), kMetaSpace.size(), consumed);
+      map(kMetaSpace.size(), consumed);
     } else {
       norm->push_back(' ');
-      orig->push_back(consumed);
+      map(1, consumed);
     }
   };
   if (o_.add_dummy_prefix) add_space();
   bool prev_space = o_.remove_extra_whitespaces;
+  if (units_.empty() && !has_user_defined_) {
+    // The identity rule (no charsmap, no user-defined pieces): each
+    // character is copied, a ' ' is a space; the same output as the loop
+    // below, without a NormalizePrefix call per character.
+    const size_t n = in.size();
+    size_t i = 0;
+    while (i < n) {
+      const auto c = static_cast<unsigned char>(in[i]);
+      const auto at = consumed + static_cast<uint32_t>(i);
+      if (c == ' ') {
+        if (!prev_space) {
+          if (o_.escape_whitespaces) {
+            norm->append(kMetaSpace);
+            map(kMetaSpace.size(), at);
+          } else {
+            norm->push_back(' ');
+            map(1, at);
+          }
+        }
+        prev_space = o_.remove_extra_whitespaces;
+        ++i;
+        continue;
+      }
+      // The characters up to the next ' ' are copied at once (in valid
+      // UTF-8, which Tokenizer::Encode checks, no character holds a ' ').
+      const void* space = std::memchr(in.data() + i, ' ', n - i);
+      const size_t j = space != nullptr ? static_cast<size_t>(static_cast<const char*>(space) - in.data()) : n;
+      norm->append(in.data() + i, j - i);
+      if (orig != nullptr) {
+        for (size_t k = i; k < j;) {
+          const size_t len = std::min<size_t>(Utf8Length(static_cast<unsigned char>(in[k])), j - k);
+          map(len, consumed + static_cast<uint32_t>(k));
+          k += len;
+        }
+      }
+      prev_space = false;
+      i = j;
+    }
+    consumed += static_cast<uint32_t>(n);
+    in = {};
+  }
   while (!in.empty()) {
     auto [sp, len] = NormalizePrefix(in);
     if (prev_space) {
@@ -196,10 +249,10 @@ void SpmNormalizer::Normalize(std::string_view in, std::string* norm,
       for (char c : sp) {
         if (c == ' ' && o_.escape_whitespaces) {
           norm->append(kMetaSpace);
-          orig->insert(orig->end(), kMetaSpace.size(), consumed);
+          map(kMetaSpace.size(), consumed);
         } else {
           norm->push_back(c);
-          orig->push_back(consumed);
+          map(1, consumed);
         }
       }
       prev_space = sp.back() == ' ';
@@ -213,12 +266,14 @@ void SpmNormalizer::Normalize(std::string_view in, std::string* norm,
     while (norm->size() >= space.size() &&
            norm->compare(norm->size() - space.size(), space.size(), space.data(), space.size()) == 0) {
       const size_t keep = norm->size() - space.size();
-      consumed = (*orig)[keep];
       norm->resize(keep);
-      orig->resize(keep);
+      if (orig != nullptr) {
+        consumed = (*orig)[keep];
+        orig->resize(keep);
+      }
     }
   }
-  orig->push_back(consumed);
+  map(1, consumed);
 }
 
 }  // namespace tokenizer_internal

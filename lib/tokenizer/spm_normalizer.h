@@ -72,7 +72,9 @@ class SpmNormalizer {
   // once), so Normalize never reads outside it.
   static absl::StatusOr<SpmNormalizer> Create(SpmNormalizerOptions options);
 
-  // norm_to_orig gets norm->size() + 1 entries (see above).
+  // `in` is valid UTF-8 (Tokenizer::Encode checks). norm_to_orig gets
+  // norm->size() + 1 entries (see above); nullptr when the offsets are not
+  // wanted.
   void Normalize(std::string_view in, std::string* norm, std::vector<uint32_t>* norm_to_orig) const;
 
   // The replacement and input length for the start of `in` (in non-empty):
@@ -92,6 +94,7 @@ class SpmNormalizer {
   std::vector<uint32_t> units_;
   std::string normalized_;
   std::array<std::vector<std::string>, 256> user_by_first_byte_;  // longest first
+  bool has_user_defined_ = false;
 };
 
 // Checks a charsmap blob's framing and whole trie; `field` names it.

@@ -84,8 +84,8 @@ class UnigramTokenizer final : public VocabTokenizer {
   absl::Status EncodeSegment(std::string_view segment, int64_t base, std::vector<int32_t>* ids,
                              std::vector<std::pair<int64_t, int64_t>>* offsets) const override {
     std::string norm;
-    std::vector<uint32_t> orig;
-    normalizer_.Normalize(segment, &norm, &orig);
+    std::vector<uint32_t> orig;  // for offsets only
+    normalizer_.Normalize(segment, &norm, offsets != nullptr ? &orig : nullptr);
     const size_t size = norm.size();
     if (size == 0) return absl::OkStatus();
     struct Best {
@@ -145,7 +145,8 @@ class UnigramTokenizer final : public VocabTokenizer {
       const uint32_t e = k + 1 < path.size() ? path[k + 1].first : static_cast<uint32_t>(size);
       const int32_t id = path[k].second;
       const bool is_unk = id == unk_;
-      const int64_t ob = base + orig[b], oe = base + orig[e];
+      const int64_t ob = offsets != nullptr ? base + orig[b] : 0;
+      const int64_t oe = offsets != nullptr ? base + orig[e] : 0;
       if (is_unk && byte_fallback_) {
         for (uint32_t i = b; i < e; ++i) {
           const int32_t bid = byte_token_[static_cast<unsigned char>(norm[i])];

@@ -19,6 +19,7 @@
 #include "gtest/gtest.h"
 #include "lib/tokenizer/incremental_decode.h"
 #include "lib/tokenizer/split_regex.h"
+#include "lib/tokenizer/spm_normalizer.h"
 #include "lib/tokenizer/tokenizer.h"
 #include "lib/tokenizer/tokenizer_loader.h"
 #include "nlohmann/json.hpp"
@@ -245,6 +246,46 @@ TEST(SentencePieceCharsmapTest, HandBuiltTrieRewritesWithOffsets) {
   ASSERT_TRUE(unk.ok());
   EXPECT_EQ(unk->ids, (std::vector<int32_t>{5, 0}));
   EXPECT_EQ(unk->offsets, (std::vector<P>{{0, 1}, {1, 5}}));
+}
+
+// The identity rule (no charsmap, no user-defined pieces) has a fast path
+// in SpmNormalizer::Normalize: it gives what the general per-character rule
+// gives (forced here by a user-defined piece the texts never contain), for
+// every combination of the three options, offsets included.
+TEST(SentencePieceCharsmapTest, IdentityFastPathMatchesTheGeneralRule) {
+  using tokenizer_internal::SpmNormalizer;
+  using tokenizer_internal::SpmNormalizerOptions;
+  const char* units[] = {" ", "  ", "a", "B", "\xC3\xA9", "\xE4\xB8\xAD", "\xF0\x9F\x98\x80", "\t", "\n", "\xE2\x96\x81"};
+  uint64_t state = 7;
+  auto next = [&state](uint64_t n) {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (state >> 33) % n;
+  };
+  std::vector<std::string> texts = {"", " ", "   ", "a", " a ", "a  b", "\xE4\xB8\xAD \xE4\xB8\xAD"};
+  for (int k = 0; k < 300; ++k) {
+    std::string t;
+    const uint64_t n = next(12);
+    for (uint64_t j = 0; j < n; ++j) t += units[next(sizeof(units) / sizeof(units[0]))];
+    texts.push_back(t);
+  }
+  for (int mask = 0; mask < 8; ++mask) {
+    SpmNormalizerOptions o;
+    o.add_dummy_prefix = (mask & 1) != 0;
+    o.remove_extra_whitespaces = (mask & 2) != 0;
+    o.escape_whitespaces = (mask & 4) != 0;
+    auto fast = SpmNormalizer::Create(o);
+    o.user_defined = {"\x01\x01"};
+    auto general = SpmNormalizer::Create(o);
+    ASSERT_TRUE(fast.ok() && general.ok());
+    for (const std::string& t : texts) {
+      std::string n1, n2;
+      std::vector<uint32_t> o1, o2;
+      fast->Normalize(t, &n1, &o1);
+      general->Normalize(t, &n2, &o2);
+      EXPECT_EQ(n1, n2) << "options " << mask << " text \"" << absl::CEscape(t) << "\"";
+      EXPECT_EQ(o1, o2) << "options " << mask << " text \"" << absl::CEscape(t) << "\"";
+    }
+  }
 }
 
 TEST(SentencePieceCharsmapTest, MalformedCharsmapsAreRefusedNamingTheField) {
