@@ -66,6 +66,8 @@ class PieceTrie {
     return children_[n.first + (it - begin)];
   }
   int32_t Value(int32_t node) const { return nodes_[node].value; }
+  // Nodes are numbered [0, node_count()).
+  int32_t node_count() const { return static_cast<int32_t>(nodes_.size()); }
 
  private:
   struct Node {

@@ -138,9 +138,11 @@ void SplitMatcher::Add(std::string pattern, int32_t id, Vocab::SplitRules rules)
 
 void SplitMatcher::Finish() {
   for (auto& list : by_first_byte_) list.clear();
+  starts_.fill(false);
   for (size_t i = 0; i < entries_.size(); ++i) {
-    by_first_byte_[static_cast<unsigned char>(entries_[i].pattern[0])].push_back(
-        static_cast<uint32_t>(i));
+    const auto first = static_cast<unsigned char>(entries_[i].pattern[0]);
+    by_first_byte_[first].push_back(static_cast<uint32_t>(i));
+    starts_[first] = true;
   }
   for (auto& list : by_first_byte_) {
     std::stable_sort(list.begin(), list.end(), [&](uint32_t a, uint32_t b) {
@@ -184,6 +186,10 @@ void SplitMatcher::Find(std::string_view text, size_t begin, size_t end,
   size_t start_offset = begin;  // end of the last split emitted
   size_t i = begin;
   while (i < end) {
+    if (!starts_[static_cast<unsigned char>(text[i])]) {
+      ++i;
+      continue;
+    }
     const Entry* hit = nullptr;
     for (uint32_t k : by_first_byte_[static_cast<unsigned char>(text[i])]) {
       const std::string& p = entries_[k].pattern;

@@ -78,6 +78,17 @@ class UnigramTokenizer final : public VocabTokenizer {
     max_score_ = max_score;
     unk_score_ = min_score - 10.0f;  // kUnkPenalty
     trie_.Build(pieces);
+    // Each node's piece and its score, so the search reads one array.
+    node_.assign(static_cast<size_t>(trie_.node_count()), NodePiece{});
+    for (int32_t n = 0; n < trie_.node_count(); ++n) {
+      const int32_t id = trie_.Value(n);
+      if (id < 0 || v.types[id] == TokenType::kUnused) continue;
+      const size_t length = v.pieces[id].size();
+      node_[n].id = id;
+      node_[n].score = v.types[id] == TokenType::kUserDefined
+                           ? static_cast<double>(static_cast<float>(length) * max_score_) - 0.1
+                           : static_cast<double>(v.scores[id]);
+    }
   }
 
  protected:
@@ -94,7 +105,6 @@ class UnigramTokenizer final : public VocabTokenizer {
       int32_t id = -1;
     };
     std::vector<Best> best(size + 1);
-    const Vocab& v = vocab();
     for (size_t s = 0; s < size;) {
       const float till = best[s].score;
       const size_t mblen = std::min<size_t>(Utf8Length(static_cast<unsigned char>(norm[s])), size - s);
@@ -104,15 +114,11 @@ class UnigramTokenizer final : public VocabTokenizer {
         node = trie_.Child(node, static_cast<uint8_t>(norm[k]));
         if (node < 0) break;
         ++k;
-        const int32_t id = trie_.Value(node);
-        if (id < 0) continue;
-        const TokenType t = v.types[id];
-        if (t == TokenType::kUnused) continue;
+        const NodePiece& piece = node_[static_cast<size_t>(node)];
+        if (piece.id < 0) continue;
+        const int32_t id = piece.id;
         const size_t length = k - s;
-        const double score = t == TokenType::kUserDefined
-                                 ? static_cast<double>(static_cast<float>(length) * max_score_) - 0.1
-                                 : static_cast<double>(v.scores[id]);
-        const double cand = score + static_cast<double>(till);
+        const double cand = piece.score + static_cast<double>(till);
         Best& target = best[k];
         if (target.start == -1 || cand > static_cast<double>(target.score)) {
           target.score = static_cast<float>(cand);
@@ -172,6 +178,14 @@ class UnigramTokenizer final : public VocabTokenizer {
   float unk_score_ = 0.0f;
   std::array<int32_t, 256> byte_token_;
   PieceTrie trie_;
+  // Per trie node: the NORMAL / USER_DEFINED piece ending there (id -1:
+  // none, or UNUSED) and its score: the model's, or for USER_DEFINED
+  // len * max_score - 0.1 (sentencepiece's).
+  struct NodePiece {
+    int32_t id = -1;
+    double score = 0.0;
+  };
+  std::vector<NodePiece> node_;
 };
 
 }  // namespace

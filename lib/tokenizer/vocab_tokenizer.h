@@ -92,8 +92,10 @@ class SplitMatcher {
     Vocab::SplitRules rules;
   };
   std::vector<Entry> entries_;
-  // Entry indices by the pattern's first byte, longest pattern first.
+  // Entry indices by the pattern's first byte, longest pattern first, and
+  // whether any pattern starts with the byte (one load per input byte).
   std::array<std::vector<uint32_t>, 256> by_first_byte_;
+  std::array<bool, 256> starts_ = {};
 };
 
 class VocabTokenizer : public Tokenizer {
