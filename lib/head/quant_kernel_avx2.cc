@@ -419,13 +419,7 @@ struct FusedQ3_K : SubBlockScales, UnsignedCodes {
   static inline void Scales(const uint8_t* sb, SuperScales* sc, float* mw) {
     const auto* x = reinterpret_cast<const quant::BlockQ3_K*>(sb);
     uint32_t aux[4];
-    std::memcpy(aux, x->scales, 12);
-    const uint32_t kmask1 = 0x03030303u, kmask2 = 0x0F0F0F0Fu;
-    const uint32_t tmp = aux[2];
-    aux[2] = ((aux[0] >> 4) & kmask2) | (((tmp >> 4) & kmask1) << 4);
-    aux[3] = ((aux[1] >> 4) & kmask2) | (((tmp >> 6) & kmask1) << 4);
-    aux[0] = (aux[0] & kmask2) | (((tmp >> 0) & kmask1) << 4);
-    aux[1] = (aux[1] & kmask2) | (((tmp >> 2) & kmask1) << 4);
+    Q3KScales(x->scales, aux);
     const __m128i s6 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(aux));
     FromBytes(_mm_sub_epi8(s6, _mm_set1_epi8(32)), _cvtsh_ss(x->d), sc);
     StoreTimes(*sc, -4.0f, mw);

@@ -179,6 +179,18 @@ inline void UnpackQ2_K(const uint8_t* row, int64_t nb, uint8_t* u, float* dw, fl
   }
 }
 
+// Q3_K's 12 scale bytes -> 16 six-bit scales (biased by 32), one per byte
+// of aux (ggml's kmask1 / kmask2 shuffle).
+inline void Q3KScales(const uint8_t* scales12, uint32_t aux[4]) {
+  std::memcpy(aux, scales12, 12);
+  const uint32_t kmask1 = 0x03030303u, kmask2 = 0x0F0F0F0Fu;
+  const uint32_t tmp = aux[2];
+  aux[2] = ((aux[0] >> 4) & kmask2) | (((tmp >> 4) & kmask1) << 4);
+  aux[3] = ((aux[1] >> 4) & kmask2) | (((tmp >> 6) & kmask1) << 4);
+  aux[0] = (aux[0] & kmask2) | (((tmp >> 0) & kmask1) << 4);
+  aux[1] = (aux[1] & kmask2) | (((tmp >> 2) & kmask1) << 4);
+}
+
 // Q3_K: 6-bit scales unpacked as ggml's kmask1/kmask2 shuffle; the high bit
 // of value (half h, shift s, l) is bit (4 h + s) of hmask[l].
 inline void UnpackQ3_K(const uint8_t* row, int64_t nb, uint8_t* u, float* dw, float* mw) {
@@ -186,13 +198,7 @@ inline void UnpackQ3_K(const uint8_t* row, int64_t nb, uint8_t* u, float* dw, fl
   for (int64_t b = 0; b < nb; ++b) {
     const float d = H2F(x[b].d);
     uint32_t aux[4];
-    std::memcpy(aux, x[b].scales, 12);
-    const uint32_t kmask1 = 0x03030303u, kmask2 = 0x0F0F0F0Fu;
-    const uint32_t tmp = aux[2];
-    aux[2] = ((aux[0] >> 4) & kmask2) | (((tmp >> 4) & kmask1) << 4);
-    aux[3] = ((aux[1] >> 4) & kmask2) | (((tmp >> 6) & kmask1) << 4);
-    aux[0] = (aux[0] & kmask2) | (((tmp >> 0) & kmask1) << 4);
-    aux[1] = (aux[1] & kmask2) | (((tmp >> 2) & kmask1) << 4);
+    Q3KScales(x[b].scales, aux);
     int8_t scales[16];
     std::memcpy(scales, aux, 16);
     float* sdw = dw + 16 * b;
