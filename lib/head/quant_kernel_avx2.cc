@@ -334,7 +334,9 @@ struct KScaleMin : ChunkScales, UnsignedCodes {
     s[1] = (s[2] & kmask2) | (((s[0] >> 6) & kmask3) << 4);
     s[2] = m_lo;
     s[0] &= kmask1;
-    const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s));
+    // From registers (a 16-byte load of 4-byte stores fails store forwarding).
+    const __m128i b = _mm_setr_epi32(static_cast<int>(s[0]), static_cast<int>(s[1]),
+                                     static_cast<int>(s[2]), static_cast<int>(s[3]));
     const __m256 scales = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(b));
     const __m256 mins = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(b, 8)));
     sc->v[0] = _mm256_mul_ps(scales, _mm256_set1_ps(_cvtsh_ss(x->d)));
@@ -420,7 +422,10 @@ struct FusedQ3_K : SubBlockScales, UnsignedCodes {
     const auto* x = reinterpret_cast<const quant::BlockQ3_K*>(sb);
     uint32_t aux[4];
     Q3KScales(x->scales, aux);
-    const __m128i s6 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(aux));
+    // From registers: a 16-byte load of the four 4-byte stores would wait
+    // for store forwarding, which fails for that shape.
+    const __m128i s6 = _mm_setr_epi32(static_cast<int>(aux[0]), static_cast<int>(aux[1]),
+                                      static_cast<int>(aux[2]), static_cast<int>(aux[3]));
     FromBytes(_mm_sub_epi8(s6, _mm_set1_epi8(32)), _cvtsh_ss(x->d), sc);
     StoreTimes(*sc, -4.0f, mw);
   }
@@ -600,6 +605,22 @@ bool Avx2FusedCovers(quant::GgmlType type, int64_t d) {
 void KernelAvx2(const QuantTypeInfo& type, const uint8_t* acts, int64_t rows, const uint8_t* w,
                 int64_t d, int64_t v0, int64_t v1, float* out, int64_t ldo, uint8_t* scratch,
                 int64_t few_rows_max) {
+  // More rows than the fused kernel takes in one pass: when it beat the
+  // unpacking kernel at its widest (few_rows_max = kFewRowsLimit), the rows
+  // run through it in groups of kFewRowsLimit over this task's vocabulary
+  // rows [v0, v1) (about 1 MiB of weights: re-read from L2 per group). The
+  // unpacking kernel's time per input row falls little with M on this path
+  // (its widened vpmaddwd products dominate the unpack): head_bench on an
+  // AVX2 EPYC, Q8_0 128256 x 4096: unpacking 13.9 ms per row at N = 64 and
+  // 256, fused 8.7 ms per row at N = 8 (docs/performance.md).
+  if (rows > kFewRowsLimit && few_rows_max == kFewRowsLimit && Avx2FusedCovers(type.type, d)) {
+    const int64_t act_bytes = QuantActRowBytes(d);
+    for (int64_t m = 0; m < rows; m += kFewRowsLimit) {
+      KernelAvx2(type, acts + m * act_bytes, Min64(kFewRowsLimit, rows - m), w, d, v0, v1,
+                 out + m * ldo, ldo, scratch, few_rows_max);
+    }
+    return;
+  }
   if (rows < 1 || rows > few_rows_max || rows > kFewRowsLimit || !Avx2FusedCovers(type.type, d)) {
     RunKernel<Avx2>(type, acts, rows, w, d, v0, v1, out, ldo, scratch);
     return;

@@ -365,6 +365,30 @@ TEST(LmHeadQuant, FewRowsCrossoverIsMeasuredOrSetAndObeyed) {
       EXPECT_EQ(0, std::memcmp(three.data(), want.data(), three.size() * sizeof(float))) << "M = " << m;
     }
   }
+  // Above kFewRowsLimit rows with few_rows_max = kFewRowsLimit, the avx2
+  // path runs the fused kernel in groups of 8 rows (the same bits as each
+  // group alone); with few_rows_max = 0 its unpacking kernel: the two agree
+  // to float rounding. Every type, at a hidden size both kernels take.
+  if (QuantKernelIsaSupported(QuantKernelIsa::kAvx2)) {
+    ScopedKernelEnv env("avx2");
+    for (GgmlType type : kAllTypes) {
+      SCOPED_TRACE(FindQuantTypeInfo(type)->name);
+      const std::vector<uint8_t> wt = RandomBlocks(*FindQuantTypeInfo(type), vocab, hidden, 11);
+      const std::vector<float> x13 = testing::RandomNormal(static_cast<size_t>(13 * hidden), 4);
+      const std::vector<float> grouped = RunHead(wt.data(), type, vocab, hidden, x13, 13, 8);
+      const std::vector<float> unpacked = RunHead(wt.data(), type, vocab, hidden, x13, 13, 0);
+      const std::vector<float> first8 = RunHead(wt.data(), type, vocab, hidden, x13, 8, 8);
+      const std::vector<float> last5(x13.begin() + 8 * hidden, x13.end());
+      const std::vector<float> tail = RunHead(wt.data(), type, vocab, hidden, last5, 5, 8);
+      EXPECT_EQ(0, std::memcmp(grouped.data(), first8.data(), first8.size() * sizeof(float)));
+      EXPECT_EQ(0, std::memcmp(grouped.data() + 8 * vocab, tail.data(), tail.size() * sizeof(float)));
+      for (int64_t m = 0; m < 13; ++m) {
+        std::vector<double> ref(unpacked.begin() + m * vocab, unpacked.begin() + (m + 1) * vocab);
+        std::vector<float> got(grouped.begin() + m * vocab, grouped.begin() + (m + 1) * vocab);
+        ASSERT_LE(RelativeError(got, ref), 1e-5) << "row " << m;
+      }
+    }
+  }
   o.quant_few_rows_max = 9;
   absl::StatusOr<std::unique_ptr<LmHead>> bad = LmHead::Create(o);
   ASSERT_FALSE(bad.ok());
