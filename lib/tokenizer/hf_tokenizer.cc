@@ -754,7 +754,9 @@ void ByteLevelMap(PreState* st) {
   }
   PreState next;
   next.offsets = st->offsets;
-  next.s.resize(total);
+  // One byte of slack: both bytes of a character are written whatever its
+  // length (no branch on it); the next one overwrites the second.
+  next.s.resize(total + 1);
   next.pieces.reserve(st->pieces.size());
   char* out = next.s.data();
   uint32_t at = 0;
@@ -764,12 +766,14 @@ void ByteLevelMap(PreState* st) {
       for (uint32_t k = p.begin; k < p.end; ++k) {
         const auto b = static_cast<unsigned char>(s[k]);
         out[at] = bc.utf8[b][0];
-        if (bc.len[b] == 2) out[at + 1] = bc.utf8[b][1];
+        out[at + 1] = bc.utf8[b][1];
         at += bc.len[b];
       }
       if (at > begin) next.pieces.push_back({begin, at});
     }
+    next.s.resize(total);
   } else {
+    next.s.resize(total);
     next.ob.resize(total);
     next.oe.resize(total);
     uint32_t* ob = next.ob.data();
