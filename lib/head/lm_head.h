@@ -147,7 +147,9 @@ class LmHead {
   // first rows (up to 1 MiB of weights, fixed pseudo-random hidden rows, one
   // thread, best of 3), M = 8, 7, ... 1 until the few-row kernel is faster;
   // few_rows_max = that M (0 if none). Once per process per (path, type,
-  // hidden_size), a few ms; implementation() shows both times.
+  // hidden_size), a few ms; implementation() shows both times. On avx2,
+  // few_rows_max = 8 also sends larger M through the fused kernel, in groups
+  // of 8 (quant_kernel.h, QuantHeadKernel).
   // INVALID_ARGUMENT for quant_few_rows_max or VOCABD_QUANT_FEW_ROWS_MAX
   // outside [-1, 8] / [0, 8].
   static absl::StatusOr<std::unique_ptr<LmHead>> Create(const Options& options);

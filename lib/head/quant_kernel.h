@@ -146,7 +146,10 @@ bool QuantKernelHasCrossover(QuantKernelIsa isa, quant::GgmlType type, int64_t d
 // be supported (QuantKernelIsaSupported) and d a multiple of the block.
 // few_rows_max in [0, kFewRowsLimit]: rows <= few_rows_max run the path's
 // few-row kernel, more rows its other one (QuantKernelHasCrossover; paths
-// with one kernel ignore it). LmHead measures it at Create.
+// with one kernel ignore it), except on avx2 with few_rows_max =
+// kFewRowsLimit, where more rows run the fused kernel in groups of
+// kFewRowsLimit (quant_kernel_avx2.cc, KernelAvx2). LmHead measures it at
+// Create.
 void QuantHeadKernel(QuantKernelIsa isa, const QuantTypeInfo& type, const uint8_t* acts,
                      int64_t rows, const uint8_t* w, int64_t d, int64_t v0, int64_t v1,
                      float* out, int64_t ldo, uint8_t* scratch, int64_t few_rows_max);
