@@ -823,7 +823,9 @@ int FixedScript(uint32_t c) {
   return static_cast<int>(s);
 }
 
-void ApplyPre(const PreOp& op, int64_t base, PreState* st) {
+// map_bytes = false: ByteLevel splits but leaves its mapping to the model
+// (HfModel::TokenizeByteLevel).
+void ApplyPre(const PreOp& op, int64_t base, PreState* st, bool map_bytes = true) {
   const std::string& s = st->s;
   std::vector<SplitSpan> out, matches;
   std::vector<Seg> segs, scratch;
@@ -857,7 +859,7 @@ void ApplyPre(const PreOp& op, int64_t base, PreState* st) {
         if (op.use_regex) {
           split_each([&](SplitSpan p, std::vector<Seg>* o) { RegexSegs(*op.re, st->s, p, o, &matches, &st->error); }, Behavior::kIsolated, false);
         }
-        ByteLevelMap(st);
+        if (map_bytes) ByteLevelMap(st);
       } else {
         split_each([&](SplitSpan p, std::vector<Seg>* o) { RegexSegs(*op.re, s, p, o, &matches, &st->error); }, Behavior::kRemoved, true);
       }
@@ -1028,10 +1030,41 @@ struct MTok {
   uint32_t b, e;  // bytes of the word
 };
 
+// A byte-level word: each byte of `raw` as its GPT-2 character (ByteLevel's
+// mapping) in *mapped, and for each byte of *mapped plus its end the byte
+// of `raw` it came from, in *raw_at (mapped.size() + 1 entries).
+void MapByteLevelWord(std::string_view raw, std::string* mapped, std::vector<uint32_t>* raw_at) {
+  const ByteChars& bc = Gpt2Bytes();
+  mapped->clear();
+  raw_at->clear();
+  for (size_t k = 0; k < raw.size(); ++k) {
+    const auto b = static_cast<unsigned char>(raw[k]);
+    mapped->append(bc.utf8[b], bc.len[b]);
+    raw_at->insert(raw_at->end(), bc.len[b], static_cast<uint32_t>(k));
+  }
+  raw_at->push_back(static_cast<uint32_t>(raw.size()));
+}
+
 class HfModel {
  public:
   virtual ~HfModel() = default;
+  // word: a pre-tokenized piece; appends its tokens with word-relative
+  // byte offsets.
   virtual absl::Status Tokenize(std::string_view word, std::vector<MTok>* out) const = 0;
+  // The tokens of ByteLevel's mapping of `raw` (Tokenize of the word in
+  // GPT-2's alphabet), with offsets in bytes of `raw`: every token is whole
+  // GPT-2 characters, so its ends fall on bytes of raw. Used when ByteLevel
+  // is the last pre-tokenizer and no offsets are kept, so the mapped text
+  // is never built for words the model has seen.
+  virtual absl::Status TokenizeByteLevel(std::string_view raw, std::vector<MTok>* out) const {
+    thread_local std::string mapped;
+    thread_local std::vector<uint32_t> raw_at;
+    MapByteLevelWord(raw, &mapped, &raw_at);
+    const size_t first = out->size();
+    absl::Status s = Tokenize(mapped, out);
+    for (size_t i = first; i < out->size(); ++i) (*out)[i].b = raw_at[(*out)[i].b], (*out)[i].e = raw_at[(*out)[i].e];
+    return s;
+  }
 };
 
 std::string BytePiece(unsigned char b) {
@@ -1078,6 +1111,25 @@ class BpeModel final : public HfModel {
     absl::Status s = TokenizeWord(word, out);
     if (s.ok() && cache_.Cacheable(word)) {
       cache_.Insert(word, CachedToks(out->begin() + static_cast<ptrdiff_t>(first), out->end()));
+    }
+    return s;
+  }
+
+  // As HfModel's, with a cache of its own keyed by the raw bytes.
+  absl::Status TokenizeByteLevel(std::string_view raw, std::vector<MTok>* out) const override {
+    if (raw.empty()) return absl::OkStatus();
+    if (raw_cache_.Find(raw, [out](const CachedToks& t) { out->insert(out->end(), t.begin(), t.end()); })) {
+      return absl::OkStatus();
+    }
+    thread_local std::string mapped;
+    thread_local std::vector<uint32_t> raw_at;
+    MapByteLevelWord(raw, &mapped, &raw_at);
+    const size_t first = out->size();
+    absl::Status s = TokenizeWord(mapped, out);
+    if (!s.ok()) return s;
+    for (size_t i = first; i < out->size(); ++i) (*out)[i].b = raw_at[(*out)[i].b], (*out)[i].e = raw_at[(*out)[i].e];
+    if (raw_cache_.Cacheable(raw)) {
+      raw_cache_.Insert(raw, CachedToks(out->begin() + static_cast<ptrdiff_t>(first), out->end()));
     }
     return s;
   }
@@ -1237,6 +1289,8 @@ class BpeModel final : public HfModel {
   // words of up to 128 input bytes, as the GGUF BPE tokenizer does.
   using CachedToks = absl::InlinedVector<MTok, 2>;
   mutable WordCache<CachedToks> cache_{2 * WordCache<CachedToks>::kDefaultMaxWordBytes};
+  // TokenizeByteLevel's: words of up to 128 raw bytes.
+  mutable WordCache<CachedToks> raw_cache_;
 };
 
 class WordPieceModel final : public HfModel {
@@ -1728,10 +1782,20 @@ bool KeepSpans(const Pipeline& p, bool want_offsets) {
   return false;
 }
 
-// Runs the pre-tokenizers over st's pieces.
+// Whether an encode leaves the last pre-tokenizer's ByteLevel mapping to
+// the model (HfModel::TokenizeByteLevel): when no offsets are kept, which
+// would have to follow the mapped bytes.
+bool DeferByteLevel(const Pipeline& p, const PreState& st) {
+  return !st.offsets && !p.pre.empty() && p.pre.back().kind == PreOp::kByteLevel;
+}
+
+// Runs the pre-tokenizers over st's pieces (the last one's ByteLevel
+// mapping left out when DeferByteLevel).
 absl::Status PreTokenize(const Pipeline& p, int64_t base, PreState* st) {
-  for (const PreOp& op : p.pre) {
-    ApplyPre(op, base, st);
+  const bool defer = DeferByteLevel(p, *st);
+  for (size_t i = 0; i < p.pre.size(); ++i) {
+    const PreOp& op = p.pre[i];
+    ApplyPre(op, base, st, !(defer && i + 1 == p.pre.size()));
     if (!st->error.ok()) return st->error;
   }
   return absl::OkStatus();
@@ -1818,11 +1882,13 @@ class HfTokenizer final : public VocabTokenizer {
   // piece.
   absl::Status EncodeNormalized(int64_t base, PreState* st, std::vector<int32_t>* ids,
                                 std::vector<std::pair<int64_t, int64_t>>* offsets) const {
+    const bool raw_bytes = DeferByteLevel(p_, *st);
     if (absl::Status s = PreTokenize(p_, base, st); !s.ok()) return s;
     std::vector<MTok> toks;
     for (const SplitSpan& w : st->pieces) {
       toks.clear();
-      if (absl::Status s = p_.model->Tokenize(std::string_view(st->s).substr(w.begin, w.end - w.begin), &toks); !s.ok()) {
+      const std::string_view word = std::string_view(st->s).substr(w.begin, w.end - w.begin);
+      if (absl::Status s = raw_bytes ? p_.model->TokenizeByteLevel(word, &toks) : p_.model->Tokenize(word, &toks); !s.ok()) {
         return absl::FailedPreconditionError(absl::StrCat(vocab().source, ": ", s.message()));
       }
       for (const MTok& t : toks) {

@@ -747,6 +747,31 @@ void ExpectEncoding(const Tokenizer& t, const std::string& text, const std::vect
   EXPECT_EQ(*only_ids, ids) << text;
 }
 
+// Without offsets, ByteLevel's mapping is left to the model
+// (HfModel::TokenizeByteLevel; BPE caches words by their raw bytes): ids
+// equal Encode's on the first, second (cached) and third (from the cache)
+// encode, for BPE and for a model without a cache of its own (WordPiece).
+// "\u0120" is the space's GPT-2 character, "\u010A" the newline's, and é
+// (C3 A9) is "\u00C3\u00A9".
+TEST(HfTokenizerTest, ByteLevelWordsGiveTheSameIdsWithoutOffsets) {
+  const std::string text = "hi hi \xC3\xA9\n hi\xC3\xA9";
+  const Offsets offsets = {{0, 2}, {2, 5}, {5, 6}, {6, 8}, {8, 9}, {9, 12}, {12, 14}};
+  for (const char* model : {
+           R"({"type": "BPE", "vocab": {"h": 0, "i": 1, "\u0120": 2, "\u00C3": 3, "\u00A9": 4, "hi": 5,
+               "\u0120hi": 6, "\u00C3\u00A9": 7, "\u010A": 8}, "merges": ["h i", "\u0120 hi", "\u00C3 \u00A9"]})",
+           R"({"type": "WordPiece", "vocab": {"hi": 0, "\u0120hi": 1, "\u0120\u00C3\u00A9": 2, "\u010A": 3,
+               "[UNK]": 4, "##\u00C3\u00A9": 5}, "unk_token": "[UNK]"})"}) {
+    json j = {{"model", json::parse(model)},
+              {"pre_tokenizer", {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", true}}}};
+    auto t = LoadTokenizer(WriteJson("byte_level_raw", j));
+    ASSERT_TRUE(t.ok()) << t.status();
+    const bool bpe = j["model"]["type"] == "BPE";
+    const std::vector<int32_t> ids = bpe ? std::vector<int32_t>{5, 6, 2, 7, 8, 6, 7} : std::vector<int32_t>{0, 1, 2, 3, 1, 5};
+    const Offsets offs = bpe ? offsets : Offsets{{0, 2}, {2, 5}, {5, 8}, {8, 9}, {9, 12}, {12, 14}};
+    for (int pass = 0; pass < 3; ++pass) ExpectEncoding(**t, text, ids, offs);
+  }
+}
+
 // Added tokens' rules as tokenizers' AddedVocabulary applies them: matches
 // found leftmost-longest; single_word drops a match touching a word
 // character (\w); lstrip / rstrip widen the token's span over the White_Space
