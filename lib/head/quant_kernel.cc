@@ -137,7 +137,8 @@ void QuantHeadKernel(QuantKernelIsa isa, const QuantTypeInfo& type, const uint8_
 bool QuantKernelHasCrossover(QuantKernelIsa isa, quant::GgmlType type, int64_t d) {
   switch (isa) {
     case QuantKernelIsa::kAvx512Vnni: return true;
-    case QuantKernelIsa::kAvx2: return quant_kernel_internal::Avx2FusedCovers(type, d);
+    case QuantKernelIsa::kAvx2:
+    case QuantKernelIsa::kAvxVnni: return quant_kernel_internal::Avx2FusedCovers(type, d);
     default: return false;
   }
 }

@@ -135,8 +135,9 @@ inline constexpr int64_t kFewRowsLimit = 8;
 
 // True when `isa` has two kernels for (type, d) whose crossover
 // few_rows_max chooses: avx512vnni (the few-row kernel, fused where it
-// covers the type, vs the many-row one) and avx2 where its fused kernel
-// covers the type (fused vs unpacking). Scalar and avxvnni have one.
+// covers the type, vs the many-row one), and avx2 and avxvnni where the
+// avx2 fused kernel covers the type (fused vs the path's unpacking
+// kernel). Scalar has one.
 bool QuantKernelHasCrossover(QuantKernelIsa isa, quant::GgmlType type, int64_t d);
 
 // out[m * ldo + v] for m in [0, rows), v in [v0, v1): logits of the
@@ -149,7 +150,9 @@ bool QuantKernelHasCrossover(QuantKernelIsa isa, quant::GgmlType type, int64_t d
 // with one kernel ignore it), except on avx2 with few_rows_max =
 // kFewRowsLimit, where more rows run the fused kernel in groups of
 // kFewRowsLimit (quant_kernel_avx2.cc, KernelAvx2). LmHead measures it at
-// Create.
+// Create. The few-row kernel: avx512vnni's fused one for Q8_0, Q4_K and
+// Q6_K; for the other types, and on the avxvnni path, the avx2 path's
+// fused kernel (each where Avx2FusedCovers; else the unpacking kernel).
 void QuantHeadKernel(QuantKernelIsa isa, const QuantTypeInfo& type, const uint8_t* acts,
                      int64_t rows, const uint8_t* w, int64_t d, int64_t v0, int64_t v1,
                      float* out, int64_t ldo, uint8_t* scratch, int64_t few_rows_max);

@@ -630,7 +630,13 @@ void KernelAvx512Vnni(const QuantTypeInfo& type, const uint8_t* acts, int64_t ro
                       int64_t ldo, uint8_t* scratch, int64_t few_rows_max) {
   if (rows > few_rows_max || rows > kFewRowsLimit) {
     RunGemm(type, acts, rows, w, d, v0, v1, out, ldo, scratch);
-  } else if (!RunFused(type, acts, rows, w, d, v0, v1, out, ldo, scratch)) {
+  } else if (RunFused(type, acts, rows, w, d, v0, v1, out, ldo, scratch)) {
+  } else if (Avx2FusedCovers(type.type, d)) {
+    // The types this path has no fused kernel for (all but Q8_0, Q4_K,
+    // Q6_K): the avx2 path's fused kernel (no unpack pass), still measured
+    // against RunGemm at Create.
+    KernelAvx2(type, acts, rows, w, d, v0, v1, out, ldo, scratch, few_rows_max);
+  } else {
     RunKernel<Avx512Vnni>(type, acts, rows, w, d, v0, v1, out, ldo, scratch);
   }
 }

@@ -71,7 +71,14 @@ struct AvxVnni {
 namespace quant_kernel_internal {
 void KernelAvxVnni(const QuantTypeInfo& type, const uint8_t* acts, int64_t rows, const uint8_t* w,
                    int64_t d, int64_t v0, int64_t v1, float* out, int64_t ldo, uint8_t* scratch,
-                   int64_t /*few_rows_max: one kernel*/) {
+                   int64_t few_rows_max) {
+  // Up to few_rows_max rows (measured at LmHead::Create): the avx2 path's
+  // fused kernel where it covers the type and d (no unpack pass; AVX-VNNI
+  // CPUs have AVX2); otherwise this path's unpacking kernel.
+  if (rows >= 1 && rows <= few_rows_max && rows <= kFewRowsLimit && Avx2FusedCovers(type.type, d)) {
+    KernelAvx2(type, acts, rows, w, d, v0, v1, out, ldo, scratch, few_rows_max);
+    return;
+  }
   RunKernel<AvxVnni>(type, acts, rows, w, d, v0, v1, out, ldo, scratch);
 }
 }  // namespace quant_kernel_internal
