@@ -41,6 +41,7 @@ std::vector<DetokenizeItem> DetokenizeItems(const v1::DetokenizeRequest& request
     const v1::DetokenizeSequence& s = request.sequences(b);
     items[b].ids.assign(s.ids().begin(), s.ids().end());
     items[b].previous_ids.assign(s.previous_ids().begin(), s.previous_ids().end());
+    items[b].end_of_stream = s.end_of_stream();
   }
   return items;
 }

@@ -25,6 +25,7 @@ struct DetokenizeOptions {
   std::vector<std::string> ids;  // one comma-separated sequence each
   bool skip_special = false;
   std::string previous;          // incremental mode
+  bool end_of_stream = false;    // incremental mode, last step
 };
 
 struct VocabOptions {
@@ -89,11 +90,13 @@ absl::StatusOr<int> RunDetokenize(VocabdClient& client, const GlobalOptions& g,
     ASSIGN_OR_RETURN(previous, ParseIdList(o.previous));
     request.set_incremental(true);
   }
+  if (o.end_of_stream) request.set_incremental(true);
   for (const std::string& list : o.ids) {
     ASSIGN_OR_RETURN(std::vector<int64_t> ids, ParseIdList(list));
     v1::DetokenizeSequence* s = request.add_sequences();
     s->mutable_ids()->Assign(ids.begin(), ids.end());
     s->mutable_previous_ids()->Assign(previous.begin(), previous.end());
+    s->set_end_of_stream(o.end_of_stream);
   }
   ASSIGN_OR_RETURN(v1::DetokenizeResponse response, client.Detokenize(request));
   if (g.json) {
@@ -170,6 +173,9 @@ void RegisterDetokenizeCommand(CLI::App& app, CommandContext& context) {
                   "incremental mode: the ids generated before; prints only the text the new "
                   "ids complete")
       ->check(IdListValidator());
+  cmd->add_flag("--end-of-stream", o->end_of_stream,
+                "incremental mode, the stream's last call: also print the text held back "
+                "(an incomplete character as U+FFFD)");
 }
 
 void RegisterVocabCommand(CLI::App& app, CommandContext& context) {

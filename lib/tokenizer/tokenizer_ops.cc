@@ -100,6 +100,11 @@ absl::StatusOr<std::vector<IncrementalText>> DetokenizeSequences(
             "sequences[", b, "].previous_ids has ", previous.size(),
             " ids but incremental is false (previous_ids is for incremental mode)"));
       }
+      if (item.end_of_stream) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "sequences[", b, "].end_of_stream is true but incremental is false (end_of_stream is "
+            "for incremental mode)"));
+      }
       absl::StatusOr<std::string> text = tokenizer.Decode(ids, skip_special_tokens);
       if (!text.ok()) return Prefixed(text.status(), prefix);
       out[b].text = ReplaceInvalidUtf8(*text);
@@ -109,6 +114,13 @@ absl::StatusOr<std::vector<IncrementalText>> DetokenizeSequences(
         DecodeIncremental(tokenizer, previous, ids, skip_special_tokens);
     if (!text.ok()) return Prefixed(text.status(), prefix);
     out[b] = *std::move(text);
+    if (item.end_of_stream) {
+      previous.insert(previous.end(), ids.begin(), ids.end());
+      absl::StatusOr<std::string> tail = FlushIncremental(tokenizer, previous, skip_special_tokens);
+      if (!tail.ok()) return Prefixed(tail.status(), prefix);
+      out[b].text += *tail;
+      out[b].held_back_bytes = 0;
+    }
   }
   return out;
 }

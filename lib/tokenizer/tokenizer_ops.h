@@ -43,12 +43,15 @@ absl::StatusOr<std::vector<Encoding>> TokenizeTexts(const Tokenizer& tokenizer,
 struct DetokenizeItem {
   std::vector<int64_t> ids;
   std::vector<int64_t> previous_ids;  // incremental mode only
+  bool end_of_stream = false;         // incremental mode only
 };
 
 // Non-incremental: text = ReplaceInvalidUtf8(Decode(ids)), held back 0.
-// Incremental: DecodeIncremental(previous_ids, ids). INVALID_ARGUMENT
-// `sequences[b].ids[j] = v is outside [0, vocab_size)` (or
-// `.previous_ids[j]`, which non-incremental mode refuses when non-empty).
+// Incremental: DecodeIncremental(previous_ids, ids); with end_of_stream,
+// its text followed by FlushIncremental(previous_ids + ids) and held back
+// 0. INVALID_ARGUMENT `sequences[b].ids[j] = v is outside [0, vocab_size)`
+// (or `.previous_ids[j]`), and in non-incremental mode for a non-empty
+// previous_ids or end_of_stream.
 absl::StatusOr<std::vector<IncrementalText>> DetokenizeSequences(
     const Tokenizer& tokenizer, const std::vector<DetokenizeItem>& sequences,
     bool skip_special_tokens, bool incremental);

@@ -74,6 +74,12 @@ TEST_F(VocabctlTokenizeTest, DetokenizeAndIncremental) {
   std::tie(code, out) = Vocabctl("--json detokenize --previous 403,243,162,147 180");
   j = nlohmann::json::parse(out);
   EXPECT_EQ(j["results"][0]["text"], "\xF0\x9F\x90\xB1");
+  // The stream ends after 162, 147: the 3 held-back bytes are one U+FFFD.
+  std::tie(code, out) = Vocabctl("--json detokenize --end-of-stream --previous 403,243 162,147");
+  ASSERT_EQ(code, 0) << out;
+  j = nlohmann::json::parse(out);
+  EXPECT_EQ(j["results"][0]["text"], "\xEF\xBF\xBD");
+  EXPECT_EQ(j["results"][0]["held_back_bytes"], 0);
   std::tie(code, out) = Vocabctl("detokenize 1,512");
   EXPECT_EQ(code, 1);
   EXPECT_THAT(out, HasSubstr("INVALID_ARGUMENT: sequences[0].ids[1] = 512 is outside [0, 512)"));

@@ -163,6 +163,13 @@ def test_incremental_decoder_chunks_and_prompt(client):
     dec = client.incremental_decoder()
     assert dec.push(GOLDEN["cut"]["ids"]) == "\U0001F600 "
     assert dec.held_back_bytes == 1
+    # End of stream: the held-back byte comes out as U+FFFD; the stream
+    # then equals detokenize of all its ids.
+    whole = client.detokenize(GOLDEN["cut"]["ids"])
+    assert "\U0001F600 " + dec.finish() == whole and dec.held_back_bytes == 0
+    assert client.incremental_decoder().finish(GOLDEN["cut"]["ids"]) == whole
+    r = client.detokenize_incremental([], GOLDEN["cut"]["ids"], end_of_stream=True)
+    assert r == IncrementalText(whole, 0)
 
 
 @pytest.mark.parametrize("model", MODELS)

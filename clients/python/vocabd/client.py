@@ -302,9 +302,11 @@ class IncrementalDecoder:
 
     push(new_ids) returns only the text the new ids complete (never part of
     a UTF-8 character: a character split over byte tokens comes out with
-    the id that completes it); the concatenated pushes equal
-    detokenize(ids). ids: every id pushed so far; held_back_bytes: bytes of
-    an incomplete character waiting at the end (0..3).
+    the id that completes it); finish(new_ids=()) ends the stream: it also
+    returns what is held back, an incomplete character as U+FFFD, so the
+    concatenated pushes and finish equal detokenize(ids). ids: every id
+    pushed so far; held_back_bytes: bytes of an incomplete character
+    waiting at the end (0..3).
     """
 
     def __init__(self, client, previous_ids=(), *, skip_special_tokens=False, model=None):
@@ -315,9 +317,16 @@ class IncrementalDecoder:
         self.held_back_bytes = 0
 
     def push(self, new_ids) -> str:
+        return self._step(new_ids, False)
+
+    def finish(self, new_ids=()) -> str:
+        return self._step(new_ids, True)
+
+    def _step(self, new_ids, end_of_stream) -> str:
         new = _ids(new_ids, "new_ids")
         r = self._client.detokenize_incremental(self.ids, new, model=self._model,
-                                                skip_special_tokens=self._skip)
+                                                skip_special_tokens=self._skip,
+                                                end_of_stream=end_of_stream)
         self.ids.extend(new)
         self.held_back_bytes = r.held_back_bytes
         return r.text
@@ -628,20 +637,23 @@ class VocabdClient:
         return texts[0] if single else texts
 
     def detokenize_incremental(self, previous_ids, new_ids, *, skip_special_tokens=False,
-                               model=None, request_id="") -> IncrementalText:
+                               model=None, request_id="", end_of_stream=False) -> IncrementalText:
         """Detokenize's incremental mode: the text new_ids complete beyond
         decode(previous_ids) (previous_ids: every id before new_ids, may be
         empty). A trailing incomplete UTF-8 character is held back
         (held_back_bytes) until later ids complete it, so concatenating the
         texts of a generation loop gives the decoded text, never a broken
-        character. IncrementalDecoder (incremental_decoder()) keeps
-        previous_ids for you."""
+        character. end_of_stream=True (the stream's last call) also returns
+        what is held back, an incomplete character as U+FFFD
+        (held_back_bytes 0). IncrementalDecoder (incremental_decoder())
+        keeps previous_ids for you."""
         req = tokenizer_pb2.DetokenizeRequest(model=self._name(model), request_id=request_id,
                                               skip_special_tokens=skip_special_tokens,
                                               incremental=True)
         seq = req.sequences.add()
         seq.previous_ids.extend(_ids(previous_ids, "previous_ids"))
         seq.ids.extend(_ids(new_ids, "new_ids"))
+        seq.end_of_stream = end_of_stream
         r = self._call(self._tokenizer.Detokenize, req).results[0]
         return IncrementalText(text=r.text, held_back_bytes=r.held_back_bytes)
 

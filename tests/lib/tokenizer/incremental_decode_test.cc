@@ -222,6 +222,24 @@ TEST(TokenizerOpsTest, DetokenizeChecksAndReplaces) {
   ASSERT_TRUE(r.ok());
   EXPECT_EQ((*r)[0].text, "");
   EXPECT_EQ((*r)[0].held_back_bytes, 2);
+  // End of stream: the held-back bytes come out as U+FFFD, nothing is held
+  // back, and "A" (the step before) + this = the non-incremental text.
+  r = DetokenizeSequences(tok, {{{4}, {1, 3}, true}}, true, true);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ((*r)[0].text, "\xEF\xBF\xBD");
+  EXPECT_EQ((*r)[0].held_back_bytes, 0);
+  // ... with no new ids as well; and nothing to flush adds nothing.
+  r = DetokenizeSequences(tok, {{{}, {1, 3, 4}, true}, {{1}, {}, true}}, true, true);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ((*r)[0].text, "\xEF\xBF\xBD");
+  EXPECT_EQ((*r)[1].text, "A");
+  EXPECT_EQ((*r)[1].held_back_bytes, 0);
+  // Refused outside incremental mode, naming the sequence.
+  r = DetokenizeSequences(tok, {{{1}, {}}, {{1}, {}, true}}, true, false);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(r.status().message()),
+              HasSubstr("sequences[1].end_of_stream is true but incremental is false"));
 }
 
 TEST(TokenizerOpsTest, VocabularyPages) {
