@@ -72,11 +72,14 @@
 // tiles of up to 4 vocabulary rows x 4 input rows (2 on ymm; more rows run
 // as groups over the same unpacked weights, which stay in L1); input rows
 // are taken in blocks of 64 so their quantized codes stay in L2.
-// On avx512vnni, Q8_0, Q4_K and Q6_K with hidden_size a multiple of 256 run
-// a fused form of it (quant_kernel_avx512vnni.cc): the same arithmetic lane
-// for lane (bit-identical logits), but each 64-code chunk of u is made in a
-// register straight from the blocks (Q8_0: codes XOR 0x80; Q4_K: nibbles by
-// vpand / vpsrlw; Q6_K: nibbles | 2-bit fields of qh) and consumed at once,
+// On avx512vnni, every type with hidden_size a multiple of 256 runs a fused
+// form of it (quant_kernel_avx512vnni.cc): the same arithmetic lane for lane
+// (bit-identical logits), but each 64-code chunk of u is made in a register
+// straight from the blocks (Q8_0: codes XOR 0x80; Q4_K / Q5_K: nibbles by
+// vpand / vpsrlw, | qh's bit; Q6_K: nibbles | 2-bit fields of qh; Q2_K /
+// Q3_K: 2-bit fields by vpsrlvw, | hmask's bit; Q4_0 .. IQ4_NL: two blocks'
+// nibbles, Q5's qh as a 64-bit byte mask, IQ4_NL's code book by vpshufb) and
+// consumed at once,
 // with no unpack pass through L1; tiles of 4 vocabulary rows x M <= 4 input
 // rows, 2 x M for M = 5..8, and software prefetch one tile ahead.
 // The many-row kernel (avx512vnni, M > few_rows_max; drawn in
@@ -150,9 +153,8 @@ bool QuantKernelHasCrossover(QuantKernelIsa isa, quant::GgmlType type, int64_t d
 // with one kernel ignore it), except on avx2 with few_rows_max =
 // kFewRowsLimit, where more rows run the fused kernel in groups of
 // kFewRowsLimit (quant_kernel_avx2.cc, KernelAvx2). LmHead measures it at
-// Create. The few-row kernel: avx512vnni's fused one for Q8_0, Q4_K and
-// Q6_K; for the other types, and on the avxvnni path, the avx2 path's
-// fused kernel (each where Avx2FusedCovers; else the unpacking kernel).
+// Create. On the avxvnni path the few-row kernel is the avx2 path's fused
+// one (where Avx2FusedCovers; else the path's unpacking kernel).
 void QuantHeadKernel(QuantKernelIsa isa, const QuantTypeInfo& type, const uint8_t* acts,
                      int64_t rows, const uint8_t* w, int64_t d, int64_t v0, int64_t v1,
                      float* out, int64_t ldo, uint8_t* scratch, int64_t few_rows_max);

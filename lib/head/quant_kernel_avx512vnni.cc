@@ -219,7 +219,8 @@ struct Avx512Vnni {
 };
 
 
-// ---- The fused few-row kernel (Q8_0, Q4_K, Q6_K; M <= few_rows_max): the
+// ---- The fused few-row kernel (every served type, d a multiple of 256;
+// M <= few_rows_max): the
 // same arithmetic as Avx512Vnni::Tile, lane for lane and in the same order
 // (so its logits are bit-identical to the unpacking kernel's), but the
 // canonical codes u of each 64-code chunk are made in a register straight
@@ -296,6 +297,31 @@ struct FusedQ4_K {
   }
 };
 
+// Q5_K, 176 B: [d:f16][dmin:f16][scales:12 B][qh:32 B][qs:128 B], scales
+// and mins as Q4_K; code 32c + l (c = 0..7) = Q4_K's nibble | (bit c of
+// qh[l]) << 4: chunk C = Q4_K's chunk | qh's bits 2C (lower half) and
+// 2C + 1 (upper) moved to bit 4.
+struct FusedQ5_K {
+  static constexpr int64_t kSuperBytes = 176;
+  static inline void Scales(const uint8_t* sb, __m512* dwv, __m512* mwv) {
+    FusedQ4_K::Scales(sb, dwv, mwv);  // d, dmin, scales: the same 16 bytes
+  }
+  template <int C>
+  static inline __m512i Codes(const uint8_t* sb) {
+    const auto* x = reinterpret_cast<const quant::BlockQ5_K*>(sb);
+    const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x->qs + 32 * C));
+    const __m512i qq = _mm512_maskz_broadcast_i64x4(0xFF, q);
+    const __m512i nib = _mm512_and_si512(_mm512_mask_srli_epi16(qq, 0xFFFF0000u, qq, 4), _mm512_set1_epi8(0x0F));
+    const __m512i qh = _mm512_maskz_broadcast_i64x4(
+        0xFF, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x->qh)));
+    const __m512i shift = _mm512_mask_blend_epi16(0xFFFF0000u, _mm512_set1_epi16(2 * C),
+                                                  _mm512_set1_epi16(2 * C + 1));
+    const __m512i hi = _mm512_slli_epi16(
+        _mm512_and_si512(_mm512_srlv_epi16(qh, shift), _mm512_set1_epi8(0x01)), 4);
+    return _mm512_or_si512(nib, hi);
+  }
+};
+
 struct FusedQ6_K {
   static constexpr int64_t kSuperBytes = 210;
   static inline void Scales(const uint8_t* sb, __m512* dwv, __m512* mwv) {
@@ -325,6 +351,142 @@ struct FusedQ6_K {
       const __m512i hi23 = _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(qh01, 4), two), 4);
       return _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), low4), hi23);
     }
+  }
+};
+
+// The 32-code block types Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL: 8 blocks per
+// 256 codes, chunk C = blocks 2C and 2C + 1 (codes j of block 2C in bytes
+// j, of block 2C + 1 in bytes 32 + j):
+//
+//   qs (16 B) of A, A, B, B in the four 128-bit lanes; lanes 1 and 3
+//   shifted right by 4: & 15 gives the nibbles (bytes 0-15 = low nibbles
+//   = codes 0-15, 16-31 = high nibbles = codes 16-31, per block)
+//   Q5_0 / Q5_1: | 0x10 where bit j of qh(A) | qh(B) << 32 is set (a
+//   64-bit byte mask, vpmovm2b-like maskz_mov)
+//   IQ4_NL: vpshufb of kvalues_iq4nl + 128 by the nibble
+//
+// Scales per 16 codes: the block's d twice; offsets mw as UnpackQ4_0 ..
+// UnpackIQ4_NL (quant_kernel_impl.h): kOff * d (Q4_0 -8, Q5_0 -16, IQ4_NL
+// -128) or the block's m (Q4_1, Q5_1).
+template <class Block>
+inline __m512 DupHalves(const uint8_t* sb, size_t off) {
+  auto h = [&](int c) {
+    uint16_t v;
+    std::memcpy(&v, sb + c * sizeof(Block) + off, 2);
+    return static_cast<short>(v);
+  };
+  const __m128i h8 = _mm_setr_epi16(h(0), h(1), h(2), h(3), h(4), h(5), h(6), h(7));
+  const __m512i dup = _mm512_set_epi32(7, 7, 6, 6, 5, 5, 4, 4, 3, 3, 2, 2, 1, 1, 0, 0);
+  return _mm512_maskz_permutexvar_ps(
+      kAll, dup, _mm512_maskz_cvtph_ps(kAll, _mm256_inserti128_si256(_mm256_setzero_si256(), h8, 0)));
+}
+
+template <class Block, int kOff, bool kFifthBit, bool kTable>
+struct FusedLegacy {
+  static constexpr int64_t kSuperBytes = 8 * static_cast<int64_t>(sizeof(Block));
+  static inline void Scales(const uint8_t* sb, __m512* dwv, __m512* mwv) {
+    *dwv = DupHalves<Block>(sb, offsetof(Block, d));
+    if constexpr (kOff != 0) {
+      *mwv = _mm512_mul_ps(*dwv, _mm512_set1_ps(static_cast<float>(kOff)));
+    } else {
+      *mwv = DupHalves<Block>(sb, offsetof(Block, m));
+    }
+  }
+  template <int C>
+  static inline __m512i Codes(const uint8_t* sb) {
+    const auto* x = reinterpret_cast<const Block*>(sb);
+    const Block& a = x[2 * C];
+    const Block& b = x[2 * C + 1];
+    const __m256i qa = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a.qs)));
+    const __m256i qb = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs)));
+    const __m512i q = _mm512_maskz_inserti64x4(0xFF, _mm512_maskz_broadcast_i64x4(0xFF, qa), qb, 1);
+    const __m512i nib = _mm512_and_si512(_mm512_maskz_srlv_epi64(0xFF, q, _mm512_set_epi64(4, 4, 0, 0, 4, 4, 0, 0)),
+                                         _mm512_set1_epi8(0x0F));
+    if constexpr (kTable) {
+      // kvalues + 128 as unsigned bytes: XOR 0x80 (as Q8_0's codes).
+      const __m128i kv = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(quant::kValuesIQ4_NL)),
+                                       _mm_set1_epi8(static_cast<char>(0x80)));
+      return _mm512_maskz_shuffle_epi8(~__mmask64{0}, _mm512_maskz_broadcast_i32x4(kAll, kv), nib);
+    } else if constexpr (kFifthBit) {
+      uint32_t ha, hb;
+      std::memcpy(&ha, a.qh, 4);
+      std::memcpy(&hb, b.qh, 4);
+      const __mmask64 bits = static_cast<__mmask64>(ha) | (static_cast<__mmask64>(hb) << 32);
+      return _mm512_or_si512(nib, _mm512_maskz_mov_epi8(bits, _mm512_set1_epi8(0x10)));
+    } else {
+      return nib;
+    }
+  }
+};
+using FusedQ4_0 = FusedLegacy<quant::BlockQ4_0, -8, false, false>;
+using FusedQ4_1 = FusedLegacy<quant::BlockQ4_1, 0, false, false>;
+using FusedQ5_0 = FusedLegacy<quant::BlockQ5_0, -16, true, false>;
+using FusedQ5_1 = FusedLegacy<quant::BlockQ5_1, 0, true, false>;
+using FusedIQ4_NL = FusedLegacy<quant::BlockIQ4_NL, -128, false, true>;
+
+// Q2_K (84 B: [scales:16 B][qs:64 B][d:f16][dmin:f16]) and Q3_K (110 B:
+// [hmask:32 B][qs:64 B][scales:12 B][d:f16]): codes
+//   u[128 h + 32 s + l] = (qs[32 h + l] >> 2 s) & 3             (Q2_K)
+//                         | (bit 4 h + s of hmask[l]) << 2       (Q3_K)
+// so chunk C (codes 64C..64C+63; h = C / 2, s = 2 (C % 2) and + 1) is
+// qs[32h..32h+31] in both 256-bit halves, shifted right by 2s (lower half)
+// and 2s + 2 (upper), masked to 2 bits; Q3_K ORs in hmask's bits 4h + s
+// (lower) and 4h + s + 1 (upper) moved to bit 2.
+//   Q2_K: dw[j] = d * (scales[j] & 15), mw[j] = -dmin * (scales[j] >> 4)
+//   Q3_K: dw[j] = d * (s6[j] - 32) (ggml's kmask shuffle), mw[j] = -4 dw[j]
+// as UnpackQ2_K / UnpackQ3_K (quant_kernel_impl.h) make them.
+template <int C>
+inline __m512i TwoBitFields(const uint8_t* qs64) {
+  const __m512i q = _mm512_maskz_broadcast_i64x4(
+      0xFF, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs64 + 32 * (C / 2))));
+  constexpr int s = 2 * (C % 2);
+  const __m512i shift = _mm512_mask_blend_epi16(0xFFFF0000u, _mm512_set1_epi16(2 * s),
+                                                _mm512_set1_epi16(2 * s + 2));
+  return _mm512_and_si512(_mm512_srlv_epi16(q, shift), _mm512_set1_epi8(0x03));
+}
+
+struct FusedQ2_K {
+  static constexpr int64_t kSuperBytes = 84;
+  static inline void Scales(const uint8_t* sb, __m512* dwv, __m512* mwv) {
+    const auto* x = reinterpret_cast<const quant::BlockQ2_K*>(sb);
+    const __m512i s = _mm512_maskz_cvtepu8_epi32(
+        kAll, _mm_loadu_si128(reinterpret_cast<const __m128i*>(x->scales)));
+    const __m512 sc = _mm512_maskz_cvtepi32_ps(kAll, _mm512_and_si512(s, _mm512_set1_epi32(15)));
+    const __m512 mn = _mm512_maskz_cvtepi32_ps(kAll, _mm512_maskz_srli_epi32(kAll, s, 4));
+    *dwv = _mm512_mul_ps(_mm512_set1_ps(F16(x->d)), sc);
+    *mwv = _mm512_mul_ps(_mm512_set1_ps(-F16(x->dmin)), mn);
+  }
+  template <int C>
+  static inline __m512i Codes(const uint8_t* sb) {
+    return TwoBitFields<C>(reinterpret_cast<const quant::BlockQ2_K*>(sb)->qs);
+  }
+};
+
+struct FusedQ3_K {
+  static constexpr int64_t kSuperBytes = 110;
+  static inline void Scales(const uint8_t* sb, __m512* dwv, __m512* mwv) {
+    const auto* x = reinterpret_cast<const quant::BlockQ3_K*>(sb);
+    uint32_t aux[4];
+    Q3KScales(x->scales, aux);
+    // From registers (a 16-byte load of 4-byte stores fails store forwarding).
+    const __m128i s6 = _mm_setr_epi32(static_cast<int>(aux[0]), static_cast<int>(aux[1]),
+                                      static_cast<int>(aux[2]), static_cast<int>(aux[3]));
+    const __m512 sc = _mm512_maskz_cvtepi32_ps(
+        kAll, _mm512_sub_epi32(_mm512_maskz_cvtepu8_epi32(kAll, s6), _mm512_set1_epi32(32)));
+    *dwv = _mm512_mul_ps(_mm512_set1_ps(F16(x->d)), sc);
+    *mwv = _mm512_mul_ps(*dwv, _mm512_set1_ps(-4.0f));
+  }
+  template <int C>
+  static inline __m512i Codes(const uint8_t* sb) {
+    const auto* x = reinterpret_cast<const quant::BlockQ3_K*>(sb);
+    const __m512i hm = _mm512_maskz_broadcast_i64x4(
+        0xFF, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x->hmask)));
+    constexpr int bit = 4 * (C / 2) + 2 * (C % 2);
+    const __m512i shift = _mm512_mask_blend_epi16(0xFFFF0000u, _mm512_set1_epi16(bit),
+                                                  _mm512_set1_epi16(bit + 1));
+    const __m512i hi = _mm512_slli_epi16(
+        _mm512_and_si512(_mm512_srlv_epi16(hm, shift), _mm512_set1_epi8(0x01)), 2);
+    return _mm512_or_si512(TwoBitFields<C>(x->qs), hi);
   }
 };
 
@@ -429,6 +591,30 @@ inline bool RunFused(const QuantTypeInfo& type, const uint8_t* acts, int64_t row
       return true;
     case quant::GgmlType::kQ6_K:
       FusedKernel<Fused<FusedQ6_K>>(acts, rows, w, d, row_bytes, v0, v1, out, ldo, mw_buf);
+      return true;
+    case quant::GgmlType::kQ2_K:
+      FusedKernel<Fused<FusedQ2_K>>(acts, rows, w, d, row_bytes, v0, v1, out, ldo, mw_buf);
+      return true;
+    case quant::GgmlType::kQ5_K:
+      FusedKernel<Fused<FusedQ5_K>>(acts, rows, w, d, row_bytes, v0, v1, out, ldo, mw_buf);
+      return true;
+    case quant::GgmlType::kQ4_0:
+      FusedKernel<Fused<FusedQ4_0>>(acts, rows, w, d, row_bytes, v0, v1, out, ldo, mw_buf);
+      return true;
+    case quant::GgmlType::kQ4_1:
+      FusedKernel<Fused<FusedQ4_1>>(acts, rows, w, d, row_bytes, v0, v1, out, ldo, mw_buf);
+      return true;
+    case quant::GgmlType::kQ5_0:
+      FusedKernel<Fused<FusedQ5_0>>(acts, rows, w, d, row_bytes, v0, v1, out, ldo, mw_buf);
+      return true;
+    case quant::GgmlType::kQ5_1:
+      FusedKernel<Fused<FusedQ5_1>>(acts, rows, w, d, row_bytes, v0, v1, out, ldo, mw_buf);
+      return true;
+    case quant::GgmlType::kIQ4_NL:
+      FusedKernel<Fused<FusedIQ4_NL>>(acts, rows, w, d, row_bytes, v0, v1, out, ldo, mw_buf);
+      return true;
+    case quant::GgmlType::kQ3_K:
+      FusedKernel<Fused<FusedQ3_K>>(acts, rows, w, d, row_bytes, v0, v1, out, ldo, mw_buf);
       return true;
     default: return false;
   }
@@ -630,13 +816,8 @@ void KernelAvx512Vnni(const QuantTypeInfo& type, const uint8_t* acts, int64_t ro
                       int64_t ldo, uint8_t* scratch, int64_t few_rows_max) {
   if (rows > few_rows_max || rows > kFewRowsLimit) {
     RunGemm(type, acts, rows, w, d, v0, v1, out, ldo, scratch);
-  } else if (RunFused(type, acts, rows, w, d, v0, v1, out, ldo, scratch)) {
-  } else if (Avx2FusedCovers(type.type, d)) {
-    // The types this path has no fused kernel for (all but Q8_0, Q4_K,
-    // Q6_K): the avx2 path's fused kernel (no unpack pass), still measured
-    // against RunGemm at Create.
-    KernelAvx2(type, acts, rows, w, d, v0, v1, out, ldo, scratch, few_rows_max);
-  } else {
+  } else if (!RunFused(type, acts, rows, w, d, v0, v1, out, ldo, scratch)) {
+    // hidden_size not a multiple of 256: the unpacking kernel.
     RunKernel<Avx512Vnni>(type, acts, rows, w, d, v0, v1, out, ldo, scratch);
   }
 }
