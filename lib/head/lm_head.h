@@ -140,8 +140,9 @@ class LmHead {
   // INT64_MAX. The path is chosen from the CPU's features (avx512vnni >
   // avxvnni > avx2 > scalar); VOCABD_LM_HEAD_KERNEL = scalar | avx2 |
   // avxvnni | avx512vnni forces one (tests use it to run every path).
-  // Where the path has two kernels (avx512vnni: few-row vs many-row; avx2:
-  // fused vs unpacking, for the types it fuses), which M runs which is not
+  // Where the path has two kernels (avx512vnni: few-row vs many-row; avx2
+  // and avxvnni: the avx2 fused kernel vs the path's unpacking kernel, for
+  // the types it fuses), which M runs which is not
   // told by the CPU's features (AVX-512 at full or half rate, the width of
   // the load and shuffle ports), so Create measures it: on the head's own
   // first rows (up to 1 MiB of weights, fixed pseudo-random hidden rows, one

@@ -68,7 +68,8 @@
 //   scalar      plain C++ (the reference every path is tested against)
 // The integer dot products are exact on every path; paths differ only in
 // the order of float sums (tested: <= 1e-5 of a row's largest |logit|).
-// The few-row kernel (every path; M <= few_rows_max on avx512vnni): register
+// The few-row kernel (every path; M <= few_rows_max where a path has two
+// kernels, QuantKernelHasCrossover): register
 // tiles of up to 4 vocabulary rows x 4 input rows (2 on ymm; more rows run
 // as groups over the same unpacked weights, which stay in L1); input rows
 // are taken in blocks of 64 so their quantized codes stay in L2.

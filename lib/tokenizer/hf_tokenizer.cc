@@ -1045,6 +1045,32 @@ void MapByteLevelWord(std::string_view raw, std::string* mapped, std::vector<uin
   raw_at->push_back(static_cast<uint32_t>(raw.size()));
 }
 
+// Runs tokenize(mapped, out) on ByteLevel's mapping of `raw` and moves the
+// new tokens' offsets to bytes of raw. A token is whole GPT-2 characters
+// except byte_fallback's byte tokens, which may cut a 2-byte character:
+// their offsets collapse onto that character's raw byte (ids-only encodes
+// do not read them). The thread's scratch is released when it has grown
+// past 64 KiB (one long word), so it does not stay that large.
+template <class Fn>
+absl::Status TokenizeMapped(std::string_view raw, std::vector<MTok>* out, Fn&& tokenize) {
+  thread_local std::string mapped;
+  thread_local std::vector<uint32_t> raw_at;
+  MapByteLevelWord(raw, &mapped, &raw_at);
+  const size_t first = out->size();
+  absl::Status s = tokenize(std::string_view(mapped), out);
+  const auto end = static_cast<uint32_t>(mapped.size());
+  for (size_t i = first; i < out->size(); ++i) {
+    MTok& t = (*out)[i];
+    t.b = raw_at[std::min(t.b, end)];
+    t.e = raw_at[std::min(t.e, end)];
+  }
+  if (mapped.capacity() > (size_t{64} << 10)) {
+    std::string().swap(mapped);
+    std::vector<uint32_t>().swap(raw_at);
+  }
+  return s;
+}
+
 class HfModel {
  public:
   virtual ~HfModel() = default;
@@ -1052,18 +1078,12 @@ class HfModel {
   // byte offsets.
   virtual absl::Status Tokenize(std::string_view word, std::vector<MTok>* out) const = 0;
   // The tokens of ByteLevel's mapping of `raw` (Tokenize of the word in
-  // GPT-2's alphabet), with offsets in bytes of `raw`: every token is whole
-  // GPT-2 characters, so its ends fall on bytes of raw. Used when ByteLevel
-  // is the last pre-tokenizer and no offsets are kept, so the mapped text
-  // is never built for words the model has seen.
+  // GPT-2's alphabet), with offsets in bytes of `raw` (TokenizeMapped).
+  // Used when ByteLevel is the last pre-tokenizer and no offsets are kept,
+  // so a model with a cache (BPE) never builds the mapped text for words it
+  // has seen.
   virtual absl::Status TokenizeByteLevel(std::string_view raw, std::vector<MTok>* out) const {
-    thread_local std::string mapped;
-    thread_local std::vector<uint32_t> raw_at;
-    MapByteLevelWord(raw, &mapped, &raw_at);
-    const size_t first = out->size();
-    absl::Status s = Tokenize(mapped, out);
-    for (size_t i = first; i < out->size(); ++i) (*out)[i].b = raw_at[(*out)[i].b], (*out)[i].e = raw_at[(*out)[i].e];
-    return s;
+    return TokenizeMapped(raw, out, [this](std::string_view w, std::vector<MTok>* o) { return Tokenize(w, o); });
   }
 };
 
@@ -1121,13 +1141,9 @@ class BpeModel final : public HfModel {
     if (raw_cache_.Find(raw, [out](const CachedToks& t) { out->insert(out->end(), t.begin(), t.end()); })) {
       return absl::OkStatus();
     }
-    thread_local std::string mapped;
-    thread_local std::vector<uint32_t> raw_at;
-    MapByteLevelWord(raw, &mapped, &raw_at);
     const size_t first = out->size();
-    absl::Status s = TokenizeWord(mapped, out);
+    absl::Status s = TokenizeMapped(raw, out, [this](std::string_view w, std::vector<MTok>* o) { return TokenizeWord(w, o); });
     if (!s.ok()) return s;
-    for (size_t i = first; i < out->size(); ++i) (*out)[i].b = raw_at[(*out)[i].b], (*out)[i].e = raw_at[(*out)[i].e];
     if (raw_cache_.Cacheable(raw)) {
       raw_cache_.Insert(raw, CachedToks(out->begin() + static_cast<ptrdiff_t>(first), out->end()));
     }

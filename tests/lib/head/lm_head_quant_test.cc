@@ -245,8 +245,8 @@ TEST(LmHeadQuant, PathsAgreeAndRowsDoNotDependOnM) {
         ScopedKernelEnv env(QuantKernelIsaName(isa));
         const std::vector<float> all = RunHead(w.data(), type, vocab, hidden, x, rows);
         // Two kernels, one up to kFewRowsLimit rows and one above: the
-        // avx512vnni path always, the avx2 path where its fused few-row
-        // kernel covers the type and hidden size.
+        // avx512vnni path always, the avx2 and avxvnni paths where the avx2
+        // fused few-row kernel covers the type and hidden size.
         const bool gemm = QuantKernelHasCrossover(isa, type, hidden);
         const std::vector<float> small = RunHead(w.data(), type, vocab, hidden, x, 7);
         // 4 and 6 as well where a fused few-row kernel runs (on avx2 its
