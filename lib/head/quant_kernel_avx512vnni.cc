@@ -234,18 +234,27 @@ struct Avx512Vnni {
 //                    acc[r][m] += float(vpdpbusd(0, u, a[m])) * (ws * dal[m])
 //   mwv is kept in mw_out (scratch) for the offset term after the loop,
 //   summed exactly as Tile sums it (16 sub-blocks per fma).
+
+// The f16 field at byte `off` of each of 8 consecutive blocks, as 16
+// floats: block c's value in lanes 2c and 2c + 1 (one per 16 codes).
+template <class Block>
+inline __m512 DupHalves(const uint8_t* sb, size_t off) {
+  auto h = [&](int c) {
+    uint16_t v;
+    std::memcpy(&v, sb + c * sizeof(Block) + off, 2);
+    return static_cast<short>(v);
+  };
+  const __m128i h8 = _mm_setr_epi16(h(0), h(1), h(2), h(3), h(4), h(5), h(6), h(7));
+  const __m512i dup = _mm512_set_epi32(7, 7, 6, 6, 5, 5, 4, 4, 3, 3, 2, 2, 1, 1, 0, 0);
+  return _mm512_maskz_permutexvar_ps(
+      kAll, dup, _mm512_maskz_cvtph_ps(kAll, _mm256_inserti128_si256(_mm256_setzero_si256(), h8, 0)));
+}
+
 struct FusedQ8_0 {
   static constexpr int64_t kSuperBytes = 8 * 34;  // 8 blocks of 32 codes
   // The 16 per-16 scales of 8 blocks (each block's d twice).
   static inline void Scales(const uint8_t* sb, __m512* dwv, __m512* mwv) {
-    const auto* x = reinterpret_cast<const quant::BlockQ8_0*>(sb);
-    const __m128i h = _mm_setr_epi16(
-        static_cast<short>(x[0].d), static_cast<short>(x[1].d), static_cast<short>(x[2].d),
-        static_cast<short>(x[3].d), static_cast<short>(x[4].d), static_cast<short>(x[5].d),
-        static_cast<short>(x[6].d), static_cast<short>(x[7].d));
-    const __m512i dup = _mm512_set_epi32(7, 7, 6, 6, 5, 5, 4, 4, 3, 3, 2, 2, 1, 1, 0, 0);
-    *dwv = _mm512_maskz_permutexvar_ps(
-        kAll, dup, _mm512_maskz_cvtph_ps(kAll, _mm256_inserti128_si256(_mm256_setzero_si256(), h, 0)));
+    *dwv = DupHalves<quant::BlockQ8_0>(sb, offsetof(quant::BlockQ8_0, d));
     *mwv = _mm512_mul_ps(*dwv, _mm512_set1_ps(-128.0f));
   }
   template <int C>
@@ -368,19 +377,6 @@ struct FusedQ6_K {
 // Scales per 16 codes: the block's d twice; offsets mw as UnpackQ4_0 ..
 // UnpackIQ4_NL (quant_kernel_impl.h): kOff * d (Q4_0 -8, Q5_0 -16, IQ4_NL
 // -128) or the block's m (Q4_1, Q5_1).
-template <class Block>
-inline __m512 DupHalves(const uint8_t* sb, size_t off) {
-  auto h = [&](int c) {
-    uint16_t v;
-    std::memcpy(&v, sb + c * sizeof(Block) + off, 2);
-    return static_cast<short>(v);
-  };
-  const __m128i h8 = _mm_setr_epi16(h(0), h(1), h(2), h(3), h(4), h(5), h(6), h(7));
-  const __m512i dup = _mm512_set_epi32(7, 7, 6, 6, 5, 5, 4, 4, 3, 3, 2, 2, 1, 1, 0, 0);
-  return _mm512_maskz_permutexvar_ps(
-      kAll, dup, _mm512_maskz_cvtph_ps(kAll, _mm256_inserti128_si256(_mm256_setzero_si256(), h8, 0)));
-}
-
 template <class Block, int kOff, bool kFifthBit, bool kTable>
 struct FusedLegacy {
   static constexpr int64_t kSuperBytes = 8 * static_cast<int64_t>(sizeof(Block));
