@@ -147,6 +147,13 @@ struct LmHead::Impl {
   QuantKernelIsa quant_isa = QuantKernelIsa::kScalar;
   int64_t quant_few_rows_max = -1;  // -1: the path has one kernel
   std::string quant_crossover;      // how it was measured (empty: set)
+  // The packed copy of the weights (QuantPackedCovers and options.quant_pack;
+  // QuantPackedBytes, 64-byte aligned), null when the head reads them in place.
+  struct FreeDeleter {
+    void operator()(uint8_t* p) const { std::free(p); }
+  };
+  std::unique_ptr<uint8_t, FreeDeleter> packed;
+  int64_t packed_bytes = 0;
   dnnl::engine engine;
   memory::desc weights_md;
   memory::desc scratchpad_md;
@@ -247,6 +254,11 @@ std::string LmHead::implementation() const {
   if (impl_->quant != nullptr) {
     std::string type = impl_->quant->name;
     for (char& c : type) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+    if (impl_->packed != nullptr) {
+      return absl::StrCat("vocabd:", type, "-", QuantKernelIsaName(impl_->quant_isa),
+                          " (every M; weights packed at Create, ",
+                          impl_->packed_bytes, " bytes)");
+    }
     if (impl_->quant_few_rows_max < 0) {
       return absl::StrCat("vocabd:", type, "-", QuantKernelIsaName(impl_->quant_isa),
                           " (every M)");
@@ -295,6 +307,16 @@ absl::StatusOr<int64_t> FewRowsEnv() {
                                                    kFewRowsLimit, "])"));
   }
   return v;
+}
+
+// VOCABD_QUANT_PACK, validated: unset (-1), 0 or 1.
+absl::StatusOr<int> PackEnv() {
+  const char* env = std::getenv("VOCABD_QUANT_PACK");
+  if (env == nullptr) return -1;
+  const std::string value = env;
+  if (value == "0" || value == "1") return value == "1" ? 1 : 0;
+  return absl::InvalidArgumentError(
+      absl::StrCat("VOCABD_QUANT_PACK = '", value, "' (want 0 or 1)"));
 }
 
 // Seconds of one QuantHeadKernel call over weight rows [0, rows), best of 3.
@@ -394,6 +416,8 @@ absl::StatusOr<std::unique_ptr<LmHead>> LmHead::CreateQuantized(const Options& o
   if (!kernel_env.ok()) return kernel_env.status();
   absl::StatusOr<int64_t> few_env = FewRowsEnv();
   if (!few_env.ok()) return few_env.status();
+  absl::StatusOr<int> pack_env = PackEnv();
+  if (!pack_env.ok()) return pack_env.status();
   auto impl = std::make_unique<Impl>();
   impl->options = options;
   impl->quant = info;
@@ -408,7 +432,24 @@ absl::StatusOr<std::unique_ptr<LmHead>> LmHead::CreateQuantized(const Options& o
     }
     impl->quant_isa = isa;
   }
-  if (QuantKernelHasCrossover(impl->quant_isa, info->type, options.hidden_size)) {
+  const bool pack = *pack_env >= 0 ? *pack_env == 1 : options.quant_pack;
+  if (pack && QuantPackedCovers(impl->quant_isa, info->type, options.hidden_size)) {
+    const int64_t bytes = QuantPackedBytes(*info, options.vocab_size, options.hidden_size);
+    auto* p = static_cast<uint8_t*>(std::aligned_alloc(64, static_cast<size_t>((bytes + 63) / 64 * 64)));
+    if (p == nullptr) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "LmHead: cannot allocate ", bytes, " bytes for the packed ", info->name, " weights"));
+    }
+    impl->packed.reset(p);
+    impl->packed_bytes = bytes;
+    const int64_t groups = (options.vocab_size + kPackedGroupRows - 1) / kPackedGroupRows;
+    constexpr int64_t kGroupsPerTask = 64;
+    ParallelFor((groups + kGroupsPerTask - 1) / kGroupsPerTask, [&](int64_t t) {
+      QuantPackGroups(impl->quant_isa, *info, static_cast<const uint8_t*>(options.weights),
+                      options.vocab_size, options.hidden_size, t * kGroupsPerTask,
+                      std::min(groups, (t + 1) * kGroupsPerTask), p);
+    });
+  } else if (QuantKernelHasCrossover(impl->quant_isa, info->type, options.hidden_size)) {
     impl->quant_few_rows_max =
         options.quant_few_rows_max >= 0 ? options.quant_few_rows_max
         : *few_env >= 0                 ? *few_env
@@ -420,8 +461,9 @@ absl::StatusOr<std::unique_ptr<LmHead>> LmHead::CreateQuantized(const Options& o
   // Every M runs vocabd's kernel (oneDNN has no ggml-block matmul).
   impl->small_rows_max = std::numeric_limits<int64_t>::max();
   const int64_t row_bytes = options.hidden_size / info->block_size * info->block_bytes;
-  // Tasks of about 1 MiB of weights, a multiple of 4 rows (the tile height).
-  impl->chunk_rows = std::max<int64_t>(4, (int64_t{1} << 20) / row_bytes / 4 * 4);
+  // Tasks of about 1 MiB of weights, a multiple of 16 rows (the tile
+  // heights: 4 for the in-place kernels, a packed group of 16).
+  impl->chunk_rows = std::max<int64_t>(16, (int64_t{1} << 20) / row_bytes / 16 * 16);
   return std::unique_ptr<LmHead>(new LmHead(std::move(impl)));
 }
 
@@ -588,6 +630,11 @@ absl::Status LmHead::ComputeQuantized(const float* hidden, int64_t rows, float* 
     auto* scratch = static_cast<uint8_t*>(ThreadQuantUnpack().Get(scratch_bytes));
     if (scratch == nullptr) {
       oom.store(true);
+      return;
+    }
+    if (impl.packed != nullptr) {
+      QuantPackedKernel(impl.quant_isa, *impl.quant, acts, rows, impl.packed.get(), vocab, d,
+                        t * chunk, std::min(vocab, (t + 1) * chunk), logits, vocab, scratch);
       return;
     }
     QuantHeadKernel(impl.quant_isa, *impl.quant, acts, rows, w, d, t * chunk,

@@ -102,6 +102,14 @@ class LmHead {
     // (8); -1 = measured at Create (below). The environment variable
     // VOCABD_QUANT_FEW_ROWS_MAX = 0..8 overrides -1 for operators.
     int64_t quant_few_rows_max = -1;
+    // Quantized weights where the path has a packed kernel for the type
+    // (QuantPackedCovers: avx512vnni, Q8_0): copy the weights at Create into
+    // the packed layout (quant_kernel.h; the same bytes as weight_bytes(),
+    // padded to 16 rows, held by the LmHead) and run every M on the packed
+    // kernel. false: read the weights in place (few-row and many-row
+    // kernels, quant_few_rows_max). The environment variable
+    // VOCABD_QUANT_PACK = 0 | 1 overrides it for operators.
+    bool quant_pack = true;
   };
   // The measured crossovers against oneDNN's fixed-M primitives, per CPU
   // feature set (DefaultSmallRowsMax) (bench/head_bench --paths, Llama-3

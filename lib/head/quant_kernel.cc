@@ -78,7 +78,8 @@ int64_t QuantActRowBytes(int64_t d) { return ActLayout(d).bytes; }
 int64_t QuantUnpackScratchBytes(int64_t d) {
   const int64_t a = UnpackLayout(d).bytes();
   const int64_t b = quant_kernel_internal::Avx512GemmScratchBytes(d);
-  return a > b ? a : b;
+  const int64_t c = PackedScratchBytes(d);
+  return a > b ? (a > c ? a : c) : (b > c ? b : c);
 }
 
 void QuantizeActivations(const float* x, int64_t rows, int64_t d, uint8_t* acts) {
@@ -91,6 +92,7 @@ void QuantizeActivations(const float* x, int64_t rows, int64_t d, uint8_t* acts)
     auto* da = reinterpret_cast<float*>(row + al.da);
     auto* qs16 = reinterpret_cast<float*>(row + al.qs16);
     auto* qs32 = reinterpret_cast<float*>(row + al.qs32);
+    auto* s32 = reinterpret_cast<int32_t*>(row + al.s32);
     for (int64_t b = 0; b < d / 32; ++b) {
       const float* xb = xr + 32 * b;
       float amax = 0.0f;
@@ -116,6 +118,7 @@ void QuantizeActivations(const float* x, int64_t rows, int64_t d, uint8_t* acts)
       qs16[2 * b] = scale * static_cast<float>(isum[0]);
       qs16[2 * b + 1] = scale * static_cast<float>(isum[1]);
       qs32[b] = scale * static_cast<float>(isum[0] + isum[1]);
+      s32[b] = isum[0] + isum[1];
     }
   }
 }
@@ -141,6 +144,30 @@ bool QuantKernelHasCrossover(QuantKernelIsa isa, quant::GgmlType type, int64_t d
     case QuantKernelIsa::kAvxVnni: return quant_kernel_internal::Avx2FusedCovers(type, d);
     default: return false;
   }
+}
+
+bool QuantPackedCovers(QuantKernelIsa isa, quant::GgmlType type, int64_t d) {
+  return isa == QuantKernelIsa::kAvx512Vnni && type == quant::GgmlType::kQ8_0 && d > 0 &&
+         d % 32 == 0;
+}
+
+int64_t QuantPackedBytes(const QuantTypeInfo& type, int64_t vocab, int64_t d) {
+  const int64_t groups = (vocab + kPackedGroupRows - 1) / kPackedGroupRows;
+  return groups * kPackedGroupRows * (d / type.block_size) * type.block_bytes;
+}
+
+void QuantPackGroups(QuantKernelIsa isa, const QuantTypeInfo& type, const uint8_t* w,
+                     int64_t vocab, int64_t d, int64_t g0, int64_t g1, uint8_t* packed) {
+  if (!QuantPackedCovers(isa, type.type, d)) return;  // LmHead packs only what is covered
+  quant_kernel_internal::Avx512PackGroups(type, w, vocab, d, g0, g1, packed);
+}
+
+void QuantPackedKernel(QuantKernelIsa isa, const QuantTypeInfo& type, const uint8_t* acts,
+                       int64_t rows, const uint8_t* packed, int64_t vocab, int64_t d, int64_t v0,
+                       int64_t v1, float* out, int64_t ldo, uint8_t* scratch) {
+  if (!QuantPackedCovers(isa, type.type, d)) return;
+  quant_kernel_internal::Avx512PackedKernel(type, acts, rows, packed, vocab, d, v0, v1, out, ldo,
+                                            scratch);
 }
 
 }  // namespace vocabd

@@ -18,6 +18,8 @@
 //   da   [d / 32] the block scales
 //   qs16 [d / 16] da * sum(a) over each 16 values (quantized sums)
 //   qs32 [d / 32] the same over each block of 32
+//   s32  [d / 32] sum(a) over each block of 32, int32 (the packed kernel's
+//                 offset term, exact)
 //
 // Weights are unpacked, a few vocabulary rows at a time into an L1 buffer,
 // to one canonical form for every type: unsigned codes u in [0, 255] and a
@@ -92,6 +94,16 @@
 // A row's logits are bit-identical for every M on one kernel; the two
 // kernels differ by float summation order only.
 //
+// The packed kernel (avx512vnni, Q8_0; QuantPackedCovers): LmHead copies
+// the weights once at Create into a layout made for vpdpbusd with the
+// vocabulary in the lanes (drawn in quant_kernel_avx512vnni.cc), the same
+// bytes per row as the file's blocks, and every M runs one kernel:
+// per 32 codes of 16 vocabulary rows and input row, 8 vpdpbusd with the
+// activation codes broadcast from memory, accumulator started at
+// -128 * s32 (the offset, exact in int32), then one convert, one scale
+// multiply and one fma. The few-row kernels above spend 4 instructions per
+// 64 codes and (vocabulary row, input row) pair; this one 11 per 512.
+//
 // The crossover few_rows_max (QuantHeadKernel) depends on how wide the
 // core's vector units are, which the feature flags do not tell (AVX-512 at
 // full or half rate): LmHead times both kernels on its own weights at
@@ -160,6 +172,26 @@ void QuantHeadKernel(QuantKernelIsa isa, const QuantTypeInfo& type, const uint8_
                      int64_t rows, const uint8_t* w, int64_t d, int64_t v0, int64_t v1,
                      float* out, int64_t ldo, uint8_t* scratch, int64_t few_rows_max);
 
+// ---- Packed weights (the packed kernel above).
+// Vocabulary rows per packed group (the lanes of one zmm).
+inline constexpr int64_t kPackedGroupRows = 16;
+// True when `isa` has a packed kernel for `type` at hidden size d.
+bool QuantPackedCovers(QuantKernelIsa isa, quant::GgmlType type, int64_t d);
+// Bytes of the packed copy of `vocab` rows (padded to whole groups of
+// kPackedGroupRows; the padding rows are zero).
+int64_t QuantPackedBytes(const QuantTypeInfo& type, int64_t vocab, int64_t d);
+// Packs groups [g0, g1) of the weight rows `w` (vocab rows, row-major
+// blocks) into `packed` (QuantPackedBytes, 64-byte aligned). Groups are
+// independent: threads may pack disjoint ranges at once.
+void QuantPackGroups(QuantKernelIsa isa, const QuantTypeInfo& type, const uint8_t* w,
+                     int64_t vocab, int64_t d, int64_t g0, int64_t g1, uint8_t* packed);
+// QuantHeadKernel's contract on packed weights (all `vocab` rows packed):
+// out[m * ldo + v], v in [v0, v1), v0 a multiple of kPackedGroupRows.
+// A row's logits do not depend on rows, v0 or v1.
+void QuantPackedKernel(QuantKernelIsa isa, const QuantTypeInfo& type, const uint8_t* acts,
+                       int64_t rows, const uint8_t* packed, int64_t vocab, int64_t d, int64_t v0,
+                       int64_t v1, float* out, int64_t ldo, uint8_t* scratch);
+
 namespace quant_kernel_internal {
 // The per-ISA entry points (quant_kernel_<isa>.cc, each compiled for its
 // ISA); few_rows_max as for QuantHeadKernel.
@@ -178,6 +210,11 @@ void KernelAvxVnni(const QuantTypeInfo&, const uint8_t*, int64_t, const uint8_t*
 int64_t Avx512GemmScratchBytes(int64_t d);
 void KernelAvx512Vnni(const QuantTypeInfo&, const uint8_t*, int64_t, const uint8_t*, int64_t,
                       int64_t, int64_t, float*, int64_t, uint8_t*, int64_t);
+void Avx512PackGroups(const QuantTypeInfo& type, const uint8_t* w, int64_t vocab, int64_t d,
+                      int64_t g0, int64_t g1, uint8_t* packed);
+void Avx512PackedKernel(const QuantTypeInfo& type, const uint8_t* acts, int64_t rows,
+                        const uint8_t* packed, int64_t vocab, int64_t d, int64_t v0, int64_t v1,
+                        float* out, int64_t ldo, uint8_t* scratch);
 }  // namespace quant_kernel_internal
 
 }  // namespace vocabd

@@ -803,9 +803,176 @@ void RunGemm(const QuantTypeInfo& type, const uint8_t* acts, int64_t rows, const
     }
   }
 }
+
+// ---- The packed kernel (QuantPackedCovers: Q8_0, any d multiple of 32).
+// LmHead packs the weights once at Create, 16 vocabulary rows per group G,
+// nb = d / 32 blocks per row:
+//
+//   codes  [groups][nb][c = 0..7][r = 0..15][4] u8      512 B per (G, b)
+//            zmm c of block b, lane r: codes 32b + 4c .. 32b + 4c + 3 of
+//            row 16G + r, each q ^ 0x80 (= q + 128, unsigned)
+//   scales [groups][nb][r = 0..15] f16                   32 B per (G, b)
+//            d of block b of row 16G + r
+//
+// codes region first, then the scales region: 34 B per row and block, as
+// in the file. Rows past vocab (padding of the last group) are zero. Per
+// block b and input row m (a: its int8 codes, s = s32[m][b] = sum of a):
+//
+//   isum    = -128 s + sum_c vpdpbusd(W[c], broadcast a[32b+4c .. +3])
+//           = sum_k q[k] a[k]        one int32 lane per vocabulary row (exact)
+//   acc[m] += float(isum) * (d[16 rows] * da[m][b])
+//
+// 8 vpdpbusd (the activation broadcast is their memory operand) and three
+// float instructions per 512 codes and input row; W and d are loaded once
+// per block for a tile of up to 8 input rows. Input rows in blocks of
+// kPackedRowBlock (their starting values -128 s computed per call, in
+// scratch). Blocks are summed in order, so a row's logits do not depend on
+// M or on the vocabulary range of the call.
+constexpr int kPackedMb = 8;
+
+struct PackedQ8_0Layout {
+  int64_t nb, codes_bytes;
+  PackedQ8_0Layout(int64_t vocab, int64_t d) {
+    nb = d / 32;
+    codes_bytes = (vocab + kPackedGroupRows - 1) / kPackedGroupRows * nb * 512;
+  }
+  int64_t codes(int64_t g) const { return g * nb * 512; }
+  int64_t scales(int64_t g) const { return codes_bytes + g * nb * 32; }
+};
+
+void PackQ8_0(const uint8_t* w, int64_t vocab, int64_t d, int64_t g0, int64_t g1,
+              uint8_t* packed) {
+  const PackedQ8_0Layout pl(vocab, d);
+  for (int64_t g = g0; g < g1; ++g) {
+    uint8_t* codes = packed + pl.codes(g);
+    uint8_t* scales = packed + pl.scales(g);
+    for (int r = 0; r < kPackedGroupRows; ++r) {
+      const int64_t v = g * kPackedGroupRows + r;
+      if (v >= vocab) {
+        for (int64_t b = 0; b < pl.nb; ++b) {
+          std::memset(scales + (b * 16 + r) * 2, 0, 2);
+          for (int c = 0; c < 8; ++c) std::memset(codes + b * 512 + c * 64 + r * 4, 0, 4);
+        }
+        continue;
+      }
+      const auto* x = reinterpret_cast<const quant::BlockQ8_0*>(w + v * pl.nb * 34);
+      for (int64_t b = 0; b < pl.nb; ++b) {
+        std::memcpy(scales + (b * 16 + r) * 2, &x[b].d, 2);
+        for (int c = 0; c < 8; ++c) {
+          uint32_t four;
+          std::memcpy(&four, x[b].qs + 4 * c, 4);
+          four ^= 0x80808080u;
+          std::memcpy(codes + b * 512 + c * 64 + r * 4, &four, 4);
+        }
+      }
+    }
+  }
+}
+
+// One group (16 vocabulary rows) x MB input rows. The tile's activations
+// are interleaved per block (PackedKernelQ8_0): codes [nb][MB][32] i8,
+// da [nb][MB] f32, init [nb][MB] i32, so that every operand of the
+// unrolled loops is one pointer plus a constant.
+template <int MB>
+inline void PackedTileQ8_0(const uint8_t* codes, const uint8_t* scales, int64_t nb,
+                           const int8_t* pa, const float* pda, const int32_t* pinit,
+                           float* const* out, __mmask16 lanes) {
+  __m512 acc[MB];
+#pragma GCC unroll 8
+  for (int m = 0; m < MB; ++m) acc[m] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* cb = codes + b * 512;
+    __m512i wq[8];
+#pragma GCC unroll 8
+    for (int c = 0; c < 8; ++c) wq[c] = _mm512_load_si512(cb + 64 * c);
+    const __m512 dw = _mm512_maskz_cvtph_ps(
+        kAll, _mm256_load_si256(reinterpret_cast<const __m256i*>(scales + b * 32)));
+    const int8_t* ab = pa + b * MB * 32;
+#pragma GCC unroll 8
+    for (int m = 0; m < MB; ++m) {
+      __m512i isum = _mm512_set1_epi32(pinit[b * MB + m]);
+#pragma GCC unroll 8
+      for (int c = 0; c < 8; ++c) {
+        int32_t four;
+        std::memcpy(&four, ab + m * 32 + 4 * c, 4);
+        isum = _mm512_dpbusd_epi32(isum, wq[c], _mm512_set1_epi32(four));
+      }
+      acc[m] = _mm512_fmadd_ps(_mm512_maskz_cvtepi32_ps(kAll, isum),
+                               _mm512_mul_ps(dw, _mm512_set1_ps(pda[b * MB + m])), acc[m]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int m = 0; m < MB; ++m) _mm512_mask_storeu_ps(out[m], lanes, acc[m]);
+}
+
+void PackedKernelQ8_0(const uint8_t* acts, int64_t rows, const uint8_t* packed, int64_t vocab,
+                      int64_t d, int64_t v0, int64_t v1, float* out, int64_t ldo,
+                      uint8_t* scratch) {
+  const PackedQ8_0Layout pl(vocab, d);
+  const ActLayout al(d);
+  const int64_t nb = pl.nb;
+  // The row block's tiles, each [codes: nb x mb x 32][da: nb x mb][init: nb x mb].
+  uint8_t* panel = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(scratch) + 63) &
+                                              ~uintptr_t{63});
+  for (int64_t m0 = 0; m0 < rows; m0 += kPackedRowBlock) {
+    const int64_t mrows = Min64(kPackedRowBlock, rows - m0);
+    for (int64_t m = 0; m < mrows; m += kPackedMb) {
+      const int64_t mb = Min64(kPackedMb, mrows - m);
+      auto* pa = reinterpret_cast<int8_t*>(panel + m * nb * 40);
+      auto* pda = reinterpret_cast<float*>(pa + nb * mb * 32);
+      auto* pinit = reinterpret_cast<int32_t*>(pda + nb * mb);
+      for (int64_t i = 0; i < mb; ++i) {
+        const uint8_t* row = acts + (m0 + m + i) * al.bytes;
+        const auto* da = reinterpret_cast<const float*>(row + al.da);
+        const auto* s = reinterpret_cast<const int32_t*>(row + al.s32);
+        for (int64_t b = 0; b < nb; ++b) {
+          std::memcpy(pa + (b * mb + i) * 32, row + 32 * b, 32);
+          pda[b * mb + i] = da[b];
+          pinit[b * mb + i] = -128 * s[b];
+        }
+      }
+    }
+    for (int64_t v = v0; v < v1; v += kPackedGroupRows) {
+      const int64_t g = v / kPackedGroupRows;
+      const int64_t nr = Min64(kPackedGroupRows, v1 - v);
+      const __mmask16 lanes = static_cast<__mmask16>((1u << nr) - 1);
+      const uint8_t* codes = packed + pl.codes(g);
+      const uint8_t* scales = packed + pl.scales(g);
+      for (int64_t m = 0; m < mrows; m += kPackedMb) {
+        const int mb = static_cast<int>(Min64(kPackedMb, mrows - m));
+        const auto* pa = reinterpret_cast<const int8_t*>(panel + m * nb * 40);
+        const auto* pda = reinterpret_cast<const float*>(pa + nb * mb * 32);
+        const auto* pinit = reinterpret_cast<const int32_t*>(pda + nb * mb);
+        float* o[kPackedMb];
+        for (int i = 0; i < mb; ++i) o[i] = out + (m0 + m + i) * ldo + v;
+        switch (mb) {
+          case 8: PackedTileQ8_0<8>(codes, scales, nb, pa, pda, pinit, o, lanes); break;
+          case 7: PackedTileQ8_0<7>(codes, scales, nb, pa, pda, pinit, o, lanes); break;
+          case 6: PackedTileQ8_0<6>(codes, scales, nb, pa, pda, pinit, o, lanes); break;
+          case 5: PackedTileQ8_0<5>(codes, scales, nb, pa, pda, pinit, o, lanes); break;
+          case 4: PackedTileQ8_0<4>(codes, scales, nb, pa, pda, pinit, o, lanes); break;
+          case 3: PackedTileQ8_0<3>(codes, scales, nb, pa, pda, pinit, o, lanes); break;
+          case 2: PackedTileQ8_0<2>(codes, scales, nb, pa, pda, pinit, o, lanes); break;
+          default: PackedTileQ8_0<1>(codes, scales, nb, pa, pda, pinit, o, lanes); break;
+        }
+      }
+    }
+  }
+}
 }  // namespace
 
 namespace quant_kernel_internal {
+void Avx512PackGroups(const QuantTypeInfo& type, const uint8_t* w, int64_t vocab, int64_t d,
+                      int64_t g0, int64_t g1, uint8_t* packed) {
+  if (type.type == quant::GgmlType::kQ8_0) PackQ8_0(w, vocab, d, g0, g1, packed);
+}
+void Avx512PackedKernel(const QuantTypeInfo& type, const uint8_t* acts, int64_t rows,
+                        const uint8_t* packed, int64_t vocab, int64_t d, int64_t v0, int64_t v1,
+                        float* out, int64_t ldo, uint8_t* scratch) {
+  if (type.type == quant::GgmlType::kQ8_0) {
+    PackedKernelQ8_0(acts, rows, packed, vocab, d, v0, v1, out, ldo, scratch);
+  }
+}
 int64_t Avx512GemmScratchBytes(int64_t d) { return GemmLayout(d).bytes; }
 void KernelAvx512Vnni(const QuantTypeInfo& type, const uint8_t* acts, int64_t rows,
                       const uint8_t* w, int64_t d, int64_t v0, int64_t v1, float* out,

@@ -22,15 +22,17 @@ inline int64_t Min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
 // One quantized activation row (see quant_kernel.h), byte offsets:
 //   [aq: d x i8][dal: d/4 x f32][da: d/32 x f32][qs16: d/16 x f32][qs32: d/32 x f32]
+//   [s32: d/32 x i32]
 // each part starting on a 64-byte boundary.
 struct ActLayout {
-  int64_t dal, da, qs16, qs32, bytes;
+  int64_t dal, da, qs16, qs32, s32, bytes;
   explicit ActLayout(int64_t d) {
     dal = Round64(d);
     da = dal + Round64(d);
     qs16 = da + Round64(d / 8);
     qs32 = qs16 + Round64(d / 4);
-    bytes = qs32 + Round64(d / 8);
+    s32 = qs32 + Round64(d / 8);
+    bytes = s32 + Round64(d / 8);
   }
 };
 
@@ -46,6 +48,12 @@ struct UnpackLayout {
   }
   int64_t bytes() const { return kMaxTileRows * row_bytes + 64; }
 };
+
+// The packed kernel's scratch: up to kPackedRowBlock input rows
+// interleaved per block, 40 bytes per row and block of 32 (32 codes, da,
+// the offset term's int32 starting value), plus alignment.
+constexpr int64_t kPackedRowBlock = 64;
+inline int64_t PackedScratchBytes(int64_t d) { return kPackedRowBlock * (d / 32) * 40 + 64; }
 
 // IEEE binary16 -> binary32 (ggml_half), exact.
 inline float H2F(uint16_t h) {

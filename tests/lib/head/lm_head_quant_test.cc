@@ -102,21 +102,42 @@ double RelativeError(const std::vector<T>& a, const std::vector<double>& ref) {
 
 // few_rows_max: the crossover between a path's two kernels (fixed here, so
 // that which kernel runs each M is known; Create measures it by default).
+// pack: Options::quant_pack (the packed kernel where the path has one).
 std::vector<float> RunHead(const uint8_t* weights, GgmlType type, int64_t vocab, int64_t hidden,
                            const std::vector<float>& x, int64_t rows,
-                           int64_t few_rows_max = kFewRowsLimit) {
+                           int64_t few_rows_max = kFewRowsLimit, bool pack = false) {
   LmHead::Options o;
   o.weights = weights;
   o.vocab_size = vocab;
   o.hidden_size = hidden;
   o.weights_quant = type;
   o.quant_few_rows_max = few_rows_max;
+  o.quant_pack = pack;
   absl::StatusOr<std::unique_ptr<LmHead>> head = LmHead::Create(o);
   EXPECT_TRUE(head.ok()) << head.status();
   std::vector<float> logits(static_cast<size_t>(rows * vocab), std::nanf(""));
   if (!head.ok()) return logits;
   EXPECT_TRUE((*head)->Compute(x.data(), rows, logits.data()).ok());
   return logits;
+}
+
+// What runs a head: a path of this CPU, and on it the packed kernel where
+// the path has one for the type (QuantPackedCovers) or the in-place ones.
+struct Variant {
+  QuantKernelIsa isa;
+  bool pack;
+  std::string name;
+};
+std::vector<Variant> Variants(GgmlType type, int64_t hidden) {
+  std::vector<Variant> v;
+  for (QuantKernelIsa isa : kAllIsas) {
+    if (!QuantKernelIsaSupported(isa)) continue;  // named in GoldenContractPerTypeAndPath
+    v.push_back({isa, false, QuantKernelIsaName(isa)});
+    if (QuantPackedCovers(isa, type, hidden)) {
+      v.push_back({isa, true, std::string(QuantKernelIsaName(isa)) + "-packed"});
+    }
+  }
+  return v;
 }
 
 // The asserted bound per type (docs/models.md, "Quantized heads"): relative
@@ -150,37 +171,40 @@ TEST(LmHeadQuant, GoldenContractPerTypeAndPath) {
       if (!QuantKernelIsaSupported(isa)) {
         std::printf("[ SKIPPED  ] %s: this CPU lacks the %s path\n", c.stem,
                     QuantKernelIsaName(isa));
-        continue;
       }
-      ScopedKernelEnv env(QuantKernelIsaName(isa));
-      const std::vector<float> logits = RunHead(g.weights, g.type, g.vocab, g.hidden, g.x, 4);
+    }
+    for (const Variant& k : Variants(g.type, g.hidden)) {
+      ScopedKernelEnv env(QuantKernelIsaName(k.isa));
+      const char* name = k.name.c_str();
+      const std::vector<float> logits =
+          RunHead(g.weights, g.type, g.vocab, g.hidden, g.x, 4, kFewRowsLimit, k.pack);
       const double err = RelativeError(logits, g.exact);
-      std::printf("%-28s %-10s relative error %.6g (ggml %.6g)\n", c.stem,
-                  QuantKernelIsaName(isa), err, ggml_err);
-      EXPECT_LE(err, c.bound) << QuantKernelIsaName(isa);
-      EXPECT_LE(err, ggml_err + 2e-6) << QuantKernelIsaName(isa) << ": worse than ggml's own path";
+      std::printf("%-28s %-17s relative error %.6g (ggml %.6g)\n", c.stem, name, err, ggml_err);
+      EXPECT_LE(err, c.bound) << name;
+      EXPECT_LE(err, ggml_err + 2e-6) << name << ": worse than ggml's own path";
       // The same rows three times over: 12 rows (> kFewRowsLimit) run the
       // many-row kernel on the avx512vnni path and the unpacking kernel on
       // the avx2 path (whose fused kernel runs the 4 rows: hidden 512).
       std::vector<float> x3 = g.x;
       x3.insert(x3.end(), g.x.begin(), g.x.end());
       x3.insert(x3.end(), g.x.begin(), g.x.end());
-      const std::vector<float> many = RunHead(g.weights, g.type, g.vocab, g.hidden, x3, 12);
+      const std::vector<float> many =
+          RunHead(g.weights, g.type, g.vocab, g.hidden, x3, 12, kFewRowsLimit, k.pack);
       for (int copy = 0; copy < 3; ++copy) {
         const std::vector<float> part(many.begin() + copy * 4 * g.vocab,
                                       many.begin() + (copy + 1) * 4 * g.vocab);
         const double err12 = RelativeError(part, g.exact);
-        EXPECT_LE(err12, c.bound) << QuantKernelIsaName(isa) << " 12 rows";
-        EXPECT_LE(err12, ggml_err + 2e-6) << QuantKernelIsaName(isa) << " 12 rows";
+        EXPECT_LE(err12, c.bound) << name << " 12 rows";
+        EXPECT_LE(err12, ggml_err + 2e-6) << name << " 12 rows";
       }
-      if (isa == QuantKernelIsa::kScalar) {
+      if (k.isa == QuantKernelIsa::kScalar) {
         scalar = logits;
         continue;
       }
       // Every path against the scalar one: the int8 dot products are exact,
       // only the float summation order differs.
       std::vector<double> ref(scalar.begin(), scalar.end());
-      EXPECT_LE(RelativeError(logits, ref), 1e-5) << QuantKernelIsaName(isa) << " vs scalar";
+      EXPECT_LE(RelativeError(logits, ref), 1e-5) << name << " vs scalar";
     }
   }
 }
@@ -240,26 +264,30 @@ TEST(LmHeadQuant, PathsAgreeAndRowsDoNotDependOnM) {
       const int64_t rows = 70;
       const std::vector<float> x = testing::RandomNormal(static_cast<size_t>(rows * hidden), 3);
       std::vector<float> scalar;
-      for (QuantKernelIsa isa : kAllIsas) {
-        if (!QuantKernelIsaSupported(isa)) continue;  // named in GoldenContractPerTypeAndPath
+      for (const Variant& k : Variants(type, hidden)) {
+        const QuantKernelIsa isa = k.isa;
         ScopedKernelEnv env(QuantKernelIsaName(isa));
-        const std::vector<float> all = RunHead(w.data(), type, vocab, hidden, x, rows);
+        const std::vector<float> all =
+            RunHead(w.data(), type, vocab, hidden, x, rows, kFewRowsLimit, k.pack);
         // Two kernels, one up to kFewRowsLimit rows and one above: the
-        // avx512vnni path always, the avx2 and avxvnni paths where the avx2
-        // fused few-row kernel covers the type and hidden size.
-        const bool gemm = QuantKernelHasCrossover(isa, type, hidden);
-        const std::vector<float> small = RunHead(w.data(), type, vocab, hidden, x, 7);
+        // avx512vnni path always (unless packed: one kernel), the avx2 and
+        // avxvnni paths where the avx2 fused few-row kernel covers the type
+        // and hidden size.
+        const bool gemm = !k.pack && QuantKernelHasCrossover(isa, type, hidden);
+        const std::vector<float> small =
+            RunHead(w.data(), type, vocab, hidden, x, 7, kFewRowsLimit, k.pack);
         // 4 and 6 as well where a fused few-row kernel runs (on avx2 its
         // tiles change at M = 2, 3 and 5).
         std::vector<int64_t> ms = {1, 2, 3, 5, 8, 13};
         if (gemm) ms.insert(ms.end(), {4, 6});
         for (int64_t m : ms) {
-          const std::vector<float> part = RunHead(w.data(), type, vocab, hidden, x, m);
+          const std::vector<float> part =
+              RunHead(w.data(), type, vocab, hidden, x, m, kFewRowsLimit, k.pack);
           const bool same_kernel = !gemm || m > kFewRowsLimit;
           const std::vector<float>& ref = same_kernel ? all : small;
           ASSERT_EQ(0, std::memcmp(part.data(), ref.data(),
                                    std::min(part.size(), ref.size()) * sizeof(float)))
-              << QuantKernelIsaName(isa) << " M = " << m;
+              << k.name << " M = " << m;
         }
         if (gemm) {  // the two kernels agree to float rounding
           for (int64_t m = 0; m < 7; ++m) {
@@ -275,7 +303,7 @@ TEST(LmHeadQuant, PathsAgreeAndRowsDoNotDependOnM) {
         for (int64_t m = 0; m < rows; ++m) {
           std::vector<double> ref(scalar.begin() + m * vocab, scalar.begin() + (m + 1) * vocab);
           std::vector<float> got(all.begin() + m * vocab, all.begin() + (m + 1) * vocab);
-          ASSERT_LE(RelativeError(got, ref), 1e-5) << QuantKernelIsaName(isa) << " row " << m;
+          ASSERT_LE(RelativeError(got, ref), 1e-5) << k.name << " row " << m;
         }
       }
     }
@@ -315,6 +343,65 @@ TEST(LmHeadQuant, ImplementationNamesTypeAndPath) {
   EXPECT_EQ((*head)->implementation(), expected(DetectQuantKernelIsa()));
 }
 
+// The packed kernel: chosen by default where the path has one
+// (QuantPackedCovers), told by implementation() with the bytes of the copy
+// (whole groups of 16 rows), one kernel for every M (no crossover);
+// Options::quant_pack = false or VOCABD_QUANT_PACK = 0 read the weights in
+// place, VOCABD_QUANT_PACK = 1 packs whatever the option says, any other
+// value is refused naming it.
+TEST(LmHeadQuant, PackedHeadIsChosenByDefaultAndOverridable) {
+  const QuantTypeInfo& info = *FindQuantTypeInfo(GgmlType::kQ8_0);
+  const int64_t vocab = 40, hidden = 64;
+  const std::vector<uint8_t> w = RandomBlocks(info, vocab, hidden, 3);
+  LmHead::Options o;
+  o.weights = w.data();
+  o.vocab_size = vocab;
+  o.hidden_size = hidden;
+  o.weights_quant = GgmlType::kQ8_0;
+  for (QuantKernelIsa isa : kAllIsas) {
+    if (!QuantKernelIsaSupported(isa)) continue;  // named in ImplementationNamesTypeAndPath
+    SCOPED_TRACE(QuantKernelIsaName(isa));
+    ScopedKernelEnv env(QuantKernelIsaName(isa));
+    const bool covered = QuantPackedCovers(isa, GgmlType::kQ8_0, hidden);
+    const std::string packed = std::string("vocabd:q8_0-") + QuantKernelIsaName(isa) +
+                               " (every M; weights packed at Create, 3264 bytes)";  // 48 x 2 x 34
+    o.quant_pack = true;
+    absl::StatusOr<std::unique_ptr<LmHead>> h = LmHead::Create(o);
+    ASSERT_TRUE(h.ok()) << h.status();
+    EXPECT_EQ((*h)->weight_bytes(), vocab * 2 * 34);
+    if (!covered) {
+      std::printf("[ SKIPPED  ] %s path: no packed kernel for Q8_0\n", QuantKernelIsaName(isa));
+      EXPECT_EQ((*h)->implementation().find("packed"), std::string::npos);
+      continue;
+    }
+    EXPECT_EQ((*h)->implementation(), packed);
+    EXPECT_EQ((*h)->quant_few_rows_max(), -1);
+    {
+      ScopedEnv pack("VOCABD_QUANT_PACK", "0");
+      h = LmHead::Create(o);
+      ASSERT_TRUE(h.ok()) << h.status();
+      EXPECT_EQ((*h)->implementation().find("packed"), std::string::npos) << (*h)->implementation();
+      EXPECT_GE((*h)->quant_few_rows_max(), 0);
+    }
+    o.quant_pack = false;
+    h = LmHead::Create(o);
+    ASSERT_TRUE(h.ok()) << h.status();
+    EXPECT_EQ((*h)->implementation().find("packed"), std::string::npos);
+    {
+      ScopedEnv pack("VOCABD_QUANT_PACK", "1");
+      h = LmHead::Create(o);
+      ASSERT_TRUE(h.ok()) << h.status();
+      EXPECT_EQ((*h)->implementation(), packed);
+    }
+  }
+  ScopedEnv pack("VOCABD_QUANT_PACK", "yes");
+  absl::StatusOr<std::unique_ptr<LmHead>> bad = LmHead::Create(o);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(std::string(bad.status().message()).find("VOCABD_QUANT_PACK = 'yes' (want 0 or 1)"),
+            std::string::npos) << bad.status();
+}
+
 // The crossover between a path's two kernels: measured at Create by
 // default (a value in [0, 8] on a path with two kernels, -1 on one with
 // one), set by Options::quant_few_rows_max or VOCABD_QUANT_FEW_ROWS_MAX,
@@ -331,6 +418,7 @@ TEST(LmHeadQuant, FewRowsCrossoverIsMeasuredOrSetAndObeyed) {
   o.vocab_size = vocab;
   o.hidden_size = hidden;
   o.weights_quant = GgmlType::kQ8_0;
+  o.quant_pack = false;  // the in-place kernels (a packed head has one kernel)
   for (QuantKernelIsa isa : kAllIsas) {
     if (!QuantKernelIsaSupported(isa)) continue;  // named in ImplementationNamesTypeAndPath
     SCOPED_TRACE(QuantKernelIsaName(isa));
@@ -414,11 +502,12 @@ TEST(LmHeadQuant, NonFiniteHiddenGivesNaNLogits) {
   std::vector<float> x = testing::RandomNormal(static_cast<size_t>(rows * hidden), 9);
   x[1 * hidden + 3] = std::nanf("");
   x[4 * hidden + 40] = std::numeric_limits<float>::infinity();
-  for (QuantKernelIsa isa : kAllIsas) {
-    if (!QuantKernelIsaSupported(isa)) continue;
+  for (const Variant& k : Variants(GgmlType::kQ8_0, hidden)) {
+    const QuantKernelIsa isa = k.isa;
     ScopedKernelEnv env(QuantKernelIsaName(isa));
     for (int64_t m : {int64_t{5}, rows}) {  // few-row and many-row kernels
-      const std::vector<float> logits = RunHead(w.data(), GgmlType::kQ8_0, vocab, hidden, x, m);
+      const std::vector<float> logits =
+          RunHead(w.data(), GgmlType::kQ8_0, vocab, hidden, x, m, kFewRowsLimit, k.pack);
       for (int64_t r = 0; r < m; ++r) {
         for (int64_t v = 0; v < vocab; ++v) {
           const float l = logits[static_cast<size_t>(r * vocab + v)];
