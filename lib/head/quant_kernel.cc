@@ -93,6 +93,7 @@ void QuantizeActivations(const float* x, int64_t rows, int64_t d, uint8_t* acts)
     auto* qs16 = reinterpret_cast<float*>(row + al.qs16);
     auto* qs32 = reinterpret_cast<float*>(row + al.qs32);
     auto* s32 = reinterpret_cast<int32_t*>(row + al.s32);
+    auto* s16 = reinterpret_cast<int32_t*>(row + al.s16);
     for (int64_t b = 0; b < d / 32; ++b) {
       const float* xb = xr + 32 * b;
       float amax = 0.0f;
@@ -119,6 +120,8 @@ void QuantizeActivations(const float* x, int64_t rows, int64_t d, uint8_t* acts)
       qs16[2 * b + 1] = scale * static_cast<float>(isum[1]);
       qs32[b] = scale * static_cast<float>(isum[0] + isum[1]);
       s32[b] = isum[0] + isum[1];
+      s16[2 * b] = isum[0];
+      s16[2 * b + 1] = isum[1];
     }
   }
 }
@@ -146,14 +149,27 @@ bool QuantKernelHasCrossover(QuantKernelIsa isa, quant::GgmlType type, int64_t d
   }
 }
 
+namespace {
+// Bytes of one packed record of `type` (16 rows x 256 codes); 0: no packed kernel.
+int64_t PackedRecordBytes(quant::GgmlType type) {
+  using namespace quant_kernel_internal;
+  switch (type) {
+    case quant::GgmlType::kQ8_0: return kPackedRecordBytesQ8_0;
+    case quant::GgmlType::kQ4_K: return kPackedRecordBytesQ4_K;
+    case quant::GgmlType::kQ6_K: return kPackedRecordBytesQ6_K;
+    default: return 0;
+  }
+}
+}  // namespace
+
 bool QuantPackedCovers(QuantKernelIsa isa, quant::GgmlType type, int64_t d) {
-  return isa == QuantKernelIsa::kAvx512Vnni && type == quant::GgmlType::kQ8_0 && d > 0 &&
-         d % 32 == 0;
+  return isa == QuantKernelIsa::kAvx512Vnni && d > 0 && d % 256 == 0 &&
+         PackedRecordBytes(type) > 0;
 }
 
 int64_t QuantPackedBytes(const QuantTypeInfo& type, int64_t vocab, int64_t d) {
   const int64_t groups = (vocab + kPackedGroupRows - 1) / kPackedGroupRows;
-  return groups * kPackedGroupRows * (d / type.block_size) * type.block_bytes;
+  return groups * (d / 256) * PackedRecordBytes(type.type);
 }
 
 void QuantPackGroups(QuantKernelIsa isa, const QuantTypeInfo& type, const uint8_t* w,
@@ -166,8 +182,7 @@ void QuantPackedKernel(QuantKernelIsa isa, const QuantTypeInfo& type, const uint
                        int64_t rows, const uint8_t* packed, int64_t vocab, int64_t d, int64_t v0,
                        int64_t v1, float* out, int64_t ldo, uint8_t* scratch) {
   if (!QuantPackedCovers(isa, type.type, d)) return;
-  quant_kernel_internal::Avx512PackedKernel(type, acts, rows, packed, vocab, d, v0, v1, out, ldo,
-                                            scratch);
+  quant_kernel_internal::Avx512PackedKernel(type, acts, rows, packed, d, v0, v1, out, ldo, scratch);
 }
 
 }  // namespace vocabd

@@ -20,6 +20,7 @@
 //   qs32 [d / 32] the same over each block of 32
 //   s32  [d / 32] sum(a) over each block of 32, int32 (the packed kernel's
 //                 offset term, exact)
+//   s16  [d / 16] the same over each 16 values
 //
 // Weights are unpacked, a few vocabulary rows at a time into an L1 buffer,
 // to one canonical form for every type: unsigned codes u in [0, 255] and a
@@ -94,15 +95,17 @@
 // A row's logits are bit-identical for every M on one kernel; the two
 // kernels differ by float summation order only.
 //
-// The packed kernel (avx512vnni, Q8_0; QuantPackedCovers): LmHead copies
-// the weights once at Create into a layout made for vpdpbusd with the
-// vocabulary in the lanes (drawn in quant_kernel_avx512vnni.cc), the same
-// bytes per row as the file's blocks, and every M runs one kernel:
-// per 32 codes of 16 vocabulary rows and input row, 8 vpdpbusd with the
-// activation codes broadcast from memory, accumulator started at
-// -128 * s32 (the offset, exact in int32), then one convert, one scale
-// multiply and one fma. The few-row kernels above spend 4 instructions per
-// 64 codes and (vocabulary row, input row) pair; this one 11 per 512.
+// The packed kernels (avx512vnni: Q8_0, Q4_K, Q6_K at hidden_size a
+// multiple of 256; QuantPackedCovers): LmHead copies the weights once at
+// Create into a layout made for vpdpbusd with the vocabulary in the lanes
+// (drawn in quant_kernel_avx512vnni.cc), no more bytes per row than the
+// file's blocks (Q6_K: 1% more, for alignment), and every M runs one
+// kernel: per 32 codes of 16 vocabulary rows and input row, 8 vpdpbusd
+// with the activation codes broadcast, accumulator started at -offset *
+// s32 (or s16; exact in int32), then one convert, one scale multiply and
+// one fma (two per 32 for Q6_K's per-16 scales, one more fma for Q4_K's
+// mins). The few-row kernels above spend 4 instructions per 64 codes and
+// (vocabulary row, input row) pair; these 11-14 per 512.
 //
 // The crossover few_rows_max (QuantHeadKernel) depends on how wide the
 // core's vector units are, which the feature flags do not tell (AVX-512 at
@@ -210,11 +213,15 @@ void KernelAvxVnni(const QuantTypeInfo&, const uint8_t*, int64_t, const uint8_t*
 int64_t Avx512GemmScratchBytes(int64_t d);
 void KernelAvx512Vnni(const QuantTypeInfo&, const uint8_t*, int64_t, const uint8_t*, int64_t,
                       int64_t, int64_t, float*, int64_t, uint8_t*, int64_t);
+// Bytes of one packed record (16 rows x 256 codes; quant_kernel_avx512vnni.cc).
+inline constexpr int64_t kPackedRecordBytesQ8_0 = 4352;
+inline constexpr int64_t kPackedRecordBytesQ4_K = 2368;
+inline constexpr int64_t kPackedRecordBytesQ6_K = 3392;
 void Avx512PackGroups(const QuantTypeInfo& type, const uint8_t* w, int64_t vocab, int64_t d,
                       int64_t g0, int64_t g1, uint8_t* packed);
 void Avx512PackedKernel(const QuantTypeInfo& type, const uint8_t* acts, int64_t rows,
-                        const uint8_t* packed, int64_t vocab, int64_t d, int64_t v0, int64_t v1,
-                        float* out, int64_t ldo, uint8_t* scratch);
+                        const uint8_t* packed, int64_t d, int64_t v0, int64_t v1, float* out,
+                        int64_t ldo, uint8_t* scratch);
 }  // namespace quant_kernel_internal
 
 }  // namespace vocabd

@@ -22,17 +22,18 @@ inline int64_t Min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
 // One quantized activation row (see quant_kernel.h), byte offsets:
 //   [aq: d x i8][dal: d/4 x f32][da: d/32 x f32][qs16: d/16 x f32][qs32: d/32 x f32]
-//   [s32: d/32 x i32]
+//   [s32: d/32 x i32][s16: d/16 x i32]
 // each part starting on a 64-byte boundary.
 struct ActLayout {
-  int64_t dal, da, qs16, qs32, s32, bytes;
+  int64_t dal, da, qs16, qs32, s32, s16, bytes;
   explicit ActLayout(int64_t d) {
     dal = Round64(d);
     da = dal + Round64(d);
     qs16 = da + Round64(d / 8);
     qs32 = qs16 + Round64(d / 4);
     s32 = qs32 + Round64(d / 8);
-    bytes = s32 + Round64(d / 8);
+    s16 = s32 + Round64(d / 8);
+    bytes = s16 + Round64(d / 4);
   }
 };
 
@@ -50,10 +51,14 @@ struct UnpackLayout {
 };
 
 // The packed kernel's scratch: up to kPackedRowBlock input rows
-// interleaved per block, 40 bytes per row and block of 32 (32 codes, da,
-// the offset term's int32 starting value), plus alignment.
+// interleaved per 32 codes, 60 bytes per row and 32 codes (the codes, da,
+// the offset term's starting values per 32 and per 16, the quantized sums
+// per 32 and per 16), plus alignment.
 constexpr int64_t kPackedRowBlock = 64;
-inline int64_t PackedScratchBytes(int64_t d) { return kPackedRowBlock * (d / 32) * 40 + 64; }
+constexpr int64_t kPackedPanelBytesPer32 = 60;
+inline int64_t PackedScratchBytes(int64_t d) {
+  return kPackedRowBlock * (d / 32) * kPackedPanelBytesPer32 + 64;
+}
 
 // IEEE binary16 -> binary32 (ggml_half), exact.
 inline float H2F(uint16_t h) {

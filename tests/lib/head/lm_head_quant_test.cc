@@ -319,6 +319,7 @@ TEST(LmHeadQuant, ImplementationNamesTypeAndPath) {
   o.hidden_size = 256;
   o.weights_quant = GgmlType::kQ4_K;
   o.quant_few_rows_max = 5;
+  o.quant_pack = false;  // packed heads: PackedHeadIsChosenByDefaultAndOverridable
   auto expected = [](QuantKernelIsa isa) {
     return std::string("vocabd:q4_k-") + QuantKernelIsaName(isa) +
            (QuantKernelHasCrossover(isa, GgmlType::kQ4_K, 256)
@@ -351,7 +352,7 @@ TEST(LmHeadQuant, ImplementationNamesTypeAndPath) {
 // value is refused naming it.
 TEST(LmHeadQuant, PackedHeadIsChosenByDefaultAndOverridable) {
   const QuantTypeInfo& info = *FindQuantTypeInfo(GgmlType::kQ8_0);
-  const int64_t vocab = 40, hidden = 64;
+  const int64_t vocab = 40, hidden = 256;
   const std::vector<uint8_t> w = RandomBlocks(info, vocab, hidden, 3);
   LmHead::Options o;
   o.weights = w.data();
@@ -364,11 +365,11 @@ TEST(LmHeadQuant, PackedHeadIsChosenByDefaultAndOverridable) {
     ScopedKernelEnv env(QuantKernelIsaName(isa));
     const bool covered = QuantPackedCovers(isa, GgmlType::kQ8_0, hidden);
     const std::string packed = std::string("vocabd:q8_0-") + QuantKernelIsaName(isa) +
-                               " (every M; weights packed at Create, 3264 bytes)";  // 48 x 2 x 34
+                               " (every M; weights packed at Create, 13056 bytes)";  // 3 x 4352
     o.quant_pack = true;
     absl::StatusOr<std::unique_ptr<LmHead>> h = LmHead::Create(o);
     ASSERT_TRUE(h.ok()) << h.status();
-    EXPECT_EQ((*h)->weight_bytes(), vocab * 2 * 34);
+    EXPECT_EQ((*h)->weight_bytes(), vocab * 8 * 34);
     if (!covered) {
       std::printf("[ SKIPPED  ] %s path: no packed kernel for Q8_0\n", QuantKernelIsaName(isa));
       EXPECT_EQ((*h)->implementation().find("packed"), std::string::npos);
@@ -497,7 +498,7 @@ TEST(LmHeadQuant, FewRowsCrossoverIsMeasuredOrSetAndObeyed) {
 // path and kernel (as F32 weights do), and leaves the other rows alone.
 TEST(LmHeadQuant, NonFiniteHiddenGivesNaNLogits) {
   const QuantTypeInfo& info = *FindQuantTypeInfo(GgmlType::kQ8_0);
-  const int64_t vocab = 37, hidden = 64, rows = 9;
+  const int64_t vocab = 37, hidden = 256, rows = 9;
   const std::vector<uint8_t> w = RandomBlocks(info, vocab, hidden, 5);
   std::vector<float> x = testing::RandomNormal(static_cast<size_t>(rows * hidden), 9);
   x[1 * hidden + 3] = std::nanf("");
