@@ -29,6 +29,11 @@ bool CpuidF16c() {
   unsigned a = 0, b = 0, c = 0, d = 0;
   return __get_cpuid(1, &a, &b, &c, &d) != 0 && (c & (1u << 29)) != 0;
 }
+// GFNI: CPUID.(EAX=7,ECX=0):ECX bit 8 (the packed kernels' decode).
+bool CpuidGfni() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  return __get_cpuid_count(7, 0, &a, &b, &c, &d) != 0 && (c & (1u << 8)) != 0;
+}
 bool CpuidAvxVnni() {
   unsigned a = 0, b = 0, c = 0, d = 0;
   return __get_cpuid_count(7, 1, &a, &b, &c, &d) != 0 && (a & (1u << 4)) != 0;
@@ -163,8 +168,9 @@ int64_t PackedRecordBytes(quant::GgmlType type) {
 }  // namespace
 
 bool QuantPackedCovers(QuantKernelIsa isa, quant::GgmlType type, int64_t d) {
-  return isa == QuantKernelIsa::kAvx512Vnni && d > 0 && d % 256 == 0 &&
-         PackedRecordBytes(type) > 0;
+  static const bool gfni = CpuidGfni();
+  return isa == QuantKernelIsa::kAvx512Vnni && gfni && d > 0 && d % 256 == 0 &&
+         PackedRecordBytes(type) > 0 && QuantKernelIsaSupported(isa);
 }
 
 int64_t QuantPackedBytes(const QuantTypeInfo& type, int64_t vocab, int64_t d) {

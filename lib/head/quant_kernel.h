@@ -95,8 +95,9 @@
 // A row's logits are bit-identical for every M on one kernel; the two
 // kernels differ by float summation order only.
 //
-// The packed kernels (avx512vnni: Q8_0, Q4_K, Q6_K at hidden_size a
-// multiple of 256; QuantPackedCovers): LmHead copies the weights once at
+// The packed kernels (avx512vnni on a CPU with GFNI: Q8_0, Q4_K, Q6_K at
+// hidden_size a multiple of 256; QuantPackedCovers;
+// quant_kernel_avx512packed.cc): LmHead copies the weights once at
 // Create into a layout made for vpdpbusd with the vocabulary in the lanes
 // (drawn in quant_kernel_avx512vnni.cc), no more bytes per row than the
 // file's blocks (Q6_K: 1% more, for alignment), and every M runs one
@@ -178,7 +179,8 @@ void QuantHeadKernel(QuantKernelIsa isa, const QuantTypeInfo& type, const uint8_
 // ---- Packed weights (the packed kernel above).
 // Vocabulary rows per packed group (the lanes of one zmm).
 inline constexpr int64_t kPackedGroupRows = 16;
-// True when `isa` has a packed kernel for `type` at hidden size d.
+// True when `isa` has a packed kernel for `type` at hidden size d on this
+// CPU (the avx512vnni path, GFNI, d a multiple of 256, a type with one).
 bool QuantPackedCovers(QuantKernelIsa isa, quant::GgmlType type, int64_t d);
 // Bytes of the packed copy of `vocab` rows (padded to whole groups of
 // kPackedGroupRows; the padding rows are zero).

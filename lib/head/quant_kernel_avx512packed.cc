@@ -1,0 +1,407 @@
+// The packed kernels of the quantized LM head (quant_kernel.h, "The
+// packed kernels"), AVX512-VNNI with GFNI. Compiled with -mavx512f
+// -mavx512bw -mavx512vl -mavx512vnni -mgfni (CMakeLists); reached only
+// when QuantPackedCovers (the avx512vnni path and a CPU with GFNI).
+#include <immintrin.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "lib/head/quant_kernel.h"
+#include "lib/head/quant_kernel_impl.h"
+
+namespace vocabd {
+namespace {
+
+// The maskz forms with a full mask are the plain instructions; the unmasked
+// intrinsics trip GCC 12's -Wuninitialized (_mm512_undefined_ps).
+constexpr __mmask16 kAll = 0xFFFF;
+
+// ---- The packed kernels (QuantPackedCovers: Q8_0, Q4_K, Q6_K; d a
+// multiple of 256). LmHead packs the weights once at Create: 16 vocabulary
+// rows per group G, and per group and 256 codes (super-block s: one
+// k-quant super-block, eight Q8_0 blocks) one record of T::kBytes, records
+// in order (G, s). A record holds the canonical codes u (quant_kernel.h) of
+// the 16 rows, arranged so that one zmm W[c] holds, for unit U (codes
+// 32U .. 32U + 31) and c = 0..7, codes 32U + 4c .. 32U + 4c + 3 of each row
+// in its lane r:
+//
+//   W[c] = [ u[r0][32U+4c .. +3] | u[r1][...] | ... | u[r15][...] ]  64 B
+//
+// stored as the type's bits allow, then the scales as in the file (f16 d,
+// int 6-bit scales), so that a record is no larger than the 16 rows' blocks
+// (Q6_K: + 32 B for 64-byte alignment):
+//
+//   Q8_0  W[U][c] as above, 8 x 8 x 64 B; d[U][r] f16               4352 B
+//   Q4_K  P[U][j] (j = 0..3), 8 x 4 x 64 B: low nibble = W[j],
+//         high = W[j + 4]; d[r], dmin[r] f16; sc[U][r], mn[U][r] u8  2368 B
+//   Q6_K  S[U][k] (k = 0..5), 8 x 6 x 64 B: the 6-bit codes of W[4q + i]
+//         (q = 0, 1; i = 0..2) in S[3q + i]'s bits 0-5, those of
+//         W[4q + 3] in 2-bit pairs in bits 6-7 of the three;
+//         d[r] f16; sc[j][r] i8 (j = 16-code sub-block 0..15)      3392 B
+//
+// Per unit and input row m (a: int8 codes, s = their int sums, da, qs =
+// da * s; per 32 codes, or per 16 for Q6_K, whose scales are per 16):
+//
+//   isum    = -o s + sum_c vpdpbusd(W[c], broadcast a[32U + 4c .. +3])
+//           = sum (u - o) a        one int32 lane per vocabulary row (exact;
+//                                  o = 128 for Q8_0, 32 for Q6_K, 0 for Q4_K)
+//   acc[m] += float(isum) * (dw[16 rows] * da)  [ + mw[16 rows] * qs: Q4_K ]
+//
+// dw = d x scale and mw = -dmin x min are the canonical ones (exact in
+// float). 8 vpdpbusd (their activation operand a broadcast load) and 3 or 4
+// float instructions per 512 codes and input row; W and the scales are made
+// once per unit for a tile of up to 8 input rows. The tile's activations
+// are copied per call into a panel interleaved per unit (every operand one
+// pointer plus a constant). Units are summed in order: a row's logits do
+// not depend on M or on the vocabulary range of the call.
+constexpr int kPackedMb = 8;
+
+// The tile's activation panel: for mb rows and nu = d / 32 units,
+//   codes [nu][mb][32] i8 | da [nu][mb] f32 | init32 [nu][mb] i32
+//   | init16 [2 nu][mb] i32 | qs32 [nu][mb] f32 | qs16 [2 nu][mb] f32
+struct Panel {
+  const int8_t* a;
+  const float* da;
+  const int32_t* init32;
+  const int32_t* init16;
+  const float* qs32;
+  const float* qs16;
+  Panel(const uint8_t* base, int64_t nu, int64_t mb) {
+    a = reinterpret_cast<const int8_t*>(base);
+    da = reinterpret_cast<const float*>(base + nu * mb * 32);
+    init32 = reinterpret_cast<const int32_t*>(da + nu * mb);
+    init16 = init32 + nu * mb;
+    qs32 = reinterpret_cast<const float*>(init16 + 2 * nu * mb);
+    qs16 = qs32 + nu * mb;
+  }
+};
+
+// Builds the panel of mb activation rows for a type of offset o.
+inline void BuildPanel(const uint8_t* const* rows, int64_t mb, int64_t d, int o, uint8_t* base) {
+  const ActLayout al(d);
+  const int64_t nu = d / 32;
+  const Panel p(base, nu, mb);
+  auto* a = const_cast<int8_t*>(p.a);
+  auto* da = const_cast<float*>(p.da);
+  auto* i32 = const_cast<int32_t*>(p.init32);
+  auto* i16 = const_cast<int32_t*>(p.init16);
+  auto* q32 = const_cast<float*>(p.qs32);
+  auto* q16 = const_cast<float*>(p.qs16);
+  for (int64_t i = 0; i < mb; ++i) {
+    const uint8_t* row = rows[i];
+    const auto* rda = reinterpret_cast<const float*>(row + al.da);
+    const auto* rs32 = reinterpret_cast<const int32_t*>(row + al.s32);
+    const auto* rs16 = reinterpret_cast<const int32_t*>(row + al.s16);
+    const auto* rq32 = reinterpret_cast<const float*>(row + al.qs32);
+    const auto* rq16 = reinterpret_cast<const float*>(row + al.qs16);
+    for (int64_t u = 0; u < nu; ++u) {
+      std::memcpy(a + (u * mb + i) * 32, row + 32 * u, 32);
+      da[u * mb + i] = rda[u];
+      i32[u * mb + i] = -o * rs32[u];
+      q32[u * mb + i] = rq32[u];
+      for (int h = 0; h < 2; ++h) {
+        i16[(2 * u + h) * mb + i] = -o * rs16[2 * u + h];
+        q16[(2 * u + h) * mb + i] = rq16[2 * u + h];
+      }
+    }
+  }
+}
+
+// gf2p8affineqb bit matrices (byte 7 - i of the qword selects the input
+// bits of output bit i): the high nibble to bits 0-3; bits 6-7 to bits 0-1,
+// 2-3 or 4-5.
+constexpr int64_t kGfHighNibble = 0x1020408000000000;
+constexpr int64_t kGfTop2To0 = 0x4080000000000000;
+constexpr int64_t kGfTop2To2 = 0x0000408000000000;
+constexpr int64_t kGfTop2To4 = 0x0000000040800000;
+
+inline __m512 ScaleU8(const uint8_t* p16, __m512 f) {
+  return _mm512_mul_ps(f, _mm512_maskz_cvtepi32_ps(
+                              kAll, _mm512_maskz_cvtepu8_epi32(
+                                        kAll, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p16)))));
+}
+inline __m512 ScaleI8(const uint8_t* p16, __m512 f) {
+  return _mm512_mul_ps(f, _mm512_maskz_cvtepi32_ps(
+                              kAll, _mm512_maskz_cvtepi8_epi32(
+                                        kAll, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p16)))));
+}
+inline __m512 HalfVec(const uint8_t* p) {
+  return _mm512_maskz_cvtph_ps(kAll, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+}
+
+// Packing helpers: one row's canonical codes u[256] of a super-block into
+// lane r of a record.
+inline void PutBytes(const uint8_t* u, int r, uint8_t* w /* [8 U][8 c][16 r][4] */) {
+  for (int U = 0; U < 8; ++U)
+    for (int c = 0; c < 8; ++c) std::memcpy(w + ((U * 8 + c) * 16 + r) * 4, u + 32 * U + 4 * c, 4);
+}
+inline void PutNibbles(const uint8_t* u, int r, uint8_t* p /* [8 U][4 j][16 r][4] */) {
+  for (int U = 0; U < 8; ++U)
+    for (int j = 0; j < 4; ++j)
+      for (int i = 0; i < 4; ++i) {
+        const uint8_t lo = u[32 * U + 4 * j + i] & 0x0F, hi = u[32 * U + 16 + 4 * j + i] & 0x0F;
+        p[((U * 4 + j) * 16 + r) * 4 + i] = static_cast<uint8_t>(lo | hi << 4);
+      }
+}
+
+struct PackedQ8_0 {
+  static constexpr int kSub = 32, kOffset = 128;
+  static constexpr bool kMins = false;
+  static constexpr int64_t kBytes = 4352;
+  struct Sb {};
+  static Sb Prepare(const uint8_t*) { return {}; }
+  static void Codes(const uint8_t* p, int U, __m512i* w) {
+#pragma GCC unroll 8
+    for (int c = 0; c < 8; ++c) w[c] = _mm512_load_si512(p + (U * 8 + c) * 64);
+  }
+  static __m512 Scale(const uint8_t* p, int U, int, const Sb&) { return HalfVec(p + 4096 + U * 32); }
+  static __m512 Min(const uint8_t*, int, const Sb&) { return _mm512_setzero_ps(); }
+  // One row of 8 blocks (272 B) into lane r.
+  static void Pack(const uint8_t* blocks, int r, uint8_t* rec) {
+    uint8_t u[256];
+    float dw[16], mw[16];
+    UnpackQ8_0(blocks, 8, u, dw, mw);
+    PutBytes(u, r, rec);
+    const auto* x = reinterpret_cast<const quant::BlockQ8_0*>(blocks);
+    for (int U = 0; U < 8; ++U) std::memcpy(rec + 4096 + (U * 16 + r) * 2, &x[U].d, 2);
+  }
+};
+
+struct PackedQ4_K {
+  static constexpr int kSub = 32, kOffset = 0;
+  static constexpr bool kMins = true;
+  static constexpr int64_t kBytes = 2368;
+  struct Sb {
+    __m512 d, mdmin;
+  };
+  static Sb Prepare(const uint8_t* p) {
+    return {HalfVec(p + 2048), _mm512_sub_ps(_mm512_setzero_ps(), HalfVec(p + 2080))};
+  }
+  static void Codes(const uint8_t* p, int U, __m512i* w) {
+    const __m512i low4 = _mm512_set1_epi8(0x0F);
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; ++j) {
+      const __m512i q = _mm512_load_si512(p + (U * 4 + j) * 64);
+      w[j] = _mm512_and_si512(q, low4);
+      w[j + 4] = _mm512_gf2p8affine_epi64_epi8(q, _mm512_set1_epi64(kGfHighNibble), 0);
+    }
+  }
+  static __m512 Scale(const uint8_t* p, int U, int H, const Sb& sb) { return ScaleU8(p + 2112 + U * 16, sb.d); }
+  static __m512 Min(const uint8_t* p, int U, const Sb& sb) { return ScaleU8(p + 2240 + U * 16, sb.mdmin); }
+  static void Pack(const uint8_t* block, int r, uint8_t* rec) {
+    uint8_t u[256];
+    float dw[16], mw[16];
+    UnpackQ4_K(block, 1, u, dw, mw);
+    PutNibbles(u, r, rec);
+    const auto* x = reinterpret_cast<const quant::BlockQ4_K*>(block);
+    std::memcpy(rec + 2048 + r * 2, &x->d, 2);
+    std::memcpy(rec + 2080 + r * 2, &x->dmin, 2);
+    for (int U = 0; U < 8; ++U) {
+      int sc, m;
+      ScaleMinK4(U, x->scales, &sc, &m);
+      rec[2112 + U * 16 + r] = static_cast<uint8_t>(sc);
+      rec[2240 + U * 16 + r] = static_cast<uint8_t>(m);
+    }
+  }
+};
+
+struct PackedQ6_K {
+  static constexpr int kSub = 16, kOffset = 32;
+  static constexpr bool kMins = false;
+  static constexpr int64_t kBytes = 3392;  // 3360 + 32 B to a multiple of 64
+  struct Sb {
+    __m512 d;
+  };
+  static Sb Prepare(const uint8_t* p) { return {HalfVec(p + 3072)}; }
+  // Unit U: S[U][k] (k = 0..5), 6 x 64 B. For q = 0, 1 and i = 0..2, byte
+  // b of S[3q + i] = W[4q + i]'s byte b (6 bits) | bits 2i..2i+1 of
+  // W[4q + 3]'s byte b, in bits 6-7: W[4q + i] = S & 0x3F, and W[4q + 3]
+  // gathers the three top pairs (gf2p8affineqb moves them to bits 0-1, 2-3,
+  // 4-5; one vpternlogd ORs them).
+  static void Codes(const uint8_t* p, int U, __m512i* w) {
+    const __m512i low6 = _mm512_set1_epi8(0x3F);
+#pragma GCC unroll 2
+    for (int q = 0; q < 2; ++q) {
+      const uint8_t* sq = p + (U * 6 + 3 * q) * 64;
+      const __m512i s0 = _mm512_load_si512(sq);
+      const __m512i s1 = _mm512_load_si512(sq + 64);
+      const __m512i s2 = _mm512_load_si512(sq + 128);
+      w[4 * q] = _mm512_and_si512(s0, low6);
+      w[4 * q + 1] = _mm512_and_si512(s1, low6);
+      w[4 * q + 2] = _mm512_and_si512(s2, low6);
+      w[4 * q + 3] = _mm512_ternarylogic_epi32(
+          _mm512_gf2p8affine_epi64_epi8(s0, _mm512_set1_epi64(kGfTop2To0), 0),
+          _mm512_gf2p8affine_epi64_epi8(s1, _mm512_set1_epi64(kGfTop2To2), 0),
+          _mm512_gf2p8affine_epi64_epi8(s2, _mm512_set1_epi64(kGfTop2To4), 0), 0xFE);
+    }
+  }
+  static __m512 Scale(const uint8_t* p, int U, int H, const Sb& sb) {
+    return ScaleI8(p + 3104 + (2 * U + H) * 16, sb.d);
+  }
+  static __m512 Min(const uint8_t*, int, const Sb&) { return _mm512_setzero_ps(); }
+  static void Pack(const uint8_t* block, int r, uint8_t* rec) {
+    uint8_t u[256];
+    float dw[16], mw[16];
+    UnpackQ6_K(block, 1, u, dw, mw);
+    for (int U = 0; U < 8; ++U)
+      for (int q = 0; q < 2; ++q)
+        for (int i = 0; i < 3; ++i)
+          for (int b = 0; b < 4; ++b) {
+            const uint8_t own = u[32 * U + 4 * (4 * q + i) + b];
+            const uint8_t third = u[32 * U + 4 * (4 * q + 3) + b];
+            rec[((U * 6 + 3 * q + i) * 16 + r) * 4 + b] =
+                static_cast<uint8_t>(own | ((third >> (2 * i)) & 3) << 6);
+          }
+    const auto* x = reinterpret_cast<const quant::BlockQ6_K*>(block);
+    std::memcpy(rec + 3072 + r * 2, &x->d, 2);
+    for (int j = 0; j < 16; ++j) rec[3104 + j * 16 + r] = static_cast<uint8_t>(x->scales[j]);
+  }
+};
+
+// Unit U (32 codes) of a record for MB input rows; u = the unit's index in the row.
+template <class T, int MB>
+inline void PackedUnit(const uint8_t* rec, int U, const typename T::Sb& sb, const Panel& pn,
+                       int64_t u, __m512* acc) {
+  __m512i w[8];
+  T::Codes(rec, U, w);
+  const int8_t* ab = pn.a + u * MB * 32;
+  if constexpr (T::kSub == 32) {
+    const __m512 dw = T::Scale(rec, U, 0, sb);
+    __m512 mw = _mm512_setzero_ps();
+    if constexpr (T::kMins) mw = T::Min(rec, U, sb);
+#pragma GCC unroll 8
+    for (int m = 0; m < MB; ++m) {
+      __m512i isum = T::kOffset != 0 ? _mm512_set1_epi32(pn.init32[u * MB + m]) : _mm512_setzero_si512();
+#pragma GCC unroll 8
+      for (int c = 0; c < 8; ++c) {
+        int32_t four;
+        std::memcpy(&four, ab + m * 32 + 4 * c, 4);
+        isum = _mm512_dpbusd_epi32(isum, w[c], _mm512_set1_epi32(four));
+      }
+      acc[m] = _mm512_fmadd_ps(_mm512_maskz_cvtepi32_ps(kAll, isum),
+                               _mm512_mul_ps(dw, _mm512_set1_ps(pn.da[u * MB + m])), acc[m]);
+      if constexpr (T::kMins) acc[m] = _mm512_fmadd_ps(mw, _mm512_set1_ps(pn.qs32[u * MB + m]), acc[m]);
+    }
+  } else {
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; ++h) {
+      const __m512 dw = T::Scale(rec, U, h, sb);
+#pragma GCC unroll 8
+      for (int m = 0; m < MB; ++m) {
+        __m512i isum = _mm512_set1_epi32(pn.init16[(2 * u + h) * MB + m]);
+#pragma GCC unroll 4
+        for (int c = 0; c < 4; ++c) {
+          int32_t four;
+          std::memcpy(&four, ab + m * 32 + 16 * h + 4 * c, 4);
+          isum = _mm512_dpbusd_epi32(isum, w[4 * h + c], _mm512_set1_epi32(four));
+        }
+        acc[m] = _mm512_fmadd_ps(_mm512_maskz_cvtepi32_ps(kAll, isum),
+                                 _mm512_mul_ps(dw, _mm512_set1_ps(pn.da[u * MB + m])), acc[m]);
+      }
+    }
+  }
+}
+
+// One group (16 vocabulary rows) x MB input rows.
+template <class T, int MB>
+inline void PackedTile(const uint8_t* group, int64_t nsb, const Panel& pn, float* const* out,
+                       __mmask16 lanes) {
+  __m512 acc[MB];
+#pragma GCC unroll 8
+  for (int m = 0; m < MB; ++m) acc[m] = _mm512_setzero_ps();
+  for (int64_t s = 0; s < nsb; ++s) {
+    const uint8_t* rec = group + s * T::kBytes;
+    const typename T::Sb sb = T::Prepare(rec);
+#pragma GCC unroll 1
+    for (int U = 0; U < 8; ++U) PackedUnit<T, MB>(rec, U, sb, pn, 8 * s + U, acc);
+  }
+#pragma GCC unroll 8
+  for (int m = 0; m < MB; ++m) _mm512_mask_storeu_ps(out[m], lanes, acc[m]);
+}
+
+template <class T>
+void PackGroupsT(const uint8_t* w, int64_t vocab, int64_t d, int64_t g0, int64_t g1,
+                 int64_t row_bytes, uint8_t* packed) {
+  const int64_t nsb = d / 256;
+  const int64_t sb_bytes = row_bytes / nsb;  // the file's bytes per row and 256 codes
+  for (int64_t g = g0; g < g1; ++g) {
+    for (int64_t s = 0; s < nsb; ++s) {
+      uint8_t* rec = packed + (g * nsb + s) * T::kBytes;
+      std::memset(rec, 0, static_cast<size_t>(T::kBytes));  // padding rows: zero scales
+      for (int r = 0; r < kPackedGroupRows; ++r) {
+        const int64_t v = g * kPackedGroupRows + r;
+        if (v < vocab) T::Pack(w + v * row_bytes + s * sb_bytes, r, rec);
+      }
+    }
+  }
+}
+
+template <class T>
+void PackedKernelT(const uint8_t* acts, int64_t rows, const uint8_t* packed, int64_t d,
+                   int64_t v0, int64_t v1, float* out, int64_t ldo, uint8_t* scratch) {
+  const ActLayout al(d);
+  const int64_t nu = d / 32, nsb = d / 256;
+  uint8_t* panel = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(scratch) + 63) &
+                                              ~uintptr_t{63});
+  for (int64_t m0 = 0; m0 < rows; m0 += kPackedRowBlock) {
+    const int64_t mrows = Min64(kPackedRowBlock, rows - m0);
+    for (int64_t m = 0; m < mrows; m += kPackedMb) {
+      const int64_t mb = Min64(kPackedMb, mrows - m);
+      const uint8_t* r[kPackedMb];
+      for (int64_t i = 0; i < mb; ++i) r[i] = acts + (m0 + m + i) * al.bytes;
+      BuildPanel(r, mb, d, T::kOffset, panel + m * nu * kPackedPanelBytesPer32);
+    }
+    for (int64_t v = v0; v < v1; v += kPackedGroupRows) {
+      const int64_t g = v / kPackedGroupRows;
+      const int64_t nr = Min64(kPackedGroupRows, v1 - v);
+      const __mmask16 lanes = static_cast<__mmask16>((1u << nr) - 1);
+      const uint8_t* group = packed + g * nsb * T::kBytes;
+      for (int64_t m = 0; m < mrows; m += kPackedMb) {
+        const int mb = static_cast<int>(Min64(kPackedMb, mrows - m));
+        const Panel pn(panel + m * nu * kPackedPanelBytesPer32, nu, mb);
+        float* o[kPackedMb];
+        for (int i = 0; i < mb; ++i) o[i] = out + (m0 + m + i) * ldo + v;
+        switch (mb) {
+          case 8: PackedTile<T, 8>(group, nsb, pn, o, lanes); break;
+          case 7: PackedTile<T, 7>(group, nsb, pn, o, lanes); break;
+          case 6: PackedTile<T, 6>(group, nsb, pn, o, lanes); break;
+          case 5: PackedTile<T, 5>(group, nsb, pn, o, lanes); break;
+          case 4: PackedTile<T, 4>(group, nsb, pn, o, lanes); break;
+          case 3: PackedTile<T, 3>(group, nsb, pn, o, lanes); break;
+          case 2: PackedTile<T, 2>(group, nsb, pn, o, lanes); break;
+          default: PackedTile<T, 1>(group, nsb, pn, o, lanes); break;
+        }
+      }
+    }
+  }
+}
+}  // namespace
+
+namespace quant_kernel_internal {
+static_assert(PackedQ8_0::kBytes == kPackedRecordBytesQ8_0);
+static_assert(PackedQ4_K::kBytes == kPackedRecordBytesQ4_K);
+static_assert(PackedQ6_K::kBytes == kPackedRecordBytesQ6_K);
+void Avx512PackGroups(const QuantTypeInfo& type, const uint8_t* w, int64_t vocab, int64_t d,
+                      int64_t g0, int64_t g1, uint8_t* packed) {
+  const int64_t row_bytes = d / type.block_size * type.block_bytes;
+  switch (type.type) {
+    case quant::GgmlType::kQ8_0: return PackGroupsT<PackedQ8_0>(w, vocab, d, g0, g1, row_bytes, packed);
+    case quant::GgmlType::kQ4_K: return PackGroupsT<PackedQ4_K>(w, vocab, d, g0, g1, row_bytes, packed);
+    case quant::GgmlType::kQ6_K: return PackGroupsT<PackedQ6_K>(w, vocab, d, g0, g1, row_bytes, packed);
+    default: return;
+  }
+}
+void Avx512PackedKernel(const QuantTypeInfo& type, const uint8_t* acts, int64_t rows,
+                        const uint8_t* packed, int64_t d, int64_t v0, int64_t v1, float* out,
+                        int64_t ldo, uint8_t* scratch) {
+  switch (type.type) {
+    case quant::GgmlType::kQ8_0: return PackedKernelT<PackedQ8_0>(acts, rows, packed, d, v0, v1, out, ldo, scratch);
+    case quant::GgmlType::kQ4_K: return PackedKernelT<PackedQ4_K>(acts, rows, packed, d, v0, v1, out, ldo, scratch);
+    case quant::GgmlType::kQ6_K: return PackedKernelT<PackedQ6_K>(acts, rows, packed, d, v0, v1, out, ldo, scratch);
+    default: return;
+  }
+}
+}  // namespace quant_kernel_internal
+}  // namespace vocabd
