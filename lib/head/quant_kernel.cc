@@ -162,6 +162,12 @@ int64_t PackedRecordBytes(quant::GgmlType type) {
     case quant::GgmlType::kQ8_0: return kPackedRecordBytesQ8_0;
     case quant::GgmlType::kQ4_K: return kPackedRecordBytesQ4_K;
     case quant::GgmlType::kQ6_K: return kPackedRecordBytesQ6_K;
+    case quant::GgmlType::kQ4_0: return kPackedRecordBytesQ4_0;
+    case quant::GgmlType::kQ4_1: return kPackedRecordBytesQ4_1;
+    case quant::GgmlType::kQ5_0: return kPackedRecordBytesQ5_0;
+    case quant::GgmlType::kQ5_1: return kPackedRecordBytesQ5_1;
+    case quant::GgmlType::kIQ4_NL: return kPackedRecordBytesIQ4_NL;
+    case quant::GgmlType::kQ5_K: return kPackedRecordBytesQ5_K;
     default: return 0;
   }
 }

@@ -219,6 +219,12 @@ void KernelAvx512Vnni(const QuantTypeInfo&, const uint8_t*, int64_t, const uint8
 inline constexpr int64_t kPackedRecordBytesQ8_0 = 4352;
 inline constexpr int64_t kPackedRecordBytesQ4_K = 2368;
 inline constexpr int64_t kPackedRecordBytesQ6_K = 3392;
+inline constexpr int64_t kPackedRecordBytesQ4_0 = 2304;
+inline constexpr int64_t kPackedRecordBytesQ4_1 = 2560;
+inline constexpr int64_t kPackedRecordBytesQ5_0 = 2816;
+inline constexpr int64_t kPackedRecordBytesQ5_1 = 3072;
+inline constexpr int64_t kPackedRecordBytesIQ4_NL = 2304;
+inline constexpr int64_t kPackedRecordBytesQ5_K = 2880;
 void Avx512PackGroups(const QuantTypeInfo& type, const uint8_t* w, int64_t vocab, int64_t d,
                       int64_t g0, int64_t g1, uint8_t* packed);
 void Avx512PackedKernel(const QuantTypeInfo& type, const uint8_t* acts, int64_t rows,

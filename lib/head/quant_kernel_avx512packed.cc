@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "lib/head/quant_kernel.h"
 #include "lib/head/quant_kernel_impl.h"
@@ -260,6 +261,135 @@ struct PackedQ6_K {
   }
 };
 
+// ---- The 4- and 5-bit types. Codes in nibble planes P[U][j] (j = 0..3,
+// 8 x 4 x 64 B: low nibble = W[j], high = W[j + 4]) and, for the 5-bit
+// types, a plane H[U] (8 x 64 B) whose byte b of lane r has in bit c the
+// fifth bit (16) of W[c]'s byte b; per unit the f16 block scale d[U][r]
+// (and m[U][r]) or, for Q5_K, Q4_K's super-block scales.
+
+// W[0..7] of unit U from the nibble planes at p (+ the fifth bits at h, when set).
+inline void DecodeNibbles(const uint8_t* p, int U, const uint8_t* h, __m512i* w) {
+  const __m512i low4 = _mm512_set1_epi8(0x0F);
+  __m512i hb = _mm512_setzero_si512();
+  if (h != nullptr) hb = _mm512_load_si512(h + U * 64);
+#pragma GCC unroll 4
+  for (int j = 0; j < 4; ++j) {
+    const __m512i q = _mm512_load_si512(p + (U * 4 + j) * 64);
+    const __m512i hi = _mm512_gf2p8affine_epi64_epi8(q, _mm512_set1_epi64(kGfHighNibble), 0);
+    if (h == nullptr) {
+      w[j] = _mm512_and_si512(q, low4);
+      w[j + 4] = hi;
+    } else {
+      // Bit c of hb to bit 4: the matrix row of output bit 4 (byte 3) = 1 << c.
+      const __m512i b0 = _mm512_gf2p8affine_epi64_epi8(hb, _mm512_set1_epi64(int64_t{1} << (24 + j)), 0);
+      const __m512i b1 =
+          _mm512_gf2p8affine_epi64_epi8(hb, _mm512_set1_epi64(int64_t{1} << (24 + j + 4)), 0);
+      w[j] = _mm512_ternarylogic_epi32(q, b0, low4, 0xEC);  // (q & 15) | b0
+      w[j + 4] = _mm512_or_si512(hi, b1);
+    }
+  }
+}
+
+// Packing: lane r of the fifth-bit plane from the canonical codes u[256].
+inline void PutBit5(const uint8_t* u, int r, uint8_t* h /* [8 U][16 r][4] */) {
+  for (int U = 0; U < 8; ++U)
+    for (int b = 0; b < 4; ++b) {
+      uint8_t v = 0;
+      for (int c = 0; c < 8; ++c) v |= static_cast<uint8_t>(((u[32 * U + 4 * c + b] >> 4) & 1) << c);
+      h[(U * 16 + r) * 4 + b] = v;
+    }
+}
+
+// The 32-code block types: Kind gives the block, its canonical unpacker,
+// the offset, the fifth-bit plane and the min.
+template <class Block, void (*Unpack)(const uint8_t*, int64_t, uint8_t*, float*, float*),
+          int Offset, bool Bit5, bool Mins, bool Iq4nl = false>
+struct PackedBlock32 {
+  static constexpr int kSub = 32, kOffset = Offset;
+  static constexpr bool kMins = Mins;
+  static constexpr int64_t kCodes = 2048, kH = Bit5 ? 512 : 0;
+  static constexpr int64_t kD = kCodes + kH, kM = kD + 256;
+  static constexpr int64_t kBytes = kM + (Mins ? 256 : 0);
+  struct Sb {};
+  static Sb Prepare(const uint8_t*) { return {}; }
+  static void Codes(const uint8_t* p, int U, __m512i* w) {
+    DecodeNibbles(p, U, Bit5 ? p + kCodes : nullptr, w);
+    if constexpr (Iq4nl) {  // u = kvalues_iq4nl[nibble] + 128, by vpshufb
+      alignas(16) uint8_t t[16];
+      for (int i = 0; i < 16; ++i) t[i] = static_cast<uint8_t>(quant::kValuesIQ4_NL[i] + 128);
+      const __m512i table =
+          _mm512_maskz_broadcast_i32x4(kAll, _mm_load_si128(reinterpret_cast<const __m128i*>(t)));
+#pragma GCC unroll 8
+      for (int c = 0; c < 8; ++c) w[c] = _mm512_shuffle_epi8(table, w[c]);
+    }
+  }
+  static __m512 Scale(const uint8_t* p, int U, int, const Sb&) { return HalfVec(p + kD + U * 32); }
+  static __m512 Min(const uint8_t* p, int U, const Sb&) {
+    if constexpr (Mins) return HalfVec(p + kM + U * 32);
+    return _mm512_setzero_ps();
+  }
+  // One row of 8 blocks into lane r; the file's nibbles for IQ4_NL (the
+  // code book is applied when decoding).
+  static void Pack(const uint8_t* blocks, int r, uint8_t* rec) {
+    uint8_t u[256];
+    float dw[16], mw[16];
+    const auto* x = reinterpret_cast<const Block*>(blocks);
+    if constexpr (Iq4nl) {
+      for (int U = 0; U < 8; ++U)
+        for (int i = 0; i < 16; ++i) {
+          u[32 * U + i] = x[U].qs[i] & 0x0F;
+          u[32 * U + 16 + i] = x[U].qs[i] >> 4;
+        }
+    } else {
+      Unpack(blocks, 8, u, dw, mw);
+    }
+    PutNibbles(u, r, rec);
+    if constexpr (Bit5) PutBit5(u, r, rec + kCodes);
+    for (int U = 0; U < 8; ++U) {
+      std::memcpy(rec + kD + (U * 16 + r) * 2, &x[U].d, 2);
+      if constexpr (Mins) std::memcpy(rec + kM + (U * 16 + r) * 2, &x[U].m, 2);
+    }
+  }
+};
+
+using PackedQ4_0 = PackedBlock32<quant::BlockQ4_0, UnpackQ4_0, 8, false, false>;
+using PackedQ4_1 = PackedBlock32<quant::BlockQ4_1, UnpackQ4_1, 0, false, true>;
+using PackedQ5_0 = PackedBlock32<quant::BlockQ5_0, UnpackQ5_0, 16, true, false>;
+using PackedQ5_1 = PackedBlock32<quant::BlockQ5_1, UnpackQ5_1, 0, true, true>;
+using PackedIQ4_NL = PackedBlock32<quant::BlockIQ4_NL, UnpackIQ4_NL, 128, false, false, true>;
+
+// Q5_K: Q4_K's record with the fifth-bit plane after the nibbles.
+struct PackedQ5_K {
+  static constexpr int kSub = 32, kOffset = 0;
+  static constexpr bool kMins = true;
+  static constexpr int64_t kBytes = 2880;
+  struct Sb {
+    __m512 d, mdmin;
+  };
+  static Sb Prepare(const uint8_t* p) {
+    return {HalfVec(p + 2560), _mm512_sub_ps(_mm512_setzero_ps(), HalfVec(p + 2592))};
+  }
+  static void Codes(const uint8_t* p, int U, __m512i* w) { DecodeNibbles(p, U, p + 2048, w); }
+  static __m512 Scale(const uint8_t* p, int U, int, const Sb& sb) { return ScaleU8(p + 2624 + U * 16, sb.d); }
+  static __m512 Min(const uint8_t* p, int U, const Sb& sb) { return ScaleU8(p + 2752 + U * 16, sb.mdmin); }
+  static void Pack(const uint8_t* block, int r, uint8_t* rec) {
+    uint8_t u[256];
+    float dw[16], mw[16];
+    UnpackQ5_K(block, 1, u, dw, mw);
+    PutNibbles(u, r, rec);
+    PutBit5(u, r, rec + 2048);
+    const auto* x = reinterpret_cast<const quant::BlockQ5_K*>(block);
+    std::memcpy(rec + 2560 + r * 2, &x->d, 2);
+    std::memcpy(rec + 2592 + r * 2, &x->dmin, 2);
+    for (int U = 0; U < 8; ++U) {
+      int sc, m;
+      ScaleMinK4(U, x->scales, &sc, &m);
+      rec[2624 + U * 16 + r] = static_cast<uint8_t>(sc);
+      rec[2752 + U * 16 + r] = static_cast<uint8_t>(m);
+    }
+  }
+};
+
 // Unit U (32 codes) of a record for MB input rows; u = the unit's index in the row.
 template <class T, int MB>
 inline void PackedUnit(const uint8_t* rec, int U, const typename T::Sb& sb, const Panel& pn,
@@ -383,25 +513,46 @@ namespace quant_kernel_internal {
 static_assert(PackedQ8_0::kBytes == kPackedRecordBytesQ8_0);
 static_assert(PackedQ4_K::kBytes == kPackedRecordBytesQ4_K);
 static_assert(PackedQ6_K::kBytes == kPackedRecordBytesQ6_K);
+static_assert(PackedQ4_0::kBytes == kPackedRecordBytesQ4_0);
+static_assert(PackedQ4_1::kBytes == kPackedRecordBytesQ4_1);
+static_assert(PackedQ5_0::kBytes == kPackedRecordBytesQ5_0);
+static_assert(PackedQ5_1::kBytes == kPackedRecordBytesQ5_1);
+static_assert(PackedIQ4_NL::kBytes == kPackedRecordBytesIQ4_NL);
+static_assert(PackedQ5_K::kBytes == kPackedRecordBytesQ5_K);
+
+// Calls f with the packed type of `type` (a null pointer of it); false for
+// a type without one.
+template <class F>
+bool WithPacked(quant::GgmlType type, F&& f) {
+  using quant::GgmlType;
+  switch (type) {
+    case GgmlType::kQ8_0: f(static_cast<PackedQ8_0*>(nullptr)); return true;
+    case GgmlType::kQ4_0: f(static_cast<PackedQ4_0*>(nullptr)); return true;
+    case GgmlType::kQ4_1: f(static_cast<PackedQ4_1*>(nullptr)); return true;
+    case GgmlType::kQ5_0: f(static_cast<PackedQ5_0*>(nullptr)); return true;
+    case GgmlType::kQ5_1: f(static_cast<PackedQ5_1*>(nullptr)); return true;
+    case GgmlType::kIQ4_NL: f(static_cast<PackedIQ4_NL*>(nullptr)); return true;
+    case GgmlType::kQ4_K: f(static_cast<PackedQ4_K*>(nullptr)); return true;
+    case GgmlType::kQ5_K: f(static_cast<PackedQ5_K*>(nullptr)); return true;
+    case GgmlType::kQ6_K: f(static_cast<PackedQ6_K*>(nullptr)); return true;
+    default: return false;
+  }
+}
 void Avx512PackGroups(const QuantTypeInfo& type, const uint8_t* w, int64_t vocab, int64_t d,
                       int64_t g0, int64_t g1, uint8_t* packed) {
   const int64_t row_bytes = d / type.block_size * type.block_bytes;
-  switch (type.type) {
-    case quant::GgmlType::kQ8_0: return PackGroupsT<PackedQ8_0>(w, vocab, d, g0, g1, row_bytes, packed);
-    case quant::GgmlType::kQ4_K: return PackGroupsT<PackedQ4_K>(w, vocab, d, g0, g1, row_bytes, packed);
-    case quant::GgmlType::kQ6_K: return PackGroupsT<PackedQ6_K>(w, vocab, d, g0, g1, row_bytes, packed);
-    default: return;
-  }
+  WithPacked(type.type, [&](auto* t) {
+    using T = std::remove_pointer_t<decltype(t)>;
+    PackGroupsT<T>(w, vocab, d, g0, g1, row_bytes, packed);
+  });
 }
 void Avx512PackedKernel(const QuantTypeInfo& type, const uint8_t* acts, int64_t rows,
                         const uint8_t* packed, int64_t d, int64_t v0, int64_t v1, float* out,
                         int64_t ldo, uint8_t* scratch) {
-  switch (type.type) {
-    case quant::GgmlType::kQ8_0: return PackedKernelT<PackedQ8_0>(acts, rows, packed, d, v0, v1, out, ldo, scratch);
-    case quant::GgmlType::kQ4_K: return PackedKernelT<PackedQ4_K>(acts, rows, packed, d, v0, v1, out, ldo, scratch);
-    case quant::GgmlType::kQ6_K: return PackedKernelT<PackedQ6_K>(acts, rows, packed, d, v0, v1, out, ldo, scratch);
-    default: return;
-  }
+  WithPacked(type.type, [&](auto* t) {
+    using T = std::remove_pointer_t<decltype(t)>;
+    PackedKernelT<T>(acts, rows, packed, d, v0, v1, out, ldo, scratch);
+  });
 }
 }  // namespace quant_kernel_internal
 }  // namespace vocabd
