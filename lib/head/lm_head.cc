@@ -256,8 +256,10 @@ std::string LmHead::implementation() const {
     for (char& c : type) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
     if (impl_->packed != nullptr) {
       return absl::StrCat("vocabd:", type, "-", QuantKernelIsaName(impl_->quant_isa),
-                          " (every M; weights packed at Create, ",
-                          impl_->packed_bytes, " bytes)");
+                          " (every M; weights packed at Create, ", impl_->packed_bytes,
+                          " bytes; in-place few-row kernel for rows <= ",
+                          impl_->quant_few_rows_max, impl_->quant_crossover.empty() ? "" : ", ",
+                          impl_->quant_crossover, ")");
     }
     if (impl_->quant_few_rows_max < 0) {
       return absl::StrCat("vocabd:", type, "-", QuantKernelIsaName(impl_->quant_isa),
@@ -319,31 +321,39 @@ absl::StatusOr<int> PackEnv() {
       absl::StrCat("VOCABD_QUANT_PACK = '", value, "' (want 0 or 1)"));
 }
 
-// Seconds of one QuantHeadKernel call over weight rows [0, rows), best of 3.
+// Seconds of one kernel call over weight rows [0, rows), best of 3: the
+// packed kernel on `packed` (all `vocab` rows) when set, else
+// QuantHeadKernel on w.
 double TimeKernel(QuantKernelIsa isa, const QuantTypeInfo& type, const uint8_t* acts, int64_t m,
-                  const uint8_t* w, int64_t d, int64_t rows, float* out, uint8_t* scratch,
-                  int64_t few_rows_max) {
+                  const uint8_t* w, const uint8_t* packed, int64_t vocab, int64_t d, int64_t rows,
+                  float* out, uint8_t* scratch, int64_t few_rows_max) {
   double best = 1e30;
   for (int rep = 0; rep < 3; ++rep) {
     const auto t0 = std::chrono::steady_clock::now();
-    QuantHeadKernel(isa, type, acts, m, w, d, 0, rows, out, rows, scratch, few_rows_max);
+    if (packed != nullptr) {
+      QuantPackedKernel(isa, type, acts, m, packed, vocab, d, 0, rows, out, rows, scratch);
+    } else {
+      QuantHeadKernel(isa, type, acts, m, w, d, 0, rows, out, rows, scratch, few_rows_max);
+    }
     best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
   return best;
 }
 
 // The crossover of a path's two kernels (LmHead::Create's comment),
-// measured once per process per (path, type, hidden_size); *how says what
-// was measured (implementation() shows it).
+// measured once per process per (path, type, hidden_size, packed); *how
+// says what was measured (implementation() shows it). With `packed` set
+// the other kernel is the packed one.
 int64_t MeasuredFewRowsMax(QuantKernelIsa isa, const QuantTypeInfo& type, const uint8_t* w,
-                           int64_t vocab, int64_t d, std::string* how) {
+                           const uint8_t* packed, int64_t vocab, int64_t d, std::string* how) {
   struct Result {
     int64_t few_rows_max;
     std::string how;
   };
   static std::mutex* const mu = new std::mutex;
-  static auto* const measured = new std::map<std::tuple<int, int, int64_t>, Result>;
-  const auto key = std::make_tuple(static_cast<int>(isa), static_cast<int>(type.type), d);
+  static auto* const measured = new std::map<std::tuple<int, int, int64_t, bool>, Result>;
+  const auto key =
+      std::make_tuple(static_cast<int>(isa), static_cast<int>(type.type), d, packed != nullptr);
   std::lock_guard<std::mutex> lock(*mu);  // one measurement at a time: both would be slower
   if (auto it = measured->find(key); it != measured->end()) {
     *how = it->second.how;
@@ -368,16 +378,17 @@ int64_t MeasuredFewRowsMax(QuantKernelIsa isa, const QuantTypeInfo& type, const 
   double few = 0, other = 0;
   for (int64_t m = kFewRowsLimit; m >= 1; --m) {
     at = m;
-    few = TimeKernel(isa, type, a, m, w, d, n, out.data(), scratch, m);
-    other = TimeKernel(isa, type, a, m, w, d, n, out.data(), scratch, 0);
+    few = TimeKernel(isa, type, a, m, w, nullptr, vocab, d, n, out.data(), scratch, m);
+    other = TimeKernel(isa, type, a, m, w, packed, vocab, d, n, out.data(), scratch, 0);
     if (few < other) {
       chosen = m;
       break;
     }
   }
   char text[160];
-  std::snprintf(text, sizeof text, "measured on %lld weight rows: M = %lld few-row %.3f ms, other %.3f ms",
-                static_cast<long long>(n), static_cast<long long>(at), few * 1e3, other * 1e3);
+  std::snprintf(text, sizeof text, "measured on %lld weight rows: M = %lld few-row %.3f ms, %s %.3f ms",
+                static_cast<long long>(n), static_cast<long long>(at), few * 1e3,
+                packed != nullptr ? "packed" : "other", other * 1e3);
   *how = text;
   (*measured)[key] = {chosen, *how};
   return chosen;
@@ -449,13 +460,15 @@ absl::StatusOr<std::unique_ptr<LmHead>> LmHead::CreateQuantized(const Options& o
                       options.vocab_size, options.hidden_size, t * kGroupsPerTask,
                       std::min(groups, (t + 1) * kGroupsPerTask), p);
     });
-  } else if (QuantKernelHasCrossover(impl->quant_isa, info->type, options.hidden_size)) {
+  }
+  if (QuantKernelHasCrossover(impl->quant_isa, info->type, options.hidden_size)) {
     impl->quant_few_rows_max =
         options.quant_few_rows_max >= 0 ? options.quant_few_rows_max
         : *few_env >= 0                 ? *few_env
                                         : MeasuredFewRowsMax(impl->quant_isa, *info,
                                                              static_cast<const uint8_t*>(options.weights),
-                                                             options.vocab_size, options.hidden_size,
+                                                             impl->packed.get(), options.vocab_size,
+                                                             options.hidden_size,
                                                              &impl->quant_crossover);
   }
   // Every M runs vocabd's kernel (oneDNN has no ggml-block matmul).
@@ -632,7 +645,7 @@ absl::Status LmHead::ComputeQuantized(const float* hidden, int64_t rows, float* 
       oom.store(true);
       return;
     }
-    if (impl.packed != nullptr) {
+    if (impl.packed != nullptr && rows > impl.quant_few_rows_max) {
       QuantPackedKernel(impl.quant_isa, *impl.quant, acts, rows, impl.packed.get(), vocab, d,
                         t * chunk, std::min(vocab, (t + 1) * chunk), logits, vocab, scratch);
       return;

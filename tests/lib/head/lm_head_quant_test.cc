@@ -121,12 +121,14 @@ std::vector<float> RunHead(const uint8_t* weights, GgmlType type, int64_t vocab,
   return logits;
 }
 
-// What runs a head: a path of this CPU, and on it the packed kernel where
-// the path has one for the type (QuantPackedCovers) or the in-place ones.
+// What runs a head: a path of this CPU, and on it the packed kernel for
+// every M where the path has one for the type (QuantPackedCovers; few_rows_max
+// 0), or the in-place ones (few_rows_max kFewRowsLimit).
 struct Variant {
   QuantKernelIsa isa;
   bool pack;
   std::string name;
+  int64_t few() const { return pack ? 0 : kFewRowsLimit; }
 };
 std::vector<Variant> Variants(GgmlType type, int64_t hidden) {
   std::vector<Variant> v;
@@ -177,7 +179,7 @@ TEST(LmHeadQuant, GoldenContractPerTypeAndPath) {
       ScopedKernelEnv env(QuantKernelIsaName(k.isa));
       const char* name = k.name.c_str();
       const std::vector<float> logits =
-          RunHead(g.weights, g.type, g.vocab, g.hidden, g.x, 4, kFewRowsLimit, k.pack);
+          RunHead(g.weights, g.type, g.vocab, g.hidden, g.x, 4, k.few(), k.pack);
       const double err = RelativeError(logits, g.exact);
       std::printf("%-28s %-17s relative error %.6g (ggml %.6g)\n", c.stem, name, err, ggml_err);
       EXPECT_LE(err, c.bound) << name;
@@ -189,7 +191,7 @@ TEST(LmHeadQuant, GoldenContractPerTypeAndPath) {
       x3.insert(x3.end(), g.x.begin(), g.x.end());
       x3.insert(x3.end(), g.x.begin(), g.x.end());
       const std::vector<float> many =
-          RunHead(g.weights, g.type, g.vocab, g.hidden, x3, 12, kFewRowsLimit, k.pack);
+          RunHead(g.weights, g.type, g.vocab, g.hidden, x3, 12, k.few(), k.pack);
       for (int copy = 0; copy < 3; ++copy) {
         const std::vector<float> part(many.begin() + copy * 4 * g.vocab,
                                       many.begin() + (copy + 1) * 4 * g.vocab);
@@ -268,21 +270,21 @@ TEST(LmHeadQuant, PathsAgreeAndRowsDoNotDependOnM) {
         const QuantKernelIsa isa = k.isa;
         ScopedKernelEnv env(QuantKernelIsaName(isa));
         const std::vector<float> all =
-            RunHead(w.data(), type, vocab, hidden, x, rows, kFewRowsLimit, k.pack);
+            RunHead(w.data(), type, vocab, hidden, x, rows, k.few(), k.pack);
         // Two kernels, one up to kFewRowsLimit rows and one above: the
         // avx512vnni path always (unless packed: one kernel), the avx2 and
         // avxvnni paths where the avx2 fused few-row kernel covers the type
         // and hidden size.
         const bool gemm = !k.pack && QuantKernelHasCrossover(isa, type, hidden);
         const std::vector<float> small =
-            RunHead(w.data(), type, vocab, hidden, x, 7, kFewRowsLimit, k.pack);
+            RunHead(w.data(), type, vocab, hidden, x, 7, k.few(), k.pack);
         // 4 and 6 as well where a fused few-row kernel runs (on avx2 its
         // tiles change at M = 2, 3 and 5).
         std::vector<int64_t> ms = {1, 2, 3, 5, 8, 13};
         if (gemm) ms.insert(ms.end(), {4, 6});
         for (int64_t m : ms) {
           const std::vector<float> part =
-              RunHead(w.data(), type, vocab, hidden, x, m, kFewRowsLimit, k.pack);
+              RunHead(w.data(), type, vocab, hidden, x, m, k.few(), k.pack);
           const bool same_kernel = !gemm || m > kFewRowsLimit;
           const std::vector<float>& ref = same_kernel ? all : small;
           ASSERT_EQ(0, std::memcmp(part.data(), ref.data(),
@@ -346,10 +348,11 @@ TEST(LmHeadQuant, ImplementationNamesTypeAndPath) {
 
 // The packed kernel: chosen by default where the path has one
 // (QuantPackedCovers), told by implementation() with the bytes of the copy
-// (whole groups of 16 rows), one kernel for every M (no crossover);
-// Options::quant_pack = false or VOCABD_QUANT_PACK = 0 read the weights in
-// place, VOCABD_QUANT_PACK = 1 packs whatever the option says, any other
-// value is refused naming it.
+// (whole groups of 16 rows) and the crossover with the in-place few-row
+// kernel (measured by default, in [0, 8]; rows above it run packed, with
+// the packed kernel's bits); Options::quant_pack = false or
+// VOCABD_QUANT_PACK = 0 read the weights in place, VOCABD_QUANT_PACK = 1
+// packs whatever the option says, any other value is refused naming it.
 TEST(LmHeadQuant, PackedHeadIsChosenByDefaultAndOverridable) {
   const QuantTypeInfo& info = *FindQuantTypeInfo(GgmlType::kQ8_0);
   const int64_t vocab = 40, hidden = 256;
@@ -364,9 +367,12 @@ TEST(LmHeadQuant, PackedHeadIsChosenByDefaultAndOverridable) {
     SCOPED_TRACE(QuantKernelIsaName(isa));
     ScopedKernelEnv env(QuantKernelIsaName(isa));
     const bool covered = QuantPackedCovers(isa, GgmlType::kQ8_0, hidden);
-    const std::string packed = std::string("vocabd:q8_0-") + QuantKernelIsaName(isa) +
-                               " (every M; weights packed at Create, 13056 bytes)";  // 3 x 4352
+    const std::string packed =
+        std::string("vocabd:q8_0-") + QuantKernelIsaName(isa) +
+        " (every M; weights packed at Create, 13056 bytes; in-place few-row kernel for rows <= "
+        "2)";  // 3 x 4352 bytes
     o.quant_pack = true;
+    o.quant_few_rows_max = 2;
     absl::StatusOr<std::unique_ptr<LmHead>> h = LmHead::Create(o);
     ASSERT_TRUE(h.ok()) << h.status();
     EXPECT_EQ((*h)->weight_bytes(), vocab * 8 * 34);
@@ -376,7 +382,29 @@ TEST(LmHeadQuant, PackedHeadIsChosenByDefaultAndOverridable) {
       continue;
     }
     EXPECT_EQ((*h)->implementation(), packed);
-    EXPECT_EQ((*h)->quant_few_rows_max(), -1);
+    EXPECT_EQ((*h)->quant_few_rows_max(), 2);
+    {
+      // Rows 3 and up run packed: the bits of a head packed for every M.
+      const std::vector<float> x = testing::RandomNormal(static_cast<size_t>(4 * hidden), 2);
+      const std::vector<float> two = RunHead(w.data(), GgmlType::kQ8_0, vocab, hidden, x, 4, 2, true);
+      const std::vector<float> all = RunHead(w.data(), GgmlType::kQ8_0, vocab, hidden, x, 4, 0, true);
+      const std::vector<float> none = RunHead(w.data(), GgmlType::kQ8_0, vocab, hidden, x, 2, 8, true);
+      EXPECT_EQ(0, std::memcmp(two.data(), all.data(), two.size() * sizeof(float)));
+      const std::vector<float> two2 = RunHead(w.data(), GgmlType::kQ8_0, vocab, hidden, x, 2, 2, true);
+      EXPECT_EQ(0, std::memcmp(two2.data(), none.data(), two2.size() * sizeof(float)));
+      o.quant_few_rows_max = -1;
+      absl::StatusOr<std::unique_ptr<LmHead>> measured = LmHead::Create(o);
+      ASSERT_TRUE(measured.ok()) << measured.status();
+      EXPECT_GE((*measured)->quant_few_rows_max(), 0);
+      EXPECT_LE((*measured)->quant_few_rows_max(), kFewRowsLimit);
+      EXPECT_NE((*measured)->implementation().find("measured on 40 weight rows"), std::string::npos)
+          << (*measured)->implementation();
+      EXPECT_NE((*measured)->implementation().find(" ms, packed "), std::string::npos)
+          << (*measured)->implementation();
+      std::printf("%s: packed, measured few_rows_max %lld\n", QuantKernelIsaName(isa),
+                  static_cast<long long>((*measured)->quant_few_rows_max()));
+      o.quant_few_rows_max = 2;
+    }
     {
       ScopedEnv pack("VOCABD_QUANT_PACK", "0");
       h = LmHead::Create(o);
@@ -508,7 +536,7 @@ TEST(LmHeadQuant, NonFiniteHiddenGivesNaNLogits) {
     ScopedKernelEnv env(QuantKernelIsaName(isa));
     for (int64_t m : {int64_t{5}, rows}) {  // few-row and many-row kernels
       const std::vector<float> logits =
-          RunHead(w.data(), GgmlType::kQ8_0, vocab, hidden, x, m, kFewRowsLimit, k.pack);
+          RunHead(w.data(), GgmlType::kQ8_0, vocab, hidden, x, m, k.few(), k.pack);
       for (int64_t r = 0; r < m; ++r) {
         for (int64_t v = 0; v < vocab; ++v) {
           const float l = logits[static_cast<size_t>(r * vocab + v)];
