@@ -511,6 +511,7 @@ int main(int argc, char** argv) {
     std::vector<uint8_t> w;
     std::unique_ptr<vocabd::LmHead> head;
     double floor = 0;
+    double create_ms = 0;  // LmHead::Create (packing and the measured crossover)
     std::vector<double> ms;  // per rows_list entry
   };
   std::vector<QuantCase> quants;
@@ -529,7 +530,9 @@ int main(int argc, char** argv) {
     q.name = name;
     q.info = info;
     q.w = RandomQuantHead(*info, v, d);
+    const auto t0 = std::chrono::steady_clock::now();
     q.head = QuantHead(q.w.data(), info->type, v, d);
+    q.create_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     quants.push_back(std::move(q));
   }
   const int threads = omp_get_max_threads();
@@ -548,8 +551,8 @@ int main(int argc, char** argv) {
   }
   std::printf("\n");
   for (const QuantCase& q : quants) {
-    std::printf("%s head (%.1f MB): %s\n", q.name.c_str(), q.head->weight_bytes() / 1e6,
-                q.head->implementation().c_str());
+    std::printf("%s head (%.1f MB, LmHead::Create %.0f ms): %s\n", q.name.c_str(),
+                q.head->weight_bytes() / 1e6, q.create_ms, q.head->implementation().c_str());
   }
   // The read-only floors, one buffer as large as the largest weights.
   size_t max_bytes = 0;
