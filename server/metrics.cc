@@ -131,7 +131,7 @@ struct Metrics::Impl {
                       "Work waiting, by queue: compute tasks (compute), LM-head batcher rows "
                       "(lm_head:<model>).",
                       "queue", queues, families);
-    AppendGaugeFamily("vocabd_model_resident_bytes", "Bytes of each loaded model's tensors.",
+    AppendGaugeFamily("vocabd_model_resident_bytes", "Bytes of each loaded model's tensors and packed LM-head copy.",
                       "model", resident, families);
   }
 

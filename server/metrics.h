@@ -24,7 +24,8 @@
 //   rejected_requests_total{limit}            counter  calls refused by a limit:
 //                                                      "max_concurrent_requests",
 //                                                      "max_tokens_per_request"
-//   model_resident_bytes{model}               gauge    bytes of the model's tensors,
+//   model_resident_bytes{model}               gauge    bytes of the model's tensors
+//                                                      and packed LM-head copy,
 //                                                      sampled at scrape time from
 //                                                      SetModelSource()
 //   build_info{version,git_sha,compiler,onednn,build_type} gauge  always 1

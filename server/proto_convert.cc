@@ -216,7 +216,7 @@ v1::ModelInfo ModelToProto(const Model& model, bool is_default) {
   info.set_lm_head_unsupported_reason(cfg.lm_head_unsupported_reason);
   info.set_bos_token_id(cfg.bos_token_id);
   info.set_eos_token_id(cfg.eos_token_id);
-  info.set_resident_bytes(model.checkpoint().resident_bytes());
+  info.set_resident_bytes(model.resident_bytes());
   for (const SourceFileInfo& f : model.checkpoint().SourceFilesSnapshot()) {
     v1::SourceFile* out = info.add_source_files();
     out->set_path(f.path);

@@ -279,7 +279,7 @@ absl::StatusOr<std::unique_ptr<VocabdServer>> VocabdServer::Create(const Options
               {"heads", absl::StrCat(cfg.num_attention_heads, "/", cfg.num_key_value_heads)},
               {"head_dim", absl::StrCat(cfg.head_dim)},
               {"tied", cfg.tie_word_embeddings ? "true" : "false"},
-              {"resident_bytes", absl::StrCat((*model)->checkpoint().resident_bytes())}});
+              {"resident_bytes", absl::StrCat((*model)->resident_bytes())}});
     LogServing(**model);
     RETURN_IF_ERROR(impl->registry.Add(std::shared_ptr<const Model>(std::move(*model))));
   }
@@ -317,7 +317,7 @@ absl::StatusOr<std::unique_ptr<VocabdServer>> VocabdServer::Create(const Options
     for (const std::shared_ptr<const Model>& model : registry->List()) {
       Metrics::ModelSample& sample = samples.emplace_back();
       sample.name = model->name();
-      sample.resident_bytes = model->checkpoint().resident_bytes();
+      sample.resident_bytes = model->resident_bytes();
       if (const DynamicBatcher* batcher = model->batcher()) {
         sample.lm_head_queued_rows = batcher->queued_rows();
       }

@@ -103,12 +103,16 @@ class LmHead {
     // VOCABD_QUANT_FEW_ROWS_MAX = 0..8 overrides -1 for operators.
     int64_t quant_few_rows_max = -1;
     // Quantized weights where the path has a packed kernel for the type
-    // (QuantPackedCovers: avx512vnni, Q8_0): copy the weights at Create into
-    // the packed layout (quant_kernel.h; the same bytes as weight_bytes(),
-    // padded to 16 rows, held by the LmHead) and run every M on the packed
-    // kernel. false: read the weights in place (few-row and many-row
-    // kernels, quant_few_rows_max). The environment variable
-    // VOCABD_QUANT_PACK = 0 | 1 overrides it for operators.
+    // (QuantPackedCovers: avx512vnni with GFNI, every served type,
+    // hidden_size a multiple of 256): copy the weights at Create into the
+    // packed layout (quant_kernel.h; the bytes of weight_bytes() up to 5.5%
+    // more, padded to 16 rows, held by
+    // the LmHead in 2 MiB-aligned memory advised for huge pages) and run
+    // rows above quant_few_rows_max on the packed kernel; rows up to it
+    // still read the weights in place (the few-row kernel), so `weights`
+    // must stay mapped either way. false: the in-place kernels only. The
+    // environment variable VOCABD_QUANT_PACK = 0 | 1 overrides it for
+    // operators; another value makes Create fail (INVALID_ARGUMENT).
     bool quant_pack = true;
   };
   // The measured crossovers against oneDNN's fixed-M primitives, per CPU
@@ -159,8 +163,18 @@ class LmHead {
   // hidden_size), a few ms; implementation() shows both times. On avx2,
   // few_rows_max = 8 also sends larger M through the fused kernel, in groups
   // of 8 (quant_kernel.h, QuantHeadKernel).
+  // A packed head (Options::quant_pack) has the in-place few-row kernel and
+  // the packed one; both read the same bytes, so at few rows which is
+  // faster depends on how each overlaps its instructions with memory:
+  // Create times them as Compute runs them (all threads, ~1 MiB tasks) on
+  // up to 64 MiB of the head's rows, M = 1, 2, ... while the in-place
+  // kernel is faster (few_rows_max = the last such M, 0 if none; tens of
+  // ms). Packing itself is one pass over the weights (a Llama-3 Q8_0 head,
+  // 558 MB: about 0.6 s on 2 cores of a VM, most of it the first touch of
+  // the new memory).
+  // RESOURCE_EXHAUSTED when the packed copy cannot be allocated.
   // INVALID_ARGUMENT for quant_few_rows_max or VOCABD_QUANT_FEW_ROWS_MAX
-  // outside [-1, 8] / [0, 8].
+  // outside [-1, 8] / [0, 8], and for VOCABD_QUANT_PACK other than 0 or 1.
   static absl::StatusOr<std::unique_ptr<LmHead>> Create(const Options& options);
   ~LmHead();
   LmHead(const LmHead&) = delete;
@@ -183,6 +197,9 @@ class LmHead {
   // Bytes of the weight matrix (vocab_size * hidden_size * element size;
   // quantized: vocab_size * blocks per row * block bytes).
   int64_t weight_bytes() const;
+  // Bytes of the packed copy the head holds (Options::quant_pack; 0 when it
+  // reads the weights in place only).
+  int64_t packed_bytes() const;
   int64_t vocab_size() const;
   int64_t hidden_size() const;
   // Largest M that uses the small-M kernel (0: none, oneDNN for every M).
@@ -197,7 +214,10 @@ class LmHead {
   // e.g. "vocabd:avx512 (rows <= 16); brg:avx512_core (fixed M <= 256)".
   // Quantized heads: the type, path and crossover, e.g. "vocabd:q8_0-avx2
   // (every M; few-row kernel for rows <= 8, measured on 240 weight rows: M
-  // = 8 few-row 0.307 ms, other 0.458 ms)" (no "measured" part when set).
+  // = 8 few-row 0.307 ms, other 0.458 ms)" (no "measured" part when set);
+  // packed: "vocabd:q6_k-avx512vnni (every M; weights packed at Create,
+  // 435044352 bytes; in-place few-row kernel for rows <= 1, measured on
+  // 19972 weight rows: M = 2 few-row 1.531 ms, packed 1.477 ms)".
   std::string implementation() const;
 
  private:

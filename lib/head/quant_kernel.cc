@@ -168,6 +168,8 @@ int64_t PackedRecordBytes(quant::GgmlType type) {
     case quant::GgmlType::kQ5_1: return kPackedRecordBytesQ5_1;
     case quant::GgmlType::kIQ4_NL: return kPackedRecordBytesIQ4_NL;
     case quant::GgmlType::kQ5_K: return kPackedRecordBytesQ5_K;
+    case quant::GgmlType::kQ2_K: return kPackedRecordBytesQ2_K;
+    case quant::GgmlType::kQ3_K: return kPackedRecordBytesQ3_K;
     default: return 0;
   }
 }

@@ -95,18 +95,22 @@
 // A row's logits are bit-identical for every M on one kernel; the two
 // kernels differ by float summation order only.
 //
-// The packed kernels (avx512vnni on a CPU with GFNI: Q8_0, Q4_K, Q6_K at
+// The packed kernels (avx512vnni on a CPU with GFNI: every served type at
 // hidden_size a multiple of 256; QuantPackedCovers;
-// quant_kernel_avx512packed.cc): LmHead copies the weights once at
-// Create into a layout made for vpdpbusd with the vocabulary in the lanes
-// (drawn in quant_kernel_avx512vnni.cc), no more bytes per row than the
-// file's blocks (Q6_K: 1% more, for alignment), and every M runs one
-// kernel: per 32 codes of 16 vocabulary rows and input row, 8 vpdpbusd
-// with the activation codes broadcast, accumulator started at -offset *
-// s32 (or s16; exact in int32), then one convert, one scale multiply and
-// one fma (two per 32 for Q6_K's per-16 scales, one more fma for Q4_K's
-// mins). The few-row kernels above spend 4 instructions per 64 codes and
-// (vocabulary row, input row) pair; these 11-14 per 512.
+// quant_kernel_avx512packed.cc draws the records): LmHead copies the
+// weights once at Create into a layout made for vpdpbusd with 16
+// vocabulary rows in the lanes, the file's bytes per row (Q4_K, Q5_K
+// 2.3-2.8% more: their scales one byte each; Q3_K 5.5%; Q6_K 1%),
+// and runs rows above few_rows_max on it: per 32 codes of 16 vocabulary
+// rows and input row, 8 vpdpbusd with the activation codes broadcast,
+// accumulator started at -offset * s32 (or s16; exact in int32), then a
+// convert, a scale multiply and an fma (twice per 32 codes for Q6_K's
+// per-16 scales, one more fma for a min). The codes of 16 rows are made
+// once per 32 codes for up to 8 input rows: an and per 64 bytes, the high
+// nibbles and the fifth or sixth bits moved by gf2p8affineqb. The few-row
+// kernels above spend 4 instructions per 64 codes and (vocabulary row,
+// input row) pair plus the code cuts; these 11-14 per 512 codes and input
+// row plus the cuts once per tile.
 //
 // The crossover few_rows_max (QuantHeadKernel) depends on how wide the
 // core's vector units are, which the feature flags do not tell (AVX-512 at
@@ -225,6 +229,8 @@ inline constexpr int64_t kPackedRecordBytesQ5_0 = 2816;
 inline constexpr int64_t kPackedRecordBytesQ5_1 = 3072;
 inline constexpr int64_t kPackedRecordBytesIQ4_NL = 2304;
 inline constexpr int64_t kPackedRecordBytesQ5_K = 2880;
+inline constexpr int64_t kPackedRecordBytesQ2_K = 1344;
+inline constexpr int64_t kPackedRecordBytesQ3_K = 1856;
 void Avx512PackGroups(const QuantTypeInfo& type, const uint8_t* w, int64_t vocab, int64_t d,
                       int64_t g0, int64_t g1, uint8_t* packed);
 void Avx512PackedKernel(const QuantTypeInfo& type, const uint8_t* acts, int64_t rows,

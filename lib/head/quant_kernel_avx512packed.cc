@@ -19,9 +19,9 @@ namespace {
 // intrinsics trip GCC 12's -Wuninitialized (_mm512_undefined_ps).
 constexpr __mmask16 kAll = 0xFFFF;
 
-// ---- The packed kernels (QuantPackedCovers: Q8_0, Q4_K, Q6_K; d a
-// multiple of 256). LmHead packs the weights once at Create: 16 vocabulary
-// rows per group G, and per group and 256 codes (super-block s: one
+// ---- The packed kernels (QuantPackedCovers: every served type; d a
+// multiple of 256). LmHead packs the weights
+// once at Create: 16 vocabulary rows per group G, and per group and 256 codes (super-block s: one
 // k-quant super-block, eight Q8_0 blocks) one record of T::kBytes, records
 // in order (G, s). A record holds the canonical codes u (quant_kernel.h) of
 // the 16 rows, arranged so that one zmm W[c] holds, for unit U (codes
@@ -31,8 +31,9 @@ constexpr __mmask16 kAll = 0xFFFF;
 //   W[c] = [ u[r0][32U+4c .. +3] | u[r1][...] | ... | u[r15][...] ]  64 B
 //
 // stored as the type's bits allow, then the scales as in the file (f16 d,
-// int 6-bit scales), so that a record is no larger than the 16 rows' blocks
-// (Q6_K: + 32 B for 64-byte alignment):
+// int 6-bit scales), so that a record holds the 16 rows' block bytes
+// (Q4_K / Q5_K: + 64 B, their 6-bit scales and mins one byte each; Q6_K:
+// + 32 B for 64-byte alignment):
 //
 //   Q8_0  W[U][c] as above, 8 x 8 x 64 B; d[U][r] f16               4352 B
 //   Q4_K  P[U][j] (j = 0..3), 8 x 4 x 64 B: low nibble = W[j],
@@ -41,14 +42,30 @@ constexpr __mmask16 kAll = 0xFFFF;
 //         (q = 0, 1; i = 0..2) in S[3q + i]'s bits 0-5, those of
 //         W[4q + 3] in 2-bit pairs in bits 6-7 of the three;
 //         d[r] f16; sc[j][r] i8 (j = 16-code sub-block 0..15)      3392 B
+//   Q4_0, IQ4_NL  P[U][j] as Q4_K (IQ4_NL: the code book's indices);
+//         d[U][r] f16                                               2304 B
+//   Q4_1  as Q4_0, then m[U][r] f16                                 2560 B
+//   Q5_0  P[U][j], H[U] (8 x 64 B: bit c of byte b = the fifth bit of
+//         W[c]'s byte b), d[U][r]                                   2816 B
+//   Q5_1  as Q5_0, then m[U][r]                                     3072 B
+//   Q5_K  P[U][j], H[U], then Q4_K's d, dmin, sc, mn                2880 B
+//   Q2_K  T[U][h] (h = 0, 1), 8 x 2 x 64 B: bits 2c'..2c'+1 of a byte =
+//         the 2-bit code of W[4h + c']'s byte; d[r], dmin[r] f16; the
+//         file's scale bytes sc[j][r] (scale | min << 4)            1344 B
+//   Q3_K  T[U][h] as Q2_K, H[U] as Q5_0 (the third bit); d[r] f16;
+//         sc[j][r] i8 = 6-bit scale - 32; 32 B padding             1856 B
 //
 // Per unit and input row m (a: int8 codes, s = their int sums, da, qs =
-// da * s; per 32 codes, or per 16 for Q6_K, whose scales are per 16):
+// da * s; per 32 codes, or per 16 for Q2_K, Q3_K and Q6_K, whose scales
+// are per 16):
 //
 //   isum    = -o s + sum_c vpdpbusd(W[c], broadcast a[32U + 4c .. +3])
 //           = sum (u - o) a        one int32 lane per vocabulary row (exact;
-//                                  o = 128 for Q8_0, 32 for Q6_K, 0 for Q4_K)
-//   acc[m] += float(isum) * (dw[16 rows] * da)  [ + mw[16 rows] * qs: Q4_K ]
+//                                  o = 128 for Q8_0 and IQ4_NL, 32 for Q6_K,
+//                                  16 for Q5_0, 8 for Q4_0, 4 for Q3_K, 0
+//                                  with a min)
+//   acc[m] += float(isum) * (dw[16 rows] * da)  [ + mw[16 rows] * qs: Q4_1,
+//                                                 Q5_1, Q2_K, Q4_K, Q5_K ]
 //
 // dw = d x scale and mw = -dmin x min are the canonical ones (exact in
 // float). 8 vpdpbusd (their activation operand a broadcast load) and 3 or 4
@@ -158,7 +175,7 @@ struct PackedQ8_0 {
     for (int c = 0; c < 8; ++c) w[c] = _mm512_load_si512(p + (U * 8 + c) * 64);
   }
   static __m512 Scale(const uint8_t* p, int U, int, const Sb&) { return HalfVec(p + 4096 + U * 32); }
-  static __m512 Min(const uint8_t*, int, const Sb&) { return _mm512_setzero_ps(); }
+  static __m512 Min(const uint8_t*, int, int, const Sb&) { return _mm512_setzero_ps(); }
   // One row of 8 blocks (272 B) into lane r.
   static void Pack(const uint8_t* blocks, int r, uint8_t* rec) {
     uint8_t u[256];
@@ -190,7 +207,7 @@ struct PackedQ4_K {
     }
   }
   static __m512 Scale(const uint8_t* p, int U, int H, const Sb& sb) { return ScaleU8(p + 2112 + U * 16, sb.d); }
-  static __m512 Min(const uint8_t* p, int U, const Sb& sb) { return ScaleU8(p + 2240 + U * 16, sb.mdmin); }
+  static __m512 Min(const uint8_t* p, int U, int, const Sb& sb) { return ScaleU8(p + 2240 + U * 16, sb.mdmin); }
   static void Pack(const uint8_t* block, int r, uint8_t* rec) {
     uint8_t u[256];
     float dw[16], mw[16];
@@ -241,7 +258,7 @@ struct PackedQ6_K {
   static __m512 Scale(const uint8_t* p, int U, int H, const Sb& sb) {
     return ScaleI8(p + 3104 + (2 * U + H) * 16, sb.d);
   }
-  static __m512 Min(const uint8_t*, int, const Sb&) { return _mm512_setzero_ps(); }
+  static __m512 Min(const uint8_t*, int, int, const Sb&) { return _mm512_setzero_ps(); }
   static void Pack(const uint8_t* block, int r, uint8_t* rec) {
     uint8_t u[256];
     float dw[16], mw[16];
@@ -324,7 +341,7 @@ struct PackedBlock32 {
     }
   }
   static __m512 Scale(const uint8_t* p, int U, int, const Sb&) { return HalfVec(p + kD + U * 32); }
-  static __m512 Min(const uint8_t* p, int U, const Sb&) {
+  static __m512 Min(const uint8_t* p, int U, int, const Sb&) {
     if constexpr (Mins) return HalfVec(p + kM + U * 32);
     return _mm512_setzero_ps();
   }
@@ -371,7 +388,7 @@ struct PackedQ5_K {
   }
   static void Codes(const uint8_t* p, int U, __m512i* w) { DecodeNibbles(p, U, p + 2048, w); }
   static __m512 Scale(const uint8_t* p, int U, int, const Sb& sb) { return ScaleU8(p + 2624 + U * 16, sb.d); }
-  static __m512 Min(const uint8_t* p, int U, const Sb& sb) { return ScaleU8(p + 2752 + U * 16, sb.mdmin); }
+  static __m512 Min(const uint8_t* p, int U, int, const Sb& sb) { return ScaleU8(p + 2752 + U * 16, sb.mdmin); }
   static void Pack(const uint8_t* block, int r, uint8_t* rec) {
     uint8_t u[256];
     float dw[16], mw[16];
@@ -390,6 +407,122 @@ struct PackedQ5_K {
   }
 };
 
+// ---- The 2- and 3-bit k-quants: per unit two planes T[U][h] (h = 0, 1;
+// 8 x 2 x 64 B) whose byte b of lane r holds the low 2 bits of W[4h + c']'s
+// byte b in bits 2c'..2c'+1 (c' = 0..3), cut by gf2p8affineqb; Q3_K's third
+// bit in a plane H[U] as the fifth bit of Q5_0. Scales per 16 codes.
+
+// Bits 2c..2c+1 to bits 0-1 (matrix rows of output bits 0 and 1: bytes 7, 6).
+inline __m512i Cut2(__m512i t, int c) {
+  const int64_t a = (int64_t{1} << (2 * c)) << 56 | (int64_t{1} << (2 * c + 1)) << 48;
+  return _mm512_gf2p8affine_epi64_epi8(t, _mm512_set1_epi64(a), 0);
+}
+
+inline void PutBits2(const uint8_t* u, int r, uint8_t* t /* [8 U][2 h][16 r][4] */) {
+  for (int U = 0; U < 8; ++U)
+    for (int h = 0; h < 2; ++h)
+      for (int b = 0; b < 4; ++b) {
+        uint8_t v = 0;
+        for (int c = 0; c < 4; ++c) v |= static_cast<uint8_t>((u[32 * U + 4 * (4 * h + c) + b] & 3) << (2 * c));
+        t[((U * 2 + h) * 16 + r) * 4 + b] = v;
+      }
+}
+
+// Q2_K, 1344 B: T[U][h] 1024 B, d[r], dmin[r] f16, the file's scale bytes
+// sc[j][r] (low nibble scale, high nibble min; j = 16-code sub-block).
+struct PackedQ2_K {
+  static constexpr int kSub = 16, kOffset = 0;
+  static constexpr bool kMins = true;
+  static constexpr int64_t kBytes = 1344;
+  struct Sb {
+    __m512 d, mdmin;
+  };
+  static Sb Prepare(const uint8_t* p) {
+    return {HalfVec(p + 1024), _mm512_sub_ps(_mm512_setzero_ps(), HalfVec(p + 1056))};
+  }
+  static void Codes(const uint8_t* p, int U, __m512i* w) {
+    const __m512i t0 = _mm512_load_si512(p + (U * 2) * 64);
+    const __m512i t1 = _mm512_load_si512(p + (U * 2 + 1) * 64);
+#pragma GCC unroll 4
+    for (int c = 0; c < 4; ++c) {
+      w[c] = Cut2(t0, c);
+      w[c + 4] = Cut2(t1, c);
+    }
+  }
+  static __m512i ScaleBytes(const uint8_t* p, int U, int H) {
+    return _mm512_maskz_cvtepu8_epi32(
+        kAll, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 1088 + (2 * U + H) * 16)));
+  }
+  static __m512 Scale(const uint8_t* p, int U, int H, const Sb& sb) {
+    const __m512i sc = _mm512_and_si512(ScaleBytes(p, U, H), _mm512_set1_epi32(0x0F));
+    return _mm512_mul_ps(sb.d, _mm512_maskz_cvtepi32_ps(kAll, sc));
+  }
+  static __m512 Min(const uint8_t* p, int U, int H, const Sb& sb) {
+    const __m512i mn = _mm512_maskz_srli_epi32(kAll, ScaleBytes(p, U, H), 4);
+    return _mm512_mul_ps(sb.mdmin, _mm512_maskz_cvtepi32_ps(kAll, mn));
+  }
+  static void Pack(const uint8_t* block, int r, uint8_t* rec) {
+    uint8_t u[256];
+    float dw[16], mw[16];
+    UnpackQ2_K(block, 1, u, dw, mw);
+    PutBits2(u, r, rec);
+    const auto* x = reinterpret_cast<const quant::BlockQ2_K*>(block);
+    std::memcpy(rec + 1024 + r * 2, &x->d, 2);
+    std::memcpy(rec + 1056 + r * 2, &x->dmin, 2);
+    for (int j = 0; j < 16; ++j) rec[1088 + j * 16 + r] = x->scales[j];
+  }
+};
+
+// Q3_K, 1856 B: T[U][h] 1024 B, H[U] 512 B (bit c of byte b = bit 2 of
+// W[c]'s byte b), d[r] f16, sc[j][r] i8 = the 6-bit scale - 32, 32 B of
+// padding to a multiple of 64.
+struct PackedQ3_K {
+  static constexpr int kSub = 16, kOffset = 4;
+  static constexpr bool kMins = false;
+  static constexpr int64_t kBytes = 1856;
+  struct Sb {
+    __m512 d;
+  };
+  static Sb Prepare(const uint8_t* p) { return {HalfVec(p + 1536)}; }
+  static void Codes(const uint8_t* p, int U, __m512i* w) {
+    const __m512i t0 = _mm512_load_si512(p + (U * 2) * 64);
+    const __m512i t1 = _mm512_load_si512(p + (U * 2 + 1) * 64);
+    const __m512i hb = _mm512_load_si512(p + 1024 + U * 64);
+#pragma GCC unroll 4
+    for (int c = 0; c < 4; ++c) {
+      // Bit c (c + 4) of hb to bit 2: the matrix row of output bit 2 (byte 5).
+      const __m512i h0 = _mm512_gf2p8affine_epi64_epi8(hb, _mm512_set1_epi64(int64_t{1} << (40 + c)), 0);
+      const __m512i h1 =
+          _mm512_gf2p8affine_epi64_epi8(hb, _mm512_set1_epi64(int64_t{1} << (40 + c + 4)), 0);
+      w[c] = _mm512_or_si512(Cut2(t0, c), h0);
+      w[c + 4] = _mm512_or_si512(Cut2(t1, c), h1);
+    }
+  }
+  static __m512 Scale(const uint8_t* p, int U, int H, const Sb& sb) {
+    return ScaleI8(p + 1568 + (2 * U + H) * 16, sb.d);
+  }
+  static __m512 Min(const uint8_t*, int, int, const Sb&) { return _mm512_setzero_ps(); }
+  static void Pack(const uint8_t* block, int r, uint8_t* rec) {
+    uint8_t u[256];
+    float dw[16], mw[16];
+    UnpackQ3_K(block, 1, u, dw, mw);
+    PutBits2(u, r, rec);
+    for (int U = 0; U < 8; ++U)
+      for (int b = 0; b < 4; ++b) {
+        uint8_t v = 0;
+        for (int c = 0; c < 8; ++c) v |= static_cast<uint8_t>(((u[32 * U + 4 * c + b] >> 2) & 1) << c);
+        rec[1024 + (U * 16 + r) * 4 + b] = v;
+      }
+    const auto* x = reinterpret_cast<const quant::BlockQ3_K*>(block);
+    std::memcpy(rec + 1536 + r * 2, &x->d, 2);
+    uint32_t aux[4];
+    Q3KScales(x->scales, aux);
+    int8_t sc[16];
+    std::memcpy(sc, aux, 16);
+    for (int j = 0; j < 16; ++j) rec[1568 + j * 16 + r] = static_cast<uint8_t>(sc[j] - 32);
+  }
+};
+
 // Unit U (32 codes) of a record for MB input rows; u = the unit's index in the row.
 template <class T, int MB>
 inline void PackedUnit(const uint8_t* rec, int U, const typename T::Sb& sb, const Panel& pn,
@@ -400,7 +533,7 @@ inline void PackedUnit(const uint8_t* rec, int U, const typename T::Sb& sb, cons
   if constexpr (T::kSub == 32) {
     const __m512 dw = T::Scale(rec, U, 0, sb);
     __m512 mw = _mm512_setzero_ps();
-    if constexpr (T::kMins) mw = T::Min(rec, U, sb);
+    if constexpr (T::kMins) mw = T::Min(rec, U, 0, sb);
 #pragma GCC unroll 8
     for (int m = 0; m < MB; ++m) {
       __m512i isum = T::kOffset != 0 ? _mm512_set1_epi32(pn.init32[u * MB + m]) : _mm512_setzero_si512();
@@ -418,9 +551,12 @@ inline void PackedUnit(const uint8_t* rec, int U, const typename T::Sb& sb, cons
 #pragma GCC unroll 2
     for (int h = 0; h < 2; ++h) {
       const __m512 dw = T::Scale(rec, U, h, sb);
+      __m512 mw = _mm512_setzero_ps();
+      if constexpr (T::kMins) mw = T::Min(rec, U, h, sb);
 #pragma GCC unroll 8
       for (int m = 0; m < MB; ++m) {
-        __m512i isum = _mm512_set1_epi32(pn.init16[(2 * u + h) * MB + m]);
+        __m512i isum = T::kOffset != 0 ? _mm512_set1_epi32(pn.init16[(2 * u + h) * MB + m])
+                                       : _mm512_setzero_si512();
 #pragma GCC unroll 4
         for (int c = 0; c < 4; ++c) {
           int32_t four;
@@ -429,6 +565,9 @@ inline void PackedUnit(const uint8_t* rec, int U, const typename T::Sb& sb, cons
         }
         acc[m] = _mm512_fmadd_ps(_mm512_maskz_cvtepi32_ps(kAll, isum),
                                  _mm512_mul_ps(dw, _mm512_set1_ps(pn.da[u * MB + m])), acc[m]);
+        if constexpr (T::kMins) {
+          acc[m] = _mm512_fmadd_ps(mw, _mm512_set1_ps(pn.qs16[(2 * u + h) * MB + m]), acc[m]);
+        }
       }
     }
   }
@@ -519,6 +658,8 @@ static_assert(PackedQ5_0::kBytes == kPackedRecordBytesQ5_0);
 static_assert(PackedQ5_1::kBytes == kPackedRecordBytesQ5_1);
 static_assert(PackedIQ4_NL::kBytes == kPackedRecordBytesIQ4_NL);
 static_assert(PackedQ5_K::kBytes == kPackedRecordBytesQ5_K);
+static_assert(PackedQ2_K::kBytes == kPackedRecordBytesQ2_K);
+static_assert(PackedQ3_K::kBytes == kPackedRecordBytesQ3_K);
 
 // Calls f with the packed type of `type` (a null pointer of it); false for
 // a type without one.
@@ -535,6 +676,8 @@ bool WithPacked(quant::GgmlType type, F&& f) {
     case GgmlType::kQ4_K: f(static_cast<PackedQ4_K*>(nullptr)); return true;
     case GgmlType::kQ5_K: f(static_cast<PackedQ5_K*>(nullptr)); return true;
     case GgmlType::kQ6_K: f(static_cast<PackedQ6_K*>(nullptr)); return true;
+    case GgmlType::kQ2_K: f(static_cast<PackedQ2_K*>(nullptr)); return true;
+    case GgmlType::kQ3_K: f(static_cast<PackedQ3_K*>(nullptr)); return true;
     default: return false;
   }
 }

@@ -640,6 +640,10 @@ absl::Status Model::Score(const ScoreInput& input, ScoreOutput* output) const {
   return absl::OkStatus();
 }
 
+int64_t Model::resident_bytes() const {
+  return checkpoint_->resident_bytes() + lm_head_->packed_bytes();
+}
+
 int64_t Model::head_slice_rows() const {
   return batcher_ != nullptr ? batcher_->options().max_batch_rows : kDefaultHeadSliceRows;
 }

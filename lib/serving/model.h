@@ -178,6 +178,10 @@ class Model {
   const std::string& name() const { return name_; }
   const ModelConfig& config() const { return checkpoint_->config(); }
   const Checkpoint& checkpoint() const { return *checkpoint_; }
+  // Bytes the model holds for serving: the served tensors
+  // (Checkpoint::resident_bytes) plus the LM head's packed copy, if any
+  // (LmHead::packed_bytes).
+  int64_t resident_bytes() const;
 
   // Ragged lookup: out[t] = table[id] * scale (+ absolute position). Learned
   // positions add row `position + learned_position_offset` of the table;

@@ -10,6 +10,7 @@
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
+#include "lib/head/quant_kernel.h"
 #include "server/model_serving_options.h"
 #include "server/server.h"
 #include "tests/quant_files.h"
@@ -41,6 +42,13 @@ Running Start(std::vector<std::pair<std::string, std::string>> models) {
   r.models = v1::ModelService::NewStub(channel);
   r.embed = v1::EmbeddingService::NewStub(channel);
   return r;
+}
+
+// Bytes of the LM head's packed copy on this CPU (lib/head/lm_head.h,
+// Options::quant_pack): resident_bytes counts it.
+int64_t PackedHeadBytes(quant::GgmlType type, int64_t vocab, int64_t hidden) {
+  if (!QuantPackedCovers(DetectQuantKernelIsa(), type, hidden)) return 0;
+  return QuantPackedBytes(*FindQuantTypeInfo(type), vocab, hidden);
 }
 
 const v1::ServedTensor* Served(const v1::ModelInfo& info, const std::string& name) {
@@ -116,11 +124,13 @@ TEST(QuantServingTest, ListModelsReportsGgmlTypesNeedsQuantHead) {
     if (m.name() == "q4km") {
       EXPECT_EQ(Served(m, "model.embed_tokens.weight")->ggml_type(), "q4_K");
       EXPECT_EQ(Served(m, "lm_head.weight")->ggml_type(), "q6_K");
-      EXPECT_EQ(m.resident_bytes(), 1024 * 2 * 144 + 1024 * 2 * 210 + 512 * 4);
+      EXPECT_EQ(m.resident_bytes(), 1024 * 2 * 144 + 1024 * 2 * 210 + 512 * 4 +
+                                        PackedHeadBytes(quant::GgmlType::kQ6_K, 1024, 512));
     } else {
       EXPECT_EQ(Served(m, "model.embed_tokens.weight")->ggml_type(), "q8_0");
       EXPECT_EQ(Served(m, "lm_head.weight"), nullptr);  // tied: one copy
-      EXPECT_EQ(m.resident_bytes(), 1024 * 16 * 34 + 512 * 4);
+      EXPECT_EQ(m.resident_bytes(), 1024 * 16 * 34 + 512 * 4 +
+                                        PackedHeadBytes(quant::GgmlType::kQ8_0, 1024, 512));
     }
   }
 }
