@@ -149,6 +149,44 @@ inline __m512 HalfVec(const uint8_t* p) {
   return _mm512_maskz_cvtph_ps(kAll, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
 }
 
+// The super-block scales of the k-quants with mins (Q2_K, Q4_K, Q5_K): d[r]
+// then dmin[r], f16, at p; -dmin kept (mw = -dmin x min).
+struct DMin {
+  __m512 d, mdmin;
+};
+inline DMin LoadDMin(const uint8_t* p) {
+  return {HalfVec(p), _mm512_sub_ps(_mm512_setzero_ps(), HalfVec(p + 32))};
+}
+inline void PutDMin(uint16_t d, uint16_t dmin, int r, uint8_t* p) {
+  std::memcpy(p + r * 2, &d, 2);
+  std::memcpy(p + 32 + r * 2, &dmin, 2);
+}
+// Q4_K / Q5_K: the 8 six-bit scales and mins (ggml get_scale_min_k4) of
+// lane r, one byte each: sc[U][r] at p, mn[U][r] at p + 128.
+inline void PutKScales(const uint8_t* scales12, int r, uint8_t* p) {
+  for (int U = 0; U < 8; ++U) {
+    int sc, m;
+    ScaleMinK4(U, scales12, &sc, &m);
+    p[U * 16 + r] = static_cast<uint8_t>(sc);
+    p[128 + U * 16 + r] = static_cast<uint8_t>(m);
+  }
+}
+
+// A type without a min term (the packed kernel skips its FMA).
+struct NoMin {
+  template <class Sb>
+  static __m512 Min(const uint8_t*, int, int, const Sb&) { return _mm512_setzero_ps(); }
+};
+
+// The canonical codes u[256] of 256 codes of one row (quant_kernel_impl.h's
+// unpackers; the scales they also give are not used: records keep the
+// file's).
+template <void (*Unpack)(const uint8_t*, int64_t, uint8_t*, float*, float*)>
+inline void CanonicalCodes(const uint8_t* blocks, int64_t nb, uint8_t* u) {
+  float dw[16], mw[16];
+  Unpack(blocks, nb, u, dw, mw);
+}
+
 // Packing helpers: one row's canonical codes u[256] of a super-block into
 // lane r of a record.
 inline void PutBytes(const uint8_t* u, int r, uint8_t* w /* [8 U][8 c][16 r][4] */) {
@@ -164,7 +202,7 @@ inline void PutNibbles(const uint8_t* u, int r, uint8_t* p /* [8 U][4 j][16 r][4
       }
 }
 
-struct PackedQ8_0 {
+struct PackedQ8_0 : NoMin {
   static constexpr int kSub = 32, kOffset = 128;
   static constexpr bool kMins = false;
   static constexpr int64_t kBytes = 4352;
@@ -175,12 +213,10 @@ struct PackedQ8_0 {
     for (int c = 0; c < 8; ++c) w[c] = _mm512_load_si512(p + (U * 8 + c) * 64);
   }
   static __m512 Scale(const uint8_t* p, int U, int, const Sb&) { return HalfVec(p + 4096 + U * 32); }
-  static __m512 Min(const uint8_t*, int, int, const Sb&) { return _mm512_setzero_ps(); }
   // One row of 8 blocks (272 B) into lane r.
   static void Pack(const uint8_t* blocks, int r, uint8_t* rec) {
     uint8_t u[256];
-    float dw[16], mw[16];
-    UnpackQ8_0(blocks, 8, u, dw, mw);
+    CanonicalCodes<UnpackQ8_0>(blocks, 8, u);
     PutBytes(u, r, rec);
     const auto* x = reinterpret_cast<const quant::BlockQ8_0*>(blocks);
     for (int U = 0; U < 8; ++U) std::memcpy(rec + 4096 + (U * 16 + r) * 2, &x[U].d, 2);
@@ -191,12 +227,8 @@ struct PackedQ4_K {
   static constexpr int kSub = 32, kOffset = 0;
   static constexpr bool kMins = true;
   static constexpr int64_t kBytes = 2368;
-  struct Sb {
-    __m512 d, mdmin;
-  };
-  static Sb Prepare(const uint8_t* p) {
-    return {HalfVec(p + 2048), _mm512_sub_ps(_mm512_setzero_ps(), HalfVec(p + 2080))};
-  }
+  using Sb = DMin;
+  static Sb Prepare(const uint8_t* p) { return LoadDMin(p + 2048); }
   static void Codes(const uint8_t* p, int U, __m512i* w) {
     const __m512i low4 = _mm512_set1_epi8(0x0F);
 #pragma GCC unroll 4
@@ -210,22 +242,15 @@ struct PackedQ4_K {
   static __m512 Min(const uint8_t* p, int U, int, const Sb& sb) { return ScaleU8(p + 2240 + U * 16, sb.mdmin); }
   static void Pack(const uint8_t* block, int r, uint8_t* rec) {
     uint8_t u[256];
-    float dw[16], mw[16];
-    UnpackQ4_K(block, 1, u, dw, mw);
+    CanonicalCodes<UnpackQ4_K>(block, 1, u);
     PutNibbles(u, r, rec);
     const auto* x = reinterpret_cast<const quant::BlockQ4_K*>(block);
-    std::memcpy(rec + 2048 + r * 2, &x->d, 2);
-    std::memcpy(rec + 2080 + r * 2, &x->dmin, 2);
-    for (int U = 0; U < 8; ++U) {
-      int sc, m;
-      ScaleMinK4(U, x->scales, &sc, &m);
-      rec[2112 + U * 16 + r] = static_cast<uint8_t>(sc);
-      rec[2240 + U * 16 + r] = static_cast<uint8_t>(m);
-    }
+    PutDMin(x->d, x->dmin, r, rec + 2048);
+    PutKScales(x->scales, r, rec + 2112);
   }
 };
 
-struct PackedQ6_K {
+struct PackedQ6_K : NoMin {
   static constexpr int kSub = 16, kOffset = 32;
   static constexpr bool kMins = false;
   static constexpr int64_t kBytes = 3392;  // 3360 + 32 B to a multiple of 64
@@ -258,11 +283,9 @@ struct PackedQ6_K {
   static __m512 Scale(const uint8_t* p, int U, int H, const Sb& sb) {
     return ScaleI8(p + 3104 + (2 * U + H) * 16, sb.d);
   }
-  static __m512 Min(const uint8_t*, int, int, const Sb&) { return _mm512_setzero_ps(); }
   static void Pack(const uint8_t* block, int r, uint8_t* rec) {
     uint8_t u[256];
-    float dw[16], mw[16];
-    UnpackQ6_K(block, 1, u, dw, mw);
+    CanonicalCodes<UnpackQ6_K>(block, 1, u);
     for (int U = 0; U < 8; ++U)
       for (int q = 0; q < 2; ++q)
         for (int i = 0; i < 3; ++i)
@@ -349,7 +372,6 @@ struct PackedBlock32 {
   // code book is applied when decoding).
   static void Pack(const uint8_t* blocks, int r, uint8_t* rec) {
     uint8_t u[256];
-    float dw[16], mw[16];
     const auto* x = reinterpret_cast<const Block*>(blocks);
     if constexpr (Iq4nl) {
       for (int U = 0; U < 8; ++U)
@@ -358,7 +380,7 @@ struct PackedBlock32 {
           u[32 * U + 16 + i] = x[U].qs[i] >> 4;
         }
     } else {
-      Unpack(blocks, 8, u, dw, mw);
+      CanonicalCodes<Unpack>(blocks, 8, u);
     }
     PutNibbles(u, r, rec);
     if constexpr (Bit5) PutBit5(u, r, rec + kCodes);
@@ -380,30 +402,19 @@ struct PackedQ5_K {
   static constexpr int kSub = 32, kOffset = 0;
   static constexpr bool kMins = true;
   static constexpr int64_t kBytes = 2880;
-  struct Sb {
-    __m512 d, mdmin;
-  };
-  static Sb Prepare(const uint8_t* p) {
-    return {HalfVec(p + 2560), _mm512_sub_ps(_mm512_setzero_ps(), HalfVec(p + 2592))};
-  }
+  using Sb = DMin;
+  static Sb Prepare(const uint8_t* p) { return LoadDMin(p + 2560); }
   static void Codes(const uint8_t* p, int U, __m512i* w) { DecodeNibbles(p, U, p + 2048, w); }
   static __m512 Scale(const uint8_t* p, int U, int, const Sb& sb) { return ScaleU8(p + 2624 + U * 16, sb.d); }
   static __m512 Min(const uint8_t* p, int U, int, const Sb& sb) { return ScaleU8(p + 2752 + U * 16, sb.mdmin); }
   static void Pack(const uint8_t* block, int r, uint8_t* rec) {
     uint8_t u[256];
-    float dw[16], mw[16];
-    UnpackQ5_K(block, 1, u, dw, mw);
+    CanonicalCodes<UnpackQ5_K>(block, 1, u);
     PutNibbles(u, r, rec);
     PutBit5(u, r, rec + 2048);
     const auto* x = reinterpret_cast<const quant::BlockQ5_K*>(block);
-    std::memcpy(rec + 2560 + r * 2, &x->d, 2);
-    std::memcpy(rec + 2592 + r * 2, &x->dmin, 2);
-    for (int U = 0; U < 8; ++U) {
-      int sc, m;
-      ScaleMinK4(U, x->scales, &sc, &m);
-      rec[2624 + U * 16 + r] = static_cast<uint8_t>(sc);
-      rec[2752 + U * 16 + r] = static_cast<uint8_t>(m);
-    }
+    PutDMin(x->d, x->dmin, r, rec + 2560);
+    PutKScales(x->scales, r, rec + 2624);
   }
 };
 
@@ -434,12 +445,8 @@ struct PackedQ2_K {
   static constexpr int kSub = 16, kOffset = 0;
   static constexpr bool kMins = true;
   static constexpr int64_t kBytes = 1344;
-  struct Sb {
-    __m512 d, mdmin;
-  };
-  static Sb Prepare(const uint8_t* p) {
-    return {HalfVec(p + 1024), _mm512_sub_ps(_mm512_setzero_ps(), HalfVec(p + 1056))};
-  }
+  using Sb = DMin;
+  static Sb Prepare(const uint8_t* p) { return LoadDMin(p + 1024); }
   static void Codes(const uint8_t* p, int U, __m512i* w) {
     const __m512i t0 = _mm512_load_si512(p + (U * 2) * 64);
     const __m512i t1 = _mm512_load_si512(p + (U * 2 + 1) * 64);
@@ -463,12 +470,10 @@ struct PackedQ2_K {
   }
   static void Pack(const uint8_t* block, int r, uint8_t* rec) {
     uint8_t u[256];
-    float dw[16], mw[16];
-    UnpackQ2_K(block, 1, u, dw, mw);
+    CanonicalCodes<UnpackQ2_K>(block, 1, u);
     PutBits2(u, r, rec);
     const auto* x = reinterpret_cast<const quant::BlockQ2_K*>(block);
-    std::memcpy(rec + 1024 + r * 2, &x->d, 2);
-    std::memcpy(rec + 1056 + r * 2, &x->dmin, 2);
+    PutDMin(x->d, x->dmin, r, rec + 1024);
     for (int j = 0; j < 16; ++j) rec[1088 + j * 16 + r] = x->scales[j];
   }
 };
@@ -476,7 +481,7 @@ struct PackedQ2_K {
 // Q3_K, 1856 B: T[U][h] 1024 B, H[U] 512 B (bit c of byte b = bit 2 of
 // W[c]'s byte b), d[r] f16, sc[j][r] i8 = the 6-bit scale - 32, 32 B of
 // padding to a multiple of 64.
-struct PackedQ3_K {
+struct PackedQ3_K : NoMin {
   static constexpr int kSub = 16, kOffset = 4;
   static constexpr bool kMins = false;
   static constexpr int64_t kBytes = 1856;
@@ -501,11 +506,9 @@ struct PackedQ3_K {
   static __m512 Scale(const uint8_t* p, int U, int H, const Sb& sb) {
     return ScaleI8(p + 1568 + (2 * U + H) * 16, sb.d);
   }
-  static __m512 Min(const uint8_t*, int, int, const Sb&) { return _mm512_setzero_ps(); }
   static void Pack(const uint8_t* block, int r, uint8_t* rec) {
     uint8_t u[256];
-    float dw[16], mw[16];
-    UnpackQ3_K(block, 1, u, dw, mw);
+    CanonicalCodes<UnpackQ3_K>(block, 1, u);
     PutBits2(u, r, rec);
     for (int U = 0; U < 8; ++U)
       for (int b = 0; b < 4; ++b) {
