@@ -233,7 +233,7 @@ int64_t LmHead::weight_bytes() const {
   return impl_->options.vocab_size * impl_->options.hidden_size *
          static_cast<int64_t>(DTypeSize(impl_->options.weights_dtype));
 }
-int64_t LmHead::packed_bytes() const { return impl_->packed != nullptr ? impl_->packed_bytes : 0; }
+int64_t LmHead::packed_bytes() const { return impl_->packed_bytes; }  // 0 unless packed
 int64_t LmHead::vocab_size() const { return impl_->options.vocab_size; }
 int64_t LmHead::hidden_size() const { return impl_->options.hidden_size; }
 int64_t LmHead::small_rows_max() const { return impl_->small_rows_max; }
