@@ -155,6 +155,10 @@ struct LmHead::Impl {
   };
   std::unique_ptr<uint8_t, FreeDeleter> packed;
   int64_t packed_bytes = 0;
+  // Records the packed kernel prefetches ahead (QuantPackedKernel), and how
+  // that was measured (empty: set).
+  int quant_prefetch = 0;
+  std::string quant_prefetch_how;
   dnnl::engine engine;
   memory::desc weights_md;
   memory::desc scratchpad_md;
@@ -234,6 +238,9 @@ int64_t LmHead::weight_bytes() const {
          static_cast<int64_t>(DTypeSize(impl_->options.weights_dtype));
 }
 int64_t LmHead::packed_bytes() const { return impl_->packed_bytes; }  // 0 unless packed
+int LmHead::quant_prefetch_records() const {
+  return impl_->packed != nullptr ? impl_->quant_prefetch : -1;
+}
 int64_t LmHead::vocab_size() const { return impl_->options.vocab_size; }
 int64_t LmHead::hidden_size() const { return impl_->options.hidden_size; }
 int64_t LmHead::small_rows_max() const { return impl_->small_rows_max; }
@@ -259,7 +266,10 @@ std::string LmHead::implementation() const {
     if (impl_->packed != nullptr) {
       return absl::StrCat("vocabd:", type, "-", QuantKernelIsaName(impl_->quant_isa),
                           " (every M; weights packed at Create, ", impl_->packed_bytes,
-                          " bytes; in-place few-row kernel for rows <= ",
+                          " bytes, prefetched ", impl_->quant_prefetch, " records ahead",
+                          impl_->quant_prefetch_how.empty() ? "" : " (",
+                          impl_->quant_prefetch_how, impl_->quant_prefetch_how.empty() ? "" : ")",
+                          "; in-place few-row kernel for rows <= ",
                           impl_->quant_few_rows_max, impl_->quant_crossover.empty() ? "" : ", ",
                           impl_->quant_crossover, ")");
     }
@@ -323,22 +333,36 @@ absl::StatusOr<int> PackEnv() {
       absl::StrCat("VOCABD_QUANT_PACK = '", value, "' (want 0 or 1)"));
 }
 
+// VOCABD_QUANT_PREFETCH, validated: unset (-1) or 0..kPackedPrefetchMax.
+absl::StatusOr<int> PrefetchEnv() {
+  const char* env = std::getenv("VOCABD_QUANT_PREFETCH");
+  if (env == nullptr) return -1;
+  int v = 0;
+  if (!absl::SimpleAtoi(env, &v) || v < 0 || v > kPackedPrefetchMax) {
+    return absl::InvalidArgumentError(absl::StrCat("VOCABD_QUANT_PREFETCH = '", env,
+                                                   "' (want an integer in [0, ",
+                                                   kPackedPrefetchMax, "])"));
+  }
+  return v;
+}
+
 // Seconds of one kernel call over weight rows [0, rows), best of 3: the
 // packed kernel on `packed` (all `vocab` rows) when set, else
 // QuantHeadKernel on w. parallel: the rows split in chunks of `chunk` over
 // the threads, as Compute runs them (each thread its own scratch).
 double TimeKernel(QuantKernelIsa isa, const QuantTypeInfo& type, const uint8_t* acts, int64_t m,
                   const uint8_t* w, const uint8_t* packed, int64_t vocab, int64_t d, int64_t rows,
-                  float* out, uint8_t* scratch, int64_t few_rows_max, int64_t chunk = 0) {
+                  float* out, uint8_t* scratch, int64_t few_rows_max, int64_t chunk = 0,
+                  int prefetch = 0, int reps = 3) {
   auto run = [&](int64_t v0, int64_t v1, uint8_t* s) {
     if (packed != nullptr) {
-      QuantPackedKernel(isa, type, acts, m, packed, vocab, d, v0, v1, out, rows, s);
+      QuantPackedKernel(isa, type, acts, m, packed, vocab, d, v0, v1, out, rows, s, prefetch);
     } else {
       QuantHeadKernel(isa, type, acts, m, w, d, v0, v1, out, rows, s, few_rows_max);
     }
   };
   double best = 1e30;
-  for (int rep = 0; rep < 3; ++rep) {
+  for (int rep = 0; rep < reps; ++rep) {
     const auto t0 = std::chrono::steady_clock::now();
     if (chunk > 0) {
       const size_t bytes = static_cast<size_t>(QuantUnpackScratchBytes(d));
@@ -354,46 +378,120 @@ double TimeKernel(QuantKernelIsa isa, const QuantTypeInfo& type, const uint8_t* 
   return best;
 }
 
+// What the start-up measurements run on: kFewRowsLimit fixed pseudo-random
+// hidden rows in [-1, 1), quantized, and a scratch and output for `n`
+// weight rows.
+struct MeasureInputs {
+  std::vector<uint8_t> acts_buf, scratch_buf;
+  std::vector<float> out;
+  uint8_t* acts = nullptr;
+  uint8_t* scratch = nullptr;
+  MeasureInputs(int64_t d, int64_t n) {
+    std::vector<float> hidden(static_cast<size_t>(kFewRowsLimit * d));
+    uint32_t state = 0x9E3779B9u;  // xorshift32
+    for (float& x : hidden) {
+      state ^= state << 13, state ^= state >> 17, state ^= state << 5;
+      x = static_cast<float>(state >> 8) / 8388608.0f - 1.0f;
+    }
+    acts_buf.resize(static_cast<size_t>(kFewRowsLimit * QuantActRowBytes(d)) + 64);
+    acts = Align64(acts_buf.data());
+    QuantizeActivations(hidden.data(), kFewRowsLimit, d, acts);
+    scratch_buf.resize(static_cast<size_t>(QuantUnpackScratchBytes(d)) + 64);
+    scratch = Align64(scratch_buf.data());
+    out.resize(static_cast<size_t>(kFewRowsLimit * n));
+  }
+  static uint8_t* Align64(uint8_t* p) {
+    return reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(p) + 63) & ~uintptr_t{63});
+  }
+};
+
+// Weight rows a start-up measurement runs on: packed, up to 64 MiB (more
+// than the caches hold, so the kernels stream from memory as Compute does
+// on a large head; all of a smaller head); in place, up to 1 MiB.
+int64_t MeasuredRows(const QuantTypeInfo& type, int64_t vocab, int64_t d, bool packed) {
+  const int64_t row_bytes = d / type.block_size * type.block_bytes;
+  const int64_t span = packed ? int64_t{64} << 20 : int64_t{1} << 20;
+  return std::min(vocab, std::max<int64_t>(4, span / row_bytes));
+}
+
+// The start-up measurements are made once per process per key (the
+// second head of a kind reuses the first's) and one at a time (both would
+// be slower).
+std::mutex& MeasureMutex() {
+  static std::mutex* const mu = new std::mutex;
+  return *mu;
+}
+
+// The packed kernel's prefetch distance (LmHead::Create's comment): one
+// row (M = 1, the decode step, the most memory-bound call) through the
+// packed kernel as Compute runs it, with prefetch_records 0, 1, 2 and 4,
+// in 3 interleaved rounds (so a change of the machine's load hits every
+// candidate alike); the fastest best-of-rounds wins (ties: the smaller).
+int MeasuredPrefetch(QuantKernelIsa isa, const QuantTypeInfo& type, const uint8_t* packed,
+                     int64_t vocab, int64_t d, int64_t chunk, std::string* how) {
+  struct Result {
+    int records;
+    std::string how;
+  };
+  static auto* const measured = new std::map<std::tuple<int, int, int64_t, int64_t>, Result>;
+  const int64_t n = MeasuredRows(type, vocab, d, true);
+  const auto key = std::make_tuple(static_cast<int>(isa), static_cast<int>(type.type), d, n);
+  std::lock_guard<std::mutex> lock(MeasureMutex());
+  if (auto it = measured->find(key); it != measured->end()) {
+    *how = it->second.how;
+    return it->second.records;
+  }
+  MeasureInputs in(d, n);
+  constexpr int kCandidates[] = {0, 1, 2, 4};
+  double best[4] = {1e30, 1e30, 1e30, 1e30};
+  for (int round = 0; round < 3; ++round) {
+    for (int i = 0; i < 4; ++i) {
+      best[i] = std::min(best[i], TimeKernel(isa, type, in.acts, 1, nullptr, packed, vocab, d, n,
+                                             in.out.data(), in.scratch, 0, chunk, kCandidates[i],
+                                             /*reps=*/1));
+    }
+  }
+  int chosen = 0;
+  for (int i = 1; i < 4; ++i) {
+    if (best[i] < best[chosen]) chosen = i;
+  }
+  char text[160];
+  std::snprintf(text, sizeof text,
+                "measured at M = 1 on %lld weight rows: 0 %.3f ms, 1 %.3f ms, 2 %.3f ms, 4 %.3f ms",
+                static_cast<long long>(n), best[0] * 1e3, best[1] * 1e3, best[2] * 1e3,
+                best[3] * 1e3);
+  *how = text;
+  (*measured)[key] = {kCandidates[chosen], *how};
+  return kCandidates[chosen];
+}
+
 // The crossover of a path's two kernels (LmHead::Create's comment),
-// measured once per process per (path, type, hidden_size, packed); *how
-// says what was measured (implementation() shows it). With `packed` set
-// the other kernel is the packed one, and both run as Compute runs them
-// (all threads, `chunk` rows per task) over up to 64 MiB of weights, more
-// than the caches hold: the in-place and packed kernels read the same
-// bytes, so at few rows which is faster depends on how each overlaps its
+// measured once per process per (path, type, hidden_size, rows measured,
+// packed, prefetch); *how says what was measured (implementation() shows
+// it). With `packed` set the other kernel is the packed one (prefetching
+// `prefetch` records ahead), and both run as Compute runs them (all
+// threads, `chunk` rows per task) over up to 64 MiB of weights, more than
+// the caches hold: the in-place and packed kernels read the same bytes, so
+// at few rows which is faster depends on how each overlaps its
 // instructions with memory, not on its instructions alone.
 int64_t MeasuredFewRowsMax(QuantKernelIsa isa, const QuantTypeInfo& type, const uint8_t* w,
                            const uint8_t* packed, int64_t vocab, int64_t d, int64_t chunk,
-                           std::string* how) {
+                           int prefetch, std::string* how) {
   struct Result {
     int64_t few_rows_max;
     std::string how;
   };
-  static std::mutex* const mu = new std::mutex;
-  static auto* const measured = new std::map<std::tuple<int, int, int64_t, bool>, Result>;
-  const auto key =
-      std::make_tuple(static_cast<int>(isa), static_cast<int>(type.type), d, packed != nullptr);
-  std::lock_guard<std::mutex> lock(*mu);  // one measurement at a time: both would be slower
+  static auto* const measured =
+      new std::map<std::tuple<int, int, int64_t, int64_t, bool, int>, Result>;
+  const int64_t n = MeasuredRows(type, vocab, d, packed != nullptr);
+  const auto key = std::make_tuple(static_cast<int>(isa), static_cast<int>(type.type), d, n,
+                                   packed != nullptr, prefetch);
+  std::lock_guard<std::mutex> lock(MeasureMutex());
   if (auto it = measured->find(key); it != measured->end()) {
     *how = it->second.how;
     return it->second.few_rows_max;
   }
-  const int64_t row_bytes = d / type.block_size * type.block_bytes;
-  const int64_t span = packed != nullptr ? int64_t{64} << 20 : int64_t{1} << 20;
-  const int64_t n = std::min(vocab, std::max<int64_t>(4, span / row_bytes));
-  std::vector<float> hidden(static_cast<size_t>(kFewRowsLimit * d));
-  uint32_t state = 0x9E3779B9u;  // xorshift32: fixed pseudo-random rows in [-1, 1)
-  for (float& x : hidden) {
-    state ^= state << 13, state ^= state >> 17, state ^= state << 5;
-    x = static_cast<float>(state >> 8) / 8388608.0f - 1.0f;
-  }
-  std::vector<uint8_t> acts(static_cast<size_t>(kFewRowsLimit * QuantActRowBytes(d)) + 64);
-  auto* a = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(acts.data()) + 63) & ~uintptr_t{63});
-  QuantizeActivations(hidden.data(), kFewRowsLimit, d, a);
-  std::vector<uint8_t> scratch_buf(static_cast<size_t>(QuantUnpackScratchBytes(d)) + 64);
-  auto* scratch =
-      reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(scratch_buf.data()) + 63) & ~uintptr_t{63});
-  std::vector<float> out(static_cast<size_t>(kFewRowsLimit * n));
+  MeasureInputs in(d, n);
   int64_t chosen = 0, at = 1;
   double few = 0, other = 0;
   if (packed != nullptr) {
@@ -401,16 +499,18 @@ int64_t MeasuredFewRowsMax(QuantKernelIsa isa, const QuantTypeInfo& type, const 
     // one shares its weight loads among the rows, so it wins from some M on).
     for (int64_t m = 1; m <= kFewRowsLimit; ++m) {
       at = m;
-      few = TimeKernel(isa, type, a, m, w, nullptr, vocab, d, n, out.data(), scratch, m, chunk);
-      other = TimeKernel(isa, type, a, m, w, packed, vocab, d, n, out.data(), scratch, 0, chunk);
+      few = TimeKernel(isa, type, in.acts, m, w, nullptr, vocab, d, n, in.out.data(), in.scratch,
+                       m, chunk);
+      other = TimeKernel(isa, type, in.acts, m, w, packed, vocab, d, n, in.out.data(), in.scratch,
+                         0, chunk, prefetch);
       if (few >= other) break;
       chosen = m;
     }
   } else {
     for (int64_t m = kFewRowsLimit; m >= 1; --m) {
       at = m;
-      few = TimeKernel(isa, type, a, m, w, nullptr, vocab, d, n, out.data(), scratch, m);
-      other = TimeKernel(isa, type, a, m, w, packed, vocab, d, n, out.data(), scratch, 0);
+      few = TimeKernel(isa, type, in.acts, m, w, nullptr, vocab, d, n, in.out.data(), in.scratch, m);
+      other = TimeKernel(isa, type, in.acts, m, w, packed, vocab, d, n, in.out.data(), in.scratch, 0);
       if (few < other) {
         chosen = m;
         break;
@@ -461,6 +561,13 @@ absl::StatusOr<std::unique_ptr<LmHead>> LmHead::CreateQuantized(const Options& o
   if (!few_env.ok()) return few_env.status();
   absl::StatusOr<int> pack_env = PackEnv();
   if (!pack_env.ok()) return pack_env.status();
+  if (options.quant_prefetch_records < -1 || options.quant_prefetch_records > kPackedPrefetchMax) {
+    return absl::InvalidArgumentError(absl::StrCat("LmHead: quant_prefetch_records = ",
+                                                   options.quant_prefetch_records,
+                                                   " must be in [-1, ", kPackedPrefetchMax, "]"));
+  }
+  absl::StatusOr<int> prefetch_env = PrefetchEnv();
+  if (!prefetch_env.ok()) return prefetch_env.status();
   auto impl = std::make_unique<Impl>();
   impl->options = options;
   impl->quant = info;
@@ -503,6 +610,15 @@ absl::StatusOr<std::unique_ptr<LmHead>> LmHead::CreateQuantized(const Options& o
   // Tasks of about 1 MiB of weights, a multiple of 16 rows (the tile
   // heights: 4 for the in-place kernels, a packed group of 16).
   impl->chunk_rows = std::max<int64_t>(16, (int64_t{1} << 20) / row_bytes / 16 * 16);
+  if (impl->packed != nullptr) {
+    impl->quant_prefetch =
+        options.quant_prefetch_records >= 0 ? options.quant_prefetch_records
+        : *prefetch_env >= 0                ? *prefetch_env
+                                            : MeasuredPrefetch(impl->quant_isa, *info,
+                                                               impl->packed.get(), options.vocab_size,
+                                                               options.hidden_size, impl->chunk_rows,
+                                                               &impl->quant_prefetch_how);
+  }
   if (QuantKernelHasCrossover(impl->quant_isa, info->type, options.hidden_size)) {
     impl->quant_few_rows_max =
         options.quant_few_rows_max >= 0 ? options.quant_few_rows_max
@@ -511,6 +627,7 @@ absl::StatusOr<std::unique_ptr<LmHead>> LmHead::CreateQuantized(const Options& o
                                                              static_cast<const uint8_t*>(options.weights),
                                                              impl->packed.get(), options.vocab_size,
                                                              options.hidden_size, impl->chunk_rows,
+                                                             impl->quant_prefetch,
                                                              &impl->quant_crossover);
   }
   // Every M runs vocabd's kernel (oneDNN has no ggml-block matmul).
@@ -685,7 +802,8 @@ absl::Status LmHead::ComputeQuantized(const float* hidden, int64_t rows, float* 
     }
     if (impl.packed != nullptr && rows > impl.quant_few_rows_max) {
       QuantPackedKernel(impl.quant_isa, *impl.quant, acts, rows, impl.packed.get(), vocab, d,
-                        t * chunk, std::min(vocab, (t + 1) * chunk), logits, vocab, scratch);
+                        t * chunk, std::min(vocab, (t + 1) * chunk), logits, vocab, scratch,
+                        impl.quant_prefetch);
       return;
     }
     QuantHeadKernel(impl.quant_isa, *impl.quant, acts, rows, w, d, t * chunk,

@@ -114,6 +114,11 @@ class LmHead {
     // environment variable VOCABD_QUANT_PACK = 0 | 1 overrides it for
     // operators; another value makes Create fail (INVALID_ARGUMENT).
     bool quant_pack = true;
+    // Packed heads: how many 16 x 256-code records ahead the packed kernel
+    // prefetches (QuantPackedKernel), 0..kPackedPrefetchMax (8); -1 =
+    // measured at Create (below). The environment variable
+    // VOCABD_QUANT_PREFETCH = 0..8 overrides -1 for operators.
+    int quant_prefetch_records = -1;
   };
   // The measured crossovers against oneDNN's fixed-M primitives, per CPU
   // feature set (DefaultSmallRowsMax) (bench/head_bench --paths, Llama-3
@@ -169,12 +174,20 @@ class LmHead {
   // Create times them as Compute runs them (all threads, ~1 MiB tasks) on
   // up to 64 MiB of the head's rows, M = 1, 2, ... while the in-place
   // kernel is faster (few_rows_max = the last such M, 0 if none; tens of
-  // ms). Packing itself is one pass over the weights (a Llama-3 Q8_0 head,
+  // ms). Before that, Create measures the packed kernel's prefetch
+  // distance (Options::quant_prefetch_records): on the same rows, one input
+  // row at 0, 1, 2 and 4 records ahead, 3 interleaved rounds, the fastest
+  // wins. Whether and how far software prefetch helps depends on the core's
+  // hardware prefetchers and the memory (on a 2-vCPU Zen 5 VM: one row of
+  // a Q4_K head 1.2-1.6x faster with it, Q8_0 unchanged), so it is
+  // measured, not set per CPU. Packing itself is one pass over the weights (a Llama-3 Q8_0 head,
   // 558 MB: about 0.6 s on 2 cores of a VM, most of it the first touch of
   // the new memory).
   // RESOURCE_EXHAUSTED when the packed copy cannot be allocated.
   // INVALID_ARGUMENT for quant_few_rows_max or VOCABD_QUANT_FEW_ROWS_MAX
-  // outside [-1, 8] / [0, 8], and for VOCABD_QUANT_PACK other than 0 or 1.
+  // outside [-1, 8] / [0, 8], quant_prefetch_records or
+  // VOCABD_QUANT_PREFETCH outside [-1, 8] / [0, 8], and for
+  // VOCABD_QUANT_PACK other than 0 or 1.
   static absl::StatusOr<std::unique_ptr<LmHead>> Create(const Options& options);
   ~LmHead();
   LmHead(const LmHead&) = delete;
@@ -200,6 +213,9 @@ class LmHead {
   // Bytes of the packed copy the head holds (Options::quant_pack; 0 when it
   // reads the weights in place only).
   int64_t packed_bytes() const;
+  // Packed heads: the records the packed kernel prefetches ahead (measured
+  // or set; Options::quant_prefetch_records); -1 when the head is not packed.
+  int quant_prefetch_records() const;
   int64_t vocab_size() const;
   int64_t hidden_size() const;
   // Largest M that uses the small-M kernel (0: none, oneDNN for every M).

@@ -1,5 +1,6 @@
 #include "lib/head/quant_kernel.h"
 
+#include <algorithm>
 #include <cpuid.h>
 #include <cmath>
 #include <cstdint>
@@ -194,9 +195,12 @@ void QuantPackGroups(QuantKernelIsa isa, const QuantTypeInfo& type, const uint8_
 
 void QuantPackedKernel(QuantKernelIsa isa, const QuantTypeInfo& type, const uint8_t* acts,
                        int64_t rows, const uint8_t* packed, int64_t vocab, int64_t d, int64_t v0,
-                       int64_t v1, float* out, int64_t ldo, uint8_t* scratch) {
+                       int64_t v1, float* out, int64_t ldo, uint8_t* scratch,
+                       int prefetch_records) {
   if (!QuantPackedCovers(isa, type.type, d)) return;
-  quant_kernel_internal::Avx512PackedKernel(type, acts, rows, packed, d, v0, v1, out, ldo, scratch);
+  prefetch_records = std::clamp(prefetch_records, 0, kPackedPrefetchMax);
+  quant_kernel_internal::Avx512PackedKernel(type, acts, rows, packed, d, v0, v1, out, ldo, scratch,
+                                            prefetch_records);
 }
 
 }  // namespace vocabd

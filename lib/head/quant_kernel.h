@@ -194,12 +194,21 @@ int64_t QuantPackedBytes(const QuantTypeInfo& type, int64_t vocab, int64_t d);
 // independent: threads may pack disjoint ranges at once.
 void QuantPackGroups(QuantKernelIsa isa, const QuantTypeInfo& type, const uint8_t* w,
                      int64_t vocab, int64_t d, int64_t g0, int64_t g1, uint8_t* packed);
+// The most records a packed kernel prefetches ahead (QuantPackedKernel).
+inline constexpr int kPackedPrefetchMax = 8;
 // QuantHeadKernel's contract on packed weights (all `vocab` rows packed):
 // out[m * ldo + v], v in [v0, v1), v0 a multiple of kPackedGroupRows.
-// A row's logits do not depend on rows, v0 or v1.
+// A row's logits do not depend on rows, v0, v1 or prefetch_records.
+// prefetch_records in [0, kPackedPrefetchMax] (clamped): before each
+// 16 x 256-code record of a group's first pass, prefetch (prefetcht0) the
+// record that many records further on; 0 leaves streaming to the
+// hardware prefetchers. Which distance streams fastest from memory is a
+// property of the core and its memory, not of the instructions (LmHead
+// measures it at Create).
 void QuantPackedKernel(QuantKernelIsa isa, const QuantTypeInfo& type, const uint8_t* acts,
                        int64_t rows, const uint8_t* packed, int64_t vocab, int64_t d, int64_t v0,
-                       int64_t v1, float* out, int64_t ldo, uint8_t* scratch);
+                       int64_t v1, float* out, int64_t ldo, uint8_t* scratch,
+                       int prefetch_records);
 
 namespace quant_kernel_internal {
 // The per-ISA entry points (quant_kernel_<isa>.cc, each compiled for its
@@ -235,7 +244,7 @@ void Avx512PackGroups(const QuantTypeInfo& type, const uint8_t* w, int64_t vocab
                       int64_t g0, int64_t g1, uint8_t* packed);
 void Avx512PackedKernel(const QuantTypeInfo& type, const uint8_t* acts, int64_t rows,
                         const uint8_t* packed, int64_t d, int64_t v0, int64_t v1, float* out,
-                        int64_t ldo, uint8_t* scratch);
+                        int64_t ldo, uint8_t* scratch, int prefetch_records);
 }  // namespace quant_kernel_internal
 
 }  // namespace vocabd

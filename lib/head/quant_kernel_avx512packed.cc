@@ -576,15 +576,22 @@ inline void PackedUnit(const uint8_t* rec, int U, const typename T::Sb& sb, cons
   }
 }
 
-// One group (16 vocabulary rows) x MB input rows.
+// One group (16 vocabulary rows) x MB input rows. pf_bytes > 0: before each
+// record, prefetch (prefetcht0, every 64-byte line) the record pf_bytes
+// further on, which may be in the next group; prefetches never fault, so
+// lines past the end of the copy are harmless.
 template <class T, int MB>
 inline void PackedTile(const uint8_t* group, int64_t nsb, const Panel& pn, float* const* out,
-                       __mmask16 lanes) {
+                       __mmask16 lanes, int64_t pf_bytes) {
   __m512 acc[MB];
 #pragma GCC unroll 8
   for (int m = 0; m < MB; ++m) acc[m] = _mm512_setzero_ps();
   for (int64_t s = 0; s < nsb; ++s) {
     const uint8_t* rec = group + s * T::kBytes;
+    if (pf_bytes > 0) {
+      const char* ahead = reinterpret_cast<const char*>(rec) + pf_bytes;
+      for (int64_t b = 0; b < T::kBytes; b += 64) _mm_prefetch(ahead + b, _MM_HINT_T0);
+    }
     const typename T::Sb sb = T::Prepare(rec);
 #pragma GCC unroll 1
     for (int U = 0; U < 8; ++U) PackedUnit<T, MB>(rec, U, sb, pn, 8 * s + U, acc);
@@ -612,7 +619,8 @@ void PackGroupsT(const uint8_t* w, int64_t vocab, int64_t d, int64_t g0, int64_t
 
 template <class T>
 void PackedKernelT(const uint8_t* acts, int64_t rows, const uint8_t* packed, int64_t d,
-                   int64_t v0, int64_t v1, float* out, int64_t ldo, uint8_t* scratch) {
+                   int64_t v0, int64_t v1, float* out, int64_t ldo, uint8_t* scratch,
+                   int prefetch_records) {
   const ActLayout al(d);
   const int64_t nu = d / 32, nsb = d / 256;
   uint8_t* panel = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(scratch) + 63) &
@@ -635,15 +643,18 @@ void PackedKernelT(const uint8_t* acts, int64_t rows, const uint8_t* packed, int
         const Panel pn(panel + m * nu * kPackedPanelBytesPer32, nu, mb);
         float* o[kPackedMb];
         for (int i = 0; i < mb; ++i) o[i] = out + (m0 + m + i) * ldo + v;
+        // Only the first pass over a group reads it from memory; the
+        // next input rows find it in the cache.
+        const int64_t pf = m == 0 ? prefetch_records * T::kBytes : 0;
         switch (mb) {
-          case 8: PackedTile<T, 8>(group, nsb, pn, o, lanes); break;
-          case 7: PackedTile<T, 7>(group, nsb, pn, o, lanes); break;
-          case 6: PackedTile<T, 6>(group, nsb, pn, o, lanes); break;
-          case 5: PackedTile<T, 5>(group, nsb, pn, o, lanes); break;
-          case 4: PackedTile<T, 4>(group, nsb, pn, o, lanes); break;
-          case 3: PackedTile<T, 3>(group, nsb, pn, o, lanes); break;
-          case 2: PackedTile<T, 2>(group, nsb, pn, o, lanes); break;
-          default: PackedTile<T, 1>(group, nsb, pn, o, lanes); break;
+          case 8: PackedTile<T, 8>(group, nsb, pn, o, lanes, pf); break;
+          case 7: PackedTile<T, 7>(group, nsb, pn, o, lanes, pf); break;
+          case 6: PackedTile<T, 6>(group, nsb, pn, o, lanes, pf); break;
+          case 5: PackedTile<T, 5>(group, nsb, pn, o, lanes, pf); break;
+          case 4: PackedTile<T, 4>(group, nsb, pn, o, lanes, pf); break;
+          case 3: PackedTile<T, 3>(group, nsb, pn, o, lanes, pf); break;
+          case 2: PackedTile<T, 2>(group, nsb, pn, o, lanes, pf); break;
+          default: PackedTile<T, 1>(group, nsb, pn, o, lanes, pf); break;
         }
       }
     }
@@ -694,10 +705,10 @@ void Avx512PackGroups(const QuantTypeInfo& type, const uint8_t* w, int64_t vocab
 }
 void Avx512PackedKernel(const QuantTypeInfo& type, const uint8_t* acts, int64_t rows,
                         const uint8_t* packed, int64_t d, int64_t v0, int64_t v1, float* out,
-                        int64_t ldo, uint8_t* scratch) {
+                        int64_t ldo, uint8_t* scratch, int prefetch_records) {
   WithPacked(type.type, [&](auto* t) {
     using T = std::remove_pointer_t<decltype(t)>;
-    PackedKernelT<T>(acts, rows, packed, d, v0, v1, out, ldo, scratch);
+    PackedKernelT<T>(acts, rows, packed, d, v0, v1, out, ldo, scratch, prefetch_records);
   });
 }
 }  // namespace quant_kernel_internal

@@ -18,6 +18,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "absl/strings/str_cat.h"
 #include "lib/checkpoint/gguf.h"
 #include "lib/core/dtype.h"
 #include "lib/head/lm_head.h"
@@ -105,7 +106,8 @@ double RelativeError(const std::vector<T>& a, const std::vector<double>& ref) {
 // pack: Options::quant_pack (the packed kernel where the path has one).
 std::vector<float> RunHead(const uint8_t* weights, GgmlType type, int64_t vocab, int64_t hidden,
                            const std::vector<float>& x, int64_t rows,
-                           int64_t few_rows_max = kFewRowsLimit, bool pack = false) {
+                           int64_t few_rows_max = kFewRowsLimit, bool pack = false,
+                           int prefetch_records = -1) {
   LmHead::Options o;
   o.weights = weights;
   o.vocab_size = vocab;
@@ -113,6 +115,7 @@ std::vector<float> RunHead(const uint8_t* weights, GgmlType type, int64_t vocab,
   o.weights_quant = type;
   o.quant_few_rows_max = few_rows_max;
   o.quant_pack = pack;
+  o.quant_prefetch_records = prefetch_records;
   absl::StatusOr<std::unique_ptr<LmHead>> head = LmHead::Create(o);
   EXPECT_TRUE(head.ok()) << head.status();
   std::vector<float> logits(static_cast<size_t>(rows * vocab), std::nanf(""));
@@ -369,10 +372,11 @@ TEST(LmHeadQuant, PackedHeadIsChosenByDefaultAndOverridable) {
     const bool covered = QuantPackedCovers(isa, GgmlType::kQ8_0, hidden);
     const std::string packed =
         std::string("vocabd:q8_0-") + QuantKernelIsaName(isa) +
-        " (every M; weights packed at Create, 13056 bytes; in-place few-row kernel for rows <= "
-        "2)";  // 3 x 4352 bytes
+        " (every M; weights packed at Create, 13056 bytes, prefetched 1 records ahead; in-place "
+        "few-row kernel for rows <= 2)";  // 3 x 4352 bytes
     o.quant_pack = true;
     o.quant_few_rows_max = 2;
+    o.quant_prefetch_records = 1;
     absl::StatusOr<std::unique_ptr<LmHead>> h = LmHead::Create(o);
     ASSERT_TRUE(h.ok()) << h.status();
     EXPECT_EQ((*h)->weight_bytes(), vocab * 8 * 34);
@@ -429,6 +433,89 @@ TEST(LmHeadQuant, PackedHeadIsChosenByDefaultAndOverridable) {
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(std::string(bad.status().message()).find("VOCABD_QUANT_PACK = 'yes' (want 0 or 1)"),
             std::string::npos) << bad.status();
+}
+
+// The packed kernel's prefetch distance: measured at Create by default (one
+// of the candidates 0, 1, 2, 4, with the times in implementation()), set
+// by Options::quant_prefetch_records or VOCABD_QUANT_PREFETCH (the option
+// wins), out-of-range values refused naming the option or variable; -1
+// for a head that is not packed. Prefetching never changes a bit: every
+// type, M = 1 and 5 (a partial last group), distances 0, 1 and 8 agree.
+TEST(LmHeadQuant, PackedPrefetchIsMeasuredOrSetAndChangesNoBit) {
+  if (!QuantPackedCovers(QuantKernelIsa::kAvx512Vnni, GgmlType::kQ8_0, 256)) {
+    std::printf("[ SKIPPED  ] no packed kernel on this CPU (avx512vnni with GFNI)\n");
+    GTEST_SKIP();
+  }
+  const int64_t vocab = 70, hidden = 512;
+  for (GgmlType type : kAllTypes) {
+    const QuantTypeInfo& info = *FindQuantTypeInfo(type);
+    SCOPED_TRACE(info.name);
+    const std::vector<uint8_t> w = RandomBlocks(info, vocab, hidden, 11);
+    for (int64_t rows : {1, 5}) {
+      const std::vector<float> x = testing::RandomNormal(static_cast<size_t>(rows * hidden), 5);
+      const std::vector<float> p0 = RunHead(w.data(), type, vocab, hidden, x, rows, 0, true, 0);
+      for (int pf : {1, 8}) {
+        const std::vector<float> p = RunHead(w.data(), type, vocab, hidden, x, rows, 0, true, pf);
+        EXPECT_EQ(0, std::memcmp(p.data(), p0.data(), p.size() * sizeof(float)))
+            << "rows " << rows << " prefetch " << pf;
+      }
+    }
+  }
+  const QuantTypeInfo& info = *FindQuantTypeInfo(GgmlType::kQ4_K);
+  const std::vector<uint8_t> w = RandomBlocks(info, vocab, hidden, 12);
+  LmHead::Options o;
+  o.weights = w.data();
+  o.vocab_size = vocab;
+  o.hidden_size = hidden;
+  o.weights_quant = GgmlType::kQ4_K;
+  absl::StatusOr<std::unique_ptr<LmHead>> h = LmHead::Create(o);
+  ASSERT_TRUE(h.ok()) << h.status();
+  const int measured = (*h)->quant_prefetch_records();
+  EXPECT_TRUE(measured == 0 || measured == 1 || measured == 2 || measured == 4) << measured;
+  EXPECT_NE((*h)->implementation().find(absl::StrCat("prefetched ", measured,
+                                                     " records ahead (measured at M = 1 on 70 "
+                                                     "weight rows: 0 ")),
+            std::string::npos)
+      << (*h)->implementation();
+  {
+    ScopedEnv env("VOCABD_QUANT_PREFETCH", "3");
+    h = LmHead::Create(o);
+    ASSERT_TRUE(h.ok()) << h.status();
+    EXPECT_EQ((*h)->quant_prefetch_records(), 3);
+    EXPECT_NE((*h)->implementation().find("prefetched 3 records ahead; "), std::string::npos)
+        << (*h)->implementation();
+    o.quant_prefetch_records = 5;  // the option wins over the variable
+    h = LmHead::Create(o);
+    ASSERT_TRUE(h.ok()) << h.status();
+    EXPECT_EQ((*h)->quant_prefetch_records(), 5);
+  }
+  for (int bad : {-2, 9}) {
+    o.quant_prefetch_records = bad;
+    h = LmHead::Create(o);
+    ASSERT_FALSE(h.ok());
+    EXPECT_EQ(h.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(std::string(h.status().message())
+                  .find(absl::StrCat("quant_prefetch_records = ", bad, " must be in [-1, 8]")),
+              std::string::npos)
+        << h.status();
+  }
+  o.quant_prefetch_records = -1;
+  for (const char* bad : {"9", "-1", "two"}) {
+    ScopedEnv env("VOCABD_QUANT_PREFETCH", bad);
+    h = LmHead::Create(o);
+    ASSERT_FALSE(h.ok());
+    EXPECT_EQ(h.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(std::string(h.status().message())
+                  .find(absl::StrCat("VOCABD_QUANT_PREFETCH = '", bad,
+                                     "' (want an integer in [0, 8])")),
+              std::string::npos)
+        << h.status();
+  }
+  o.quant_pack = false;
+  h = LmHead::Create(o);
+  ASSERT_TRUE(h.ok()) << h.status();
+  EXPECT_EQ((*h)->quant_prefetch_records(), -1);
+  EXPECT_EQ((*h)->implementation().find("prefetch"), std::string::npos);
 }
 
 // The crossover between a path's two kernels: measured at Create by
