@@ -143,6 +143,10 @@ struct LmHead::Impl {
   HeadKernelIsa kernel_isa = HeadKernelIsa::kNone;
   bool amx = false;  // BF16 kernel on AMX tiles
   int64_t chunk_rows = 0;
+  // F32 kernel: prefetch for one row group (HeadKernelF32), and how that
+  // was measured (empty: set).
+  bool f32_prefetch = false;
+  std::string f32_prefetch_how;
   // Quantized weights (options.weights_quant set): the type and the path.
   const QuantTypeInfo* quant = nullptr;
   QuantKernelIsa quant_isa = QuantKernelIsa::kScalar;
@@ -290,8 +294,13 @@ std::string LmHead::implementation() const {
     onednn = name == nullptr ? "" : name;
   }
   if (impl_->small_rows_max == 0) return onednn;
+  std::string prefetch;
+  if (impl_->options.weights_dtype == DType::kF32) {
+    prefetch = absl::StrCat("; one-group prefetch ", impl_->f32_prefetch ? "on" : "off",
+                            impl_->f32_prefetch_how.empty() ? "" : ", ", impl_->f32_prefetch_how);
+  }
   return absl::StrCat("vocabd:", impl_->amx ? "amx_bf16" : HeadKernelIsaName(impl_->kernel_isa),
-                      " (rows <= ", impl_->small_rows_max, "); ", onednn);
+                      " (rows <= ", impl_->small_rows_max, prefetch, "); ", onednn);
 }
 
 namespace {
@@ -344,6 +353,16 @@ absl::StatusOr<int> PrefetchEnv() {
                                                    kPackedPrefetchMax, "])"));
   }
   return v;
+}
+
+// VOCABD_F32_PREFETCH, validated: unset (-1), 0 or 1.
+absl::StatusOr<int> F32PrefetchEnv() {
+  const char* env = std::getenv("VOCABD_F32_PREFETCH");
+  if (env == nullptr) return -1;
+  const std::string value = env;
+  if (value == "0" || value == "1") return value == "1" ? 1 : 0;
+  return absl::InvalidArgumentError(
+      absl::StrCat("VOCABD_F32_PREFETCH = '", value, "' (want 0 or 1)"));
 }
 
 // Seconds of one kernel call over weight rows [0, rows), best of 3: the
@@ -463,6 +482,54 @@ int MeasuredPrefetch(QuantKernelIsa isa, const QuantTypeInfo& type, const uint8_
   *how = text;
   (*measured)[key] = {kCandidates[chosen], *how};
   return kCandidates[chosen];
+}
+
+// Whether the F32 kernel prefetches for one row group (LmHead::Create's
+// comment): one fixed pseudo-random row through it on up to 64 MiB of the
+// head's rows, as Compute runs it (all threads, `chunk` rows per task),
+// without and with, after one untimed pass (the mapping's pages), in 3
+// interleaved rounds; on only when strictly faster. Once per process per
+// (hidden_size, rows measured).
+bool MeasuredF32Prefetch(const float* w, int64_t vocab, int64_t d, int64_t chunk,
+                         std::string* how) {
+  struct Result {
+    bool on;
+    std::string how;
+  };
+  static auto* const measured = new std::map<std::pair<int64_t, int64_t>, Result>;
+  const int64_t n = std::min(vocab, std::max<int64_t>(8, (int64_t{64} << 20) / (d * 4)));
+  const auto key = std::make_pair(d, n);
+  std::lock_guard<std::mutex> lock(MeasureMutex());
+  if (auto it = measured->find(key); it != measured->end()) {
+    *how = it->second.how;
+    return it->second.on;
+  }
+  std::vector<float> x(static_cast<size_t>(d));
+  uint32_t state = 0x9E3779B9u;  // xorshift32
+  for (float& v : x) {
+    state ^= state << 13, state ^= state >> 17, state ^= state << 5;
+    v = static_cast<float>(state >> 8) / 8388608.0f - 1.0f;
+  }
+  std::vector<float> out(static_cast<size_t>(n));
+  auto run = [&](bool on) {
+    const auto t0 = std::chrono::steady_clock::now();
+    ParallelFor((n + chunk - 1) / chunk, [&](int64_t t) {
+      HeadKernelF32(x.data(), 1, w, d, t * chunk, std::min(n, (t + 1) * chunk), out.data(), n, on);
+    });
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
+  run(false);
+  double best[2] = {1e30, 1e30};
+  for (int round = 0; round < 3; ++round) {
+    for (int on = 0; on < 2; ++on) best[on] = std::min(best[on], run(on == 1));
+  }
+  const bool on = best[1] < best[0];
+  char text[128];
+  std::snprintf(text, sizeof text, "measured at M = 1 on %lld weight rows: off %.3f ms, on %.3f ms",
+                static_cast<long long>(n), best[0] * 1e3, best[1] * 1e3);
+  *how = text;
+  (*measured)[key] = {on, *how};
+  return on;
 }
 
 // The crossover of a path's two kernels (LmHead::Create's comment),
@@ -656,6 +723,12 @@ absl::StatusOr<std::unique_ptr<LmHead>> LmHead::Create(const Options& options) {
   // A bad option is INVALID_ARGUMENT whatever this CPU has: validated
   // before the capability checks below.
   if (absl::StatusOr<std::string> env = KernelEnv(); !env.ok()) return env.status();
+  if (options.f32_prefetch < -1 || options.f32_prefetch > 1) {
+    return absl::InvalidArgumentError(absl::StrCat("LmHead: f32_prefetch = ",
+                                                   options.f32_prefetch, " must be -1, 0 or 1"));
+  }
+  absl::StatusOr<int> f32_prefetch_env = F32PrefetchEnv();
+  if (!f32_prefetch_env.ok()) return f32_prefetch_env.status();
   if (options.weights_dtype == DType::kBF16 && !Bf16Supported()) {
     return absl::FailedPreconditionError(
         "LmHead: BF16 weights need a CPU with AVX512-BF16 or AMX (oneDNN effective ISA has "
@@ -690,6 +763,14 @@ absl::StatusOr<std::unique_ptr<LmHead>> LmHead::Create(const Options& options) {
     const HeadKernelIsa used = bf16 ? HeadKernelIsa::kAvx512Bf16 : HeadKernelIsa::kAvx512;
     impl->kernel_isa = impl->small_rows_max > 0 ? used : HeadKernelIsa::kNone;
     impl->chunk_rows = KernelChunkRows(options.hidden_size, options.weights_dtype);
+    if (!bf16 && impl->small_rows_max > 0) {
+      impl->f32_prefetch =
+          options.f32_prefetch >= 0 ? options.f32_prefetch == 1
+          : *f32_prefetch_env >= 0  ? *f32_prefetch_env == 1
+                                    : MeasuredF32Prefetch(static_cast<const float*>(options.weights),
+                                                          options.vocab_size, options.hidden_size,
+                                                          impl->chunk_rows, &impl->f32_prefetch_how);
+    }
   }
   try {
     std::lock_guard<std::mutex> build_lock(DnnlBuildMutex());
@@ -850,7 +931,7 @@ absl::Status LmHead::ComputeSmall(const float* hidden, int64_t rows, float* logi
     const auto* w = static_cast<const float*>(impl.options.weights);
     ParallelFor(tasks, [&](int64_t t) {
       HeadKernelF32(hidden, rows, w, d, t * chunk, std::min(vocab, (t + 1) * chunk), logits,
-                    vocab);
+                    vocab, impl.f32_prefetch);
     });
   }
   return absl::OkStatus();

@@ -119,6 +119,12 @@ class LmHead {
     // measured at Create (below). The environment variable
     // VOCABD_QUANT_PREFETCH = 0..8 overrides -1 for operators.
     int quant_prefetch_records = -1;
+    // F32 weights on vocabd's kernel (rows <= small_rows_max): for rows <= 6
+    // (one row group) prefetch the next tile of weight rows into L2 while
+    // the current one runs (1) or leave streaming to the hardware
+    // prefetchers (0) (HeadKernelF32); -1 = measured at Create (below).
+    // VOCABD_F32_PREFETCH = 0 | 1 overrides -1 for operators.
+    int f32_prefetch = -1;
   };
   // The measured crossovers against oneDNN's fixed-M primitives, per CPU
   // feature set (DefaultSmallRowsMax) (bench/head_bench --paths, Llama-3
@@ -144,9 +150,16 @@ class LmHead {
   static int64_t DefaultSmallRowsMax(DType weights_dtype, bool amx);
   // Most rows in one oneDNN call (larger M runs in chunks of this many).
   static constexpr int64_t kFixedRowsMax = 256;
-  // INVALID_ARGUMENT for null weights, non-positive sizes or a weights_dtype
-  // other than F32/BF16; FAILED_PRECONDITION for BF16 when !Bf16Supported();
+  // INVALID_ARGUMENT for null weights, non-positive sizes, a weights_dtype
+  // other than F32/BF16, f32_prefetch outside [-1, 1] or VOCABD_F32_PREFETCH
+  // other than 0 or 1; FAILED_PRECONDITION for BF16 when !Bf16Supported();
   // INTERNAL when oneDNN cannot create the primitive (its message included).
+  // F32 heads on vocabd's kernel measure Options::f32_prefetch at Create
+  // (when -1 and the variable is unset): one row through the kernel on up
+  // to 64 MiB of the head's rows, all threads, without and with, 3
+  // interleaved rounds after an untimed pass; on only when faster. Once
+  // per process per (hidden_size, rows measured); implementation() shows
+  // the choice and both times.
   //
   // Quantized weights (weights_quant set): INVALID_ARGUMENT for a type the
   // kernels do not read (naming the ggml type id) and for hidden_size not a

@@ -139,7 +139,7 @@ TileF32Fn PickF32(int r, int mb) {
 }
 
 void KernelF32(const float* x, int64_t rows, const float* w, int64_t d, int64_t v0, int64_t v1,
-               float* out, int64_t ldo) {
+               float* out, int64_t ldo, bool one_group_prefetch) {
   const Groups g = SplitRows(rows);
   const int tile_r = TileRows(g.mb_hi);
   const TileF32Fn wide_hi = PickF32(tile_r, g.mb_hi);
@@ -152,9 +152,11 @@ void KernelF32(const float* x, int64_t rows, const float* w, int64_t d, int64_t 
   // [i R / G, (i + 1) R / G). head_bench, Llama-3 head on 2 cores: M = 8
   // 119 -> 110 ms, M = 16 168 -> 150 ms, M = 64 485 -> 460 ms. With one
   // group (M <= 6) the hardware prefetcher alone is faster (M = 1: 75 ms
-  // without, 78 ms with), so no prefetch there. A prefetch distance of two
-  // tiles was no better; one group of 8 rows x 3 weight rows was slower.
-  const bool prefetch = g.count >= 2;
+  // without, 78 ms with), so no prefetch there unless one_group_prefetch
+  // (on a Zen 5 VM M = 1 was 42 ms without, 39 ms with). A prefetch
+  // distance of two tiles was no better; one group of 8 rows x 3 weight
+  // rows was slower.
+  const bool prefetch = g.count >= 2 || one_group_prefetch;
   int64_t v = v0;
   for (; v < v1; ) {
     const bool wide = v + tile_r <= v1;
@@ -417,9 +419,9 @@ const char* HeadKernelIsaName(HeadKernelIsa isa) {
 }
 
 void HeadKernelF32(const float* x, int64_t rows, const float* w, int64_t d, int64_t v0,
-                   int64_t v1, float* out, int64_t ldo) {
+                   int64_t v1, float* out, int64_t ldo, bool one_group_prefetch) {
   if (rows <= 0 || v1 <= v0 || d <= 0) return;
-  KernelF32(x, rows, w, d, v0, v1, out, ldo);
+  KernelF32(x, rows, w, d, v0, v1, out, ldo, one_group_prefetch);
 }
 
 void HeadKernelBf16(const uint16_t* x, int64_t rows, const uint16_t* w, int64_t d, int64_t v0,

@@ -46,8 +46,13 @@ const char* HeadKernelIsaName(HeadKernelIsa isa);
 
 // out[m * ldo + v] = sum_k x[m * d + k] * w[v * d + k], m in [0, rows),
 // v in [v0, v1). Needs kAvx512 (callers check DetectHeadKernelIsa()).
+// Rows run in groups of at most 6 over tiles of weight rows; with two or
+// more groups the next tile is prefetched into L2 while a tile's groups
+// run. one_group_prefetch: do that also for rows <= 6 (one group), where
+// whether it helps depends on the core's hardware prefetchers (LmHead
+// measures it). The result does not depend on it.
 void HeadKernelF32(const float* x, int64_t rows, const float* w, int64_t d, int64_t v0,
-                   int64_t v1, float* out, int64_t ldo);
+                   int64_t v1, float* out, int64_t ldo, bool one_group_prefetch);
 
 // The same with BF16 x and w (raw bf16 bits) and F32 accumulation and output.
 // Needs kAvx512Bf16.

@@ -249,7 +249,7 @@ TEST(LmHeadKernelTest, KernelsWriteOnlyTheirVocabRange) {
     std::vector<float> out(static_cast<size_t>(rows * ldo), sentinel);
     std::vector<double> ref;
     if (dtype == DType::kF32) {
-      HeadKernelF32(x.data(), rows, w.data(), d, v0, v1, out.data(), ldo);
+      HeadKernelF32(x.data(), rows, w.data(), d, v0, v1, out.data(), ldo, false);
       ref = Reference(x, rows, w, vocab, d);
     } else {
       const std::vector<uint16_t> wb = ToBf16(w), xb = ToBf16(x);
@@ -269,8 +269,8 @@ TEST(LmHeadKernelTest, KernelsWriteOnlyTheirVocabRange) {
     // Empty ranges and zero rows write nothing.
     std::vector<float> untouched(static_cast<size_t>(rows * ldo), sentinel);
     if (dtype == DType::kF32) {
-      HeadKernelF32(x.data(), rows, w.data(), d, 10, 10, untouched.data(), ldo);
-      HeadKernelF32(x.data(), 0, w.data(), d, 0, vocab, untouched.data(), ldo);
+      HeadKernelF32(x.data(), rows, w.data(), d, 10, 10, untouched.data(), ldo, false);
+      HeadKernelF32(x.data(), 0, w.data(), d, 0, vocab, untouched.data(), ldo, true);
     }
     for (float v : untouched) ASSERT_EQ(v, sentinel);
   }
@@ -371,6 +371,84 @@ TEST(LmHeadKernelTest, AmxPackingLayout) {
         }
       }
     }
+  }
+}
+
+// The F32 kernel's one-group prefetch: measured at Create by default (the
+// choice and both times in implementation()), set by Options::f32_prefetch
+// or VOCABD_F32_PREFETCH (the option wins), bad values refused naming the
+// option or variable whatever the CPU; it never changes a bit (kernel and
+// head, M = 1 and 5, a partial last tile), and BF16 heads do not mention it.
+TEST(LmHeadKernelTest, F32OneGroupPrefetchIsMeasuredOrSetAndChangesNoBit) {
+  const int64_t vocab = 53, d = 200;
+  const std::vector<float> w = RandomFloats(static_cast<size_t>(vocab * d), 61, 0.1f);
+  const std::vector<float> x = RandomFloats(static_cast<size_t>(5 * d), 62, 2.0f);
+  LmHead::Options o;
+  o.weights = w.data();
+  o.vocab_size = vocab;
+  o.hidden_size = d;
+  o.weights_dtype = DType::kF32;
+  for (int bad : {-2, 2}) {
+    o.f32_prefetch = bad;
+    auto h = LmHead::Create(o);
+    ASSERT_FALSE(h.ok());
+    EXPECT_EQ(h.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(h.status().message().find("f32_prefetch = " + std::to_string(bad) +
+                                        " must be -1, 0 or 1"),
+              std::string::npos)
+        << h.status();
+  }
+  o.f32_prefetch = -1;
+  ASSERT_EQ(setenv("VOCABD_F32_PREFETCH", "yes", 1), 0);
+  auto bad_env = LmHead::Create(o);
+  ASSERT_EQ(unsetenv("VOCABD_F32_PREFETCH"), 0);
+  ASSERT_FALSE(bad_env.ok());
+  EXPECT_EQ(bad_env.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(bad_env.status().message().find("VOCABD_F32_PREFETCH = 'yes' (want 0 or 1)"),
+            std::string::npos)
+      << bad_env.status();
+  if (!HasF32Kernel()) GTEST_SKIP() << "no F32 kernel on this CPU (no AVX-512)";
+  for (int64_t rows : {1, 5}) {
+    std::vector<float> off(static_cast<size_t>(rows * vocab)), on(off.size());
+    HeadKernelF32(x.data(), rows, w.data(), d, 0, vocab, off.data(), vocab, false);
+    HeadKernelF32(x.data(), rows, w.data(), d, 0, vocab, on.data(), vocab, true);
+    EXPECT_EQ(0, std::memcmp(off.data(), on.data(), off.size() * sizeof(float))) << rows;
+  }
+  auto measured = LmHead::Create(o);
+  ASSERT_TRUE(measured.ok()) << measured.status();
+  const std::string impl = (*measured)->implementation();
+  EXPECT_NE(impl.find("; one-group prefetch o"), std::string::npos) << impl;
+  EXPECT_NE(impl.find(", measured at M = 1 on 53 weight rows: off "), std::string::npos) << impl;
+  std::vector<float> results[2];
+  for (int on : {0, 1}) {
+    o.f32_prefetch = on;
+    auto h = LmHead::Create(o);
+    ASSERT_TRUE(h.ok()) << h.status();
+    EXPECT_NE((*h)->implementation().find(on ? "; one-group prefetch on); "
+                                             : "; one-group prefetch off); "),
+              std::string::npos)
+        << (*h)->implementation();
+    results[on].resize(static_cast<size_t>(5 * vocab));
+    ASSERT_TRUE((*h)->Compute(x.data(), 5, results[on].data()).ok());
+  }
+  EXPECT_EQ(0, std::memcmp(results[0].data(), results[1].data(), results[0].size() * sizeof(float)));
+  o.f32_prefetch = -1;
+  ASSERT_EQ(setenv("VOCABD_F32_PREFETCH", "1", 1), 0);
+  auto env_on = LmHead::Create(o);
+  o.f32_prefetch = 0;
+  auto option_wins = LmHead::Create(o);
+  ASSERT_EQ(unsetenv("VOCABD_F32_PREFETCH"), 0);
+  ASSERT_TRUE(env_on.ok() && option_wins.ok());
+  EXPECT_NE((*env_on)->implementation().find("; one-group prefetch on); "), std::string::npos)
+      << (*env_on)->implementation();
+  EXPECT_NE((*option_wins)->implementation().find("; one-group prefetch off); "),
+            std::string::npos)
+      << (*option_wins)->implementation();
+  if (HasBf16Kernel()) {
+    const std::vector<uint16_t> wb = ToBf16(w);
+    auto bf16 = MakeHead(wb.data(), vocab, d, DType::kBF16, -1);
+    ASSERT_NE(bf16, nullptr);
+    EXPECT_EQ(bf16->implementation().find("prefetch"), std::string::npos) << bf16->implementation();
   }
 }
 
