@@ -94,6 +94,11 @@ Wait PollFor(int fd, short events, Clock::time_point deadline, int stop_fd) {
   }
 }
 
+}  // namespace
+
+// Named (not in the anonymous namespace): HttpConnectionGuard::Connection,
+// which has external linkage, holds a Transport*.
+namespace http_internal {
 // Non-blocking socket I/O with deadlines, plain or TLS.
 class Transport {
  public:
@@ -192,6 +197,11 @@ class Transport {
   SSL* ssl_;
   bool handshaken_ = false;
 };
+
+}  // namespace http_internal
+using http_internal::Transport;
+
+namespace {
 
 // ------------------------------------------------------ httplib's view ----
 

@@ -381,7 +381,9 @@ TEST_F(HttpLimitsTest, InvalidUtf8PathIsAnsweredAndClosed) {
   for (int i = 0; i < 300; ++i) {
     RawResponse r = Exchange(port(), "GET /v1/%FF HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
     ASSERT_EQ(r.status, 404) << i << " " << r.head;
-    if (i == 0) EXPECT_THAT(r.message(), HasSubstr("no such path GET /v1/"));
+    if (i == 0) {
+      EXPECT_THAT(r.message(), HasSubstr("no such path GET /v1/"));
+    }
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   EXPECT_LT(OpenFds() - fds_before, 20);
