@@ -194,7 +194,7 @@ run_server() {
     "$BUILD_DIR/client/vocabctl" health >/dev/null 2>&1 && break
     sleep 0.1
   done
-  echo "vocabd running on $listen (pid $(cat "$pidfile"), log $log)"
+  echo "vocabd running on $listen${VOCABD_HTTP_LISTEN:+, HTTP/JSON on $VOCABD_HTTP_LISTEN} (pid $(cat "$pidfile"), log $log)"
   echo "\$ vocabctl health"; "$BUILD_DIR/client/vocabctl" health
   echo "\$ vocabctl embed --ids 1,403,407"; "$BUILD_DIR/client/vocabctl" embed --ids 1,403,407
   echo "stop it with: deploy/dev.sh stop"
