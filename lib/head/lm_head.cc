@@ -319,50 +319,29 @@ absl::StatusOr<std::string> KernelEnv() {
                    "' (want auto, onednn, no-amx, scalar, avx2, avxvnni or avx512vnni)"));
 }
 
-// VOCABD_QUANT_FEW_ROWS_MAX, validated: unset (-1) or 0..kFewRowsLimit.
-absl::StatusOr<int64_t> FewRowsEnv() {
-  const char* env = std::getenv("VOCABD_QUANT_FEW_ROWS_MAX");
+// An operator's integer override in the environment variable `name`:
+// -1 when unset, else a value in [0, max]; INVALID_ARGUMENT naming the
+// variable and the range otherwise. VOCABD_QUANT_FEW_ROWS_MAX (0..8),
+// VOCABD_QUANT_PREFETCH (0..8).
+absl::StatusOr<int64_t> RangeEnv(const char* name, int64_t max) {
+  const char* env = std::getenv(name);
   if (env == nullptr) return -1;
   int64_t v = 0;
-  if (!absl::SimpleAtoi(env, &v) || v < 0 || v > kFewRowsLimit) {
-    return absl::InvalidArgumentError(absl::StrCat("VOCABD_QUANT_FEW_ROWS_MAX = '", env,
-                                                   "' (want an integer in [0, ",
-                                                   kFewRowsLimit, "])"));
+  if (!absl::SimpleAtoi(env, &v) || v < 0 || v > max) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(name, " = '", env, "' (want an integer in [0, ", max, "])"));
   }
   return v;
 }
 
-// VOCABD_QUANT_PACK, validated: unset (-1), 0 or 1.
-absl::StatusOr<int> PackEnv() {
-  const char* env = std::getenv("VOCABD_QUANT_PACK");
+// An operator's on/off override in `name`: -1 when unset, 0 or 1; another
+// value is INVALID_ARGUMENT naming it. VOCABD_QUANT_PACK, VOCABD_F32_PREFETCH.
+absl::StatusOr<int> SwitchEnv(const char* name) {
+  const char* env = std::getenv(name);
   if (env == nullptr) return -1;
   const std::string value = env;
   if (value == "0" || value == "1") return value == "1" ? 1 : 0;
-  return absl::InvalidArgumentError(
-      absl::StrCat("VOCABD_QUANT_PACK = '", value, "' (want 0 or 1)"));
-}
-
-// VOCABD_QUANT_PREFETCH, validated: unset (-1) or 0..kPackedPrefetchMax.
-absl::StatusOr<int> PrefetchEnv() {
-  const char* env = std::getenv("VOCABD_QUANT_PREFETCH");
-  if (env == nullptr) return -1;
-  int v = 0;
-  if (!absl::SimpleAtoi(env, &v) || v < 0 || v > kPackedPrefetchMax) {
-    return absl::InvalidArgumentError(absl::StrCat("VOCABD_QUANT_PREFETCH = '", env,
-                                                   "' (want an integer in [0, ",
-                                                   kPackedPrefetchMax, "])"));
-  }
-  return v;
-}
-
-// VOCABD_F32_PREFETCH, validated: unset (-1), 0 or 1.
-absl::StatusOr<int> F32PrefetchEnv() {
-  const char* env = std::getenv("VOCABD_F32_PREFETCH");
-  if (env == nullptr) return -1;
-  const std::string value = env;
-  if (value == "0" || value == "1") return value == "1" ? 1 : 0;
-  return absl::InvalidArgumentError(
-      absl::StrCat("VOCABD_F32_PREFETCH = '", value, "' (want 0 or 1)"));
+  return absl::InvalidArgumentError(absl::StrCat(name, " = '", value, "' (want 0 or 1)"));
 }
 
 // Seconds of one kernel call over weight rows [0, rows), best of `reps`: the
@@ -398,6 +377,18 @@ double TimeKernel(QuantKernelIsa isa, const QuantTypeInfo& type, const uint8_t* 
   return best;
 }
 
+// n fixed pseudo-random floats in [-1, 1) (xorshift32): the hidden rows
+// the start-up measurements run on.
+std::vector<float> FixedHiddenRows(size_t n) {
+  std::vector<float> hidden(n);
+  uint32_t state = 0x9E3779B9u;
+  for (float& x : hidden) {
+    state ^= state << 13, state ^= state >> 17, state ^= state << 5;
+    x = static_cast<float>(state >> 8) / 8388608.0f - 1.0f;
+  }
+  return hidden;
+}
+
 // What the start-up measurements run on: kFewRowsLimit fixed pseudo-random
 // hidden rows in [-1, 1), quantized, and a scratch and output for `n`
 // weight rows.
@@ -407,12 +398,7 @@ struct MeasureInputs {
   uint8_t* acts = nullptr;
   uint8_t* scratch = nullptr;
   MeasureInputs(int64_t d, int64_t n) {
-    std::vector<float> hidden(static_cast<size_t>(kFewRowsLimit * d));
-    uint32_t state = 0x9E3779B9u;  // xorshift32
-    for (float& x : hidden) {
-      state ^= state << 13, state ^= state >> 17, state ^= state << 5;
-      x = static_cast<float>(state >> 8) / 8388608.0f - 1.0f;
-    }
+    const std::vector<float> hidden = FixedHiddenRows(static_cast<size_t>(kFewRowsLimit * d));
     acts_buf.resize(static_cast<size_t>(kFewRowsLimit * QuantActRowBytes(d)) + 64);
     acts = Align64(acts_buf.data());
     QuantizeActivations(hidden.data(), kFewRowsLimit, d, acts);
@@ -505,12 +491,7 @@ bool MeasuredF32Prefetch(const float* w, int64_t vocab, int64_t d, int64_t chunk
     *how = it->second.how;
     return it->second.on;
   }
-  std::vector<float> x(static_cast<size_t>(d));
-  uint32_t state = 0x9E3779B9u;  // xorshift32
-  for (float& v : x) {
-    state ^= state << 13, state ^= state >> 17, state ^= state << 5;
-    v = static_cast<float>(state >> 8) / 8388608.0f - 1.0f;
-  }
+  const std::vector<float> x = FixedHiddenRows(static_cast<size_t>(d));
   std::vector<float> out(static_cast<size_t>(n));
   auto run = [&](bool on) {
     const auto t0 = std::chrono::steady_clock::now();
@@ -625,16 +606,16 @@ absl::StatusOr<std::unique_ptr<LmHead>> LmHead::CreateQuantized(const Options& o
   }
   absl::StatusOr<std::string> kernel_env = KernelEnv();
   if (!kernel_env.ok()) return kernel_env.status();
-  absl::StatusOr<int64_t> few_env = FewRowsEnv();
+  absl::StatusOr<int64_t> few_env = RangeEnv("VOCABD_QUANT_FEW_ROWS_MAX", kFewRowsLimit);
   if (!few_env.ok()) return few_env.status();
-  absl::StatusOr<int> pack_env = PackEnv();
+  absl::StatusOr<int> pack_env = SwitchEnv("VOCABD_QUANT_PACK");
   if (!pack_env.ok()) return pack_env.status();
   if (options.quant_prefetch_records < -1 || options.quant_prefetch_records > kPackedPrefetchMax) {
     return absl::InvalidArgumentError(absl::StrCat("LmHead: quant_prefetch_records = ",
                                                    options.quant_prefetch_records,
                                                    " must be in [-1, ", kPackedPrefetchMax, "]"));
   }
-  absl::StatusOr<int> prefetch_env = PrefetchEnv();
+  absl::StatusOr<int64_t> prefetch_env = RangeEnv("VOCABD_QUANT_PREFETCH", kPackedPrefetchMax);
   if (!prefetch_env.ok()) return prefetch_env.status();
   auto impl = std::make_unique<Impl>();
   impl->options = options;
@@ -681,7 +662,7 @@ absl::StatusOr<std::unique_ptr<LmHead>> LmHead::CreateQuantized(const Options& o
   if (impl->packed != nullptr) {
     impl->quant_prefetch =
         options.quant_prefetch_records >= 0 ? options.quant_prefetch_records
-        : *prefetch_env >= 0                ? *prefetch_env
+        : *prefetch_env >= 0                ? static_cast<int>(*prefetch_env)
                                             : MeasuredPrefetch(impl->quant_isa, *info,
                                                                impl->packed.get(), options.vocab_size,
                                                                options.hidden_size, impl->chunk_rows,
@@ -728,7 +709,7 @@ absl::StatusOr<std::unique_ptr<LmHead>> LmHead::Create(const Options& options) {
     return absl::InvalidArgumentError(absl::StrCat("LmHead: f32_prefetch = ",
                                                    options.f32_prefetch, " must be -1, 0 or 1"));
   }
-  absl::StatusOr<int> f32_prefetch_env = F32PrefetchEnv();
+  absl::StatusOr<int> f32_prefetch_env = SwitchEnv("VOCABD_F32_PREFETCH");
   if (!f32_prefetch_env.ok()) return f32_prefetch_env.status();
   if (options.weights_dtype == DType::kBF16 && !Bf16Supported()) {
     return absl::FailedPreconditionError(
