@@ -40,18 +40,36 @@ bool CpuidAvxVnni() {
   return __get_cpuid_count(7, 1, &a, &b, &c, &d) != 0 && (a & (1u << 4)) != 0;
 }
 
+// Which paths this CPU runs, read once: CPUID is a VM exit under a
+// hypervisor (about 3 us each on KVM), and the packed kernel's entry checks
+// QuantPackedCovers once per vocabulary chunk (hundreds per call).
+struct IsaSupport {
+  bool avx2 = false, avxvnni = false, avx512vnni = false, gfni = false;
+};
+const IsaSupport& Support() {
+  static const IsaSupport support = [] {
+    __builtin_cpu_init();
+    IsaSupport s;
+    s.avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && CpuidF16c();
+    s.avxvnni = s.avx2 && CpuidAvxVnni();
+    s.avx512vnni = s.avx2 && __builtin_cpu_supports("avx512f") &&
+                   __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+                   __builtin_cpu_supports("avx512vnni");
+    s.gfni = CpuidGfni();
+    return s;
+  }();
+  return support;
+}
+
 }  // namespace
 
 bool QuantKernelIsaSupported(QuantKernelIsa isa) {
-  __builtin_cpu_init();
-  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && CpuidF16c();
+  const IsaSupport& s = Support();
   switch (isa) {
     case QuantKernelIsa::kScalar: return true;
-    case QuantKernelIsa::kAvx2: return avx2;
-    case QuantKernelIsa::kAvxVnni: return avx2 && CpuidAvxVnni();
-    case QuantKernelIsa::kAvx512Vnni:
-      return avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-             __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
+    case QuantKernelIsa::kAvx2: return s.avx2;
+    case QuantKernelIsa::kAvxVnni: return s.avxvnni;
+    case QuantKernelIsa::kAvx512Vnni: return s.avx512vnni;
   }
   return false;
 }
@@ -177,8 +195,7 @@ int64_t PackedRecordBytes(quant::GgmlType type) {
 }  // namespace
 
 bool QuantPackedCovers(QuantKernelIsa isa, quant::GgmlType type, int64_t d) {
-  static const bool gfni = CpuidGfni();
-  return isa == QuantKernelIsa::kAvx512Vnni && gfni && d > 0 && d % 256 == 0 &&
+  return isa == QuantKernelIsa::kAvx512Vnni && Support().gfni && d > 0 && d % 256 == 0 &&
          PackedRecordBytes(type) > 0 && QuantKernelIsaSupported(isa);
 }
 
