@@ -126,6 +126,41 @@ ChunkMax MaxOfAvx512(const float* l, int64_t begin, int64_t end) {
   return tail;
 }
 
+// #{j in [begin, end): l[j] > t} and #{j in [begin, eq_end): l[j] == t}
+// for a number t (ordered compares: a NaN lane counts in neither). Counts
+// are exact in any order.
+int64_t CountAheadAvx512(const float* l, int64_t begin, int64_t end, int64_t eq_end, float t) {
+  const __m512 vt = _mm512_set1_ps(t);
+  int64_t count = 0;
+  int64_t j = begin;
+  for (; j + 16 <= end; j += 16) {
+    const __m512 v = _mm512_loadu_ps(l + j);
+    count += __builtin_popcount(_mm512_cmp_ps_mask(v, vt, _CMP_GT_OQ));
+    if (j + 16 <= eq_end) {
+      count += __builtin_popcount(_mm512_cmp_ps_mask(v, vt, _CMP_EQ_OQ));
+    } else if (j < eq_end) {
+      const __mmask16 head = static_cast<__mmask16>((1u << (eq_end - j)) - 1u);
+      count += __builtin_popcount(_mm512_mask_cmp_ps_mask(head, v, vt, _CMP_EQ_OQ));
+    }
+  }
+  for (; j < end; ++j) count += (l[j] > t) + (j < eq_end && l[j] == t);
+  return count;
+}
+
+// The first j in [begin, end) with l[j] > t (NaN never), else end.
+int64_t NextAboveAvx512(const float* l, int64_t begin, int64_t end, float t) {
+  const __m512 vt = _mm512_set1_ps(t);
+  int64_t j = begin;
+  for (; j + 16 <= end; j += 16) {
+    const __mmask16 m = _mm512_cmp_ps_mask(_mm512_loadu_ps(l + j), vt, _CMP_GT_OQ);
+    if (m != 0) return j + __builtin_ctz(m);
+  }
+  for (; j < end; ++j) {
+    if (l[j] > t) return j;
+  }
+  return end;
+}
+
 #if defined(__clang__)
 #pragma clang attribute pop
 #endif
@@ -167,9 +202,19 @@ int64_t AheadOf(const float* l, int64_t begin, int64_t end, int64_t t) {
     for (int64_t j = begin; j < std::min(end, t); ++j) ahead += l[j] != l[j];
     return ahead;
   }
+  if (kHaveAvx512) return CountAheadAvx512(l, begin, end, std::min(end, t), lt);
   for (int64_t j = begin; j < end; ++j) ahead += l[j] > lt;  // NaN: false
   for (int64_t j = begin; j < std::min(end, t); ++j) ahead += l[j] == lt;
   return ahead;
+}
+
+// The first j in [begin, end) with l[j] > t (NaN never), else end.
+int64_t NextAbove(const float* l, int64_t begin, int64_t end, float t) {
+  if (kHaveAvx512) return NextAboveAvx512(l, begin, end, t);
+  for (int64_t j = begin; j < end; ++j) {
+    if (l[j] > t) return j;
+  }
+  return end;
 }
 
 // A candidate for top-k: a number logit (not NaN, not -inf) and its id.
@@ -203,9 +248,9 @@ std::vector<Candidate> TopKOf(const float* logits, int64_t begin, int64_t end, i
   std::vector<Candidate> buf;
   buf.reserve(std::min<size_t>(4 * keep, static_cast<size_t>(end - begin)));
   float threshold = kNegInf;  // accept v > threshold (-inf: any number but -inf)
-  for (int64_t j = begin; j < end; ++j) {
+  for (int64_t j = NextAbove(logits, begin, end, threshold); j < end;
+       j = NextAbove(logits, j + 1, end, threshold)) {
     const float v = logits[j];
-    if (!(v > threshold)) continue;  // also drops NaN
     buf.push_back({v, j});
     if (buf.size() == 4 * keep) {
       CutTo(buf, keep);

@@ -181,6 +181,24 @@ TEST(ScoringTest, TopKMatchesFullSortWithTies) {
   }
 }
 
+// Every target id of a row with few distinct values (ties at every lane
+// offset of the 16-wide compares, -inf among them): the rank is
+// 1 + #higher + #equal with a lower id, counted serially here.
+TEST(ScoringTest, RankOfEveryTargetInATiedRow) {
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<int> level(0, 4);
+  const int64_t v = 16 * 40 + 7;
+  std::vector<float> l(v);
+  for (float& x : l) x = static_cast<float>(level(rng));
+  l[3] = kNegInf;
+  l[100] = kNegInf;
+  for (int64_t t = 0; t < v; ++t) {
+    int64_t ahead = 0;
+    for (int64_t j = 0; j < v; ++j) ahead += l[j] > l[t] || (l[j] == l[t] && j < t);
+    ASSERT_EQ(ScoreRow(l.data(), v, t, 3).target_rank, ahead + 1) << "target " << t;
+  }
+}
+
 TEST(ScoringTest, TemperatureDividesAndOneIsIdentity) {
   std::vector<float> l = {1.0f, -2.5f, 0.7f, 10.0f};
   const std::vector<float> orig = l;
