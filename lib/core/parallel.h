@@ -31,6 +31,27 @@ int MaxThreads();
 // must not depend on it: give each task its own output.
 void ParallelFor(int64_t num_tasks, const std::function<void(int64_t task)>& fn);
 
+// ParallelFor for loops that stream one large array in task order (the LM
+// head's weight rows): the tasks are cut into one contiguous share per
+// thread, and each thread runs its own share front to back, so each thread
+// reads one sequential stream. A thread whose share is done then takes the
+// tasks still left in the other shares from their back ends (work
+// stealing), so a thread slowed by other load does not hold up the call.
+//
+//   tasks    [0 ............ n/2) [n/2 ............. n)
+//   thread 0  -> -> -> -> ->          <- (steals when done)
+//   thread 1                     -> -> -> -> -> ->
+//
+// Why not ParallelFor: dynamic scheduling hands out neighbouring tasks
+// alternately, so each thread's reads jump by a task (1 MiB for the head)
+// every few tens of microseconds. On the Zen 5 VM of docs/performance.md,
+// in alternating runs a few minutes apart, one-row Q4_0 and Q8_0 heads ran
+// 1.27-1.67x their read-only floor that way and 1.09-1.18x with one
+// contiguous range per thread.
+// Same contract as ParallelFor (every task once, `fn` must not throw,
+// results must not depend on which thread runs a task).
+void ParallelForStreams(int64_t num_tasks, const std::function<void(int64_t task)>& fn);
+
 }  // namespace vocabd
 
 #endif  // VOCABD_LIB_CORE_PARALLEL_H_

@@ -105,9 +105,9 @@ absl::Status DnnlError(const char* what, const dnnl::error& e) {
                    static_cast<int>(e.status), ")"));
 }
 
-// Vocabulary rows per ParallelFor task of the small-M kernel: about 2 MiB of
-// weights, so each task is one long sequential stream and a 2.1 GB head
-// still has ~1000 tasks for the dynamic schedule to balance.
+// Vocabulary rows per ParallelForStreams task of the small-M kernel: about
+// 2 MiB of weights; each thread streams its own contiguous share of the
+// tasks, and a 2.1 GB head still has ~1000 tasks for stealing to balance.
 int64_t KernelChunkRows(int64_t hidden_size, DType dtype) {
   // A multiple of 32 rows, so that only the last task can end in a partial
   // AMX block.
@@ -365,7 +365,7 @@ double TimeKernel(QuantKernelIsa isa, const QuantTypeInfo& type, const uint8_t* 
     const auto t0 = std::chrono::steady_clock::now();
     if (chunk > 0) {
       const size_t bytes = static_cast<size_t>(QuantUnpackScratchBytes(d));
-      ParallelFor((rows + chunk - 1) / chunk, [&](int64_t t) {
+      ParallelForStreams((rows + chunk - 1) / chunk, [&](int64_t t) {
         auto* s = static_cast<uint8_t*>(ThreadQuantUnpack().Get(bytes));
         if (s != nullptr) run(t * chunk, std::min(rows, (t + 1) * chunk), s);
       });
@@ -495,7 +495,7 @@ bool MeasuredF32Prefetch(const float* w, int64_t vocab, int64_t d, int64_t chunk
   std::vector<float> out(static_cast<size_t>(n));
   auto run = [&](bool on) {
     const auto t0 = std::chrono::steady_clock::now();
-    ParallelFor((n + chunk - 1) / chunk, [&](int64_t t) {
+    ParallelForStreams((n + chunk - 1) / chunk, [&](int64_t t) {
       HeadKernelF32(x.data(), 1, w, d, t * chunk, std::min(n, (t + 1) * chunk), out.data(), n, on);
     });
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -545,13 +545,19 @@ int64_t MeasuredFewRowsMax(QuantKernelIsa isa, const QuantTypeInfo& type, const 
   double few = 0, other = 0;
   if (packed != nullptr) {
     // M = 1, 2, ... while the in-place few-row kernel is faster (the packed
-    // one shares its weight loads among the rows, so it wins from some M on).
+    // one shares its weight loads among the rows, so it wins from some M on);
+    // the two alternate in 3 rounds, best of rounds each, so that a change
+    // of the machine's memory speed between them hits both alike.
     for (int64_t m = 1; m <= kFewRowsLimit; ++m) {
       at = m;
-      few = TimeKernel(isa, type, in.acts, m, w, nullptr, vocab, d, n, in.out.data(), in.scratch,
-                       m, chunk);
-      other = TimeKernel(isa, type, in.acts, m, w, packed, vocab, d, n, in.out.data(), in.scratch,
-                         0, chunk, prefetch);
+      few = other = 1e30;
+      for (int round = 0; round < 3; ++round) {
+        few = std::min(few, TimeKernel(isa, type, in.acts, m, w, nullptr, vocab, d, n,
+                                       in.out.data(), in.scratch, m, chunk, 0, /*reps=*/1));
+        other = std::min(other, TimeKernel(isa, type, in.acts, m, w, packed, vocab, d, n,
+                                           in.out.data(), in.scratch, 0, chunk, prefetch,
+                                           /*reps=*/1));
+      }
       if (few >= other) break;
       chosen = m;
     }
@@ -857,7 +863,7 @@ absl::Status LmHead::ComputeQuantized(const float* hidden, int64_t rows, float* 
   const int64_t tasks = (vocab + chunk - 1) / chunk;
   const auto* w = static_cast<const uint8_t*>(impl.options.weights);
   std::atomic<bool> oom{false};
-  ParallelFor(tasks, [&](int64_t t) {
+  ParallelForStreams(tasks, [&](int64_t t) {
     auto* scratch = static_cast<uint8_t*>(ThreadQuantUnpack().Get(scratch_bytes));
     if (scratch == nullptr) {
       oom.store(true);
@@ -900,18 +906,18 @@ absl::Status LmHead::ComputeSmall(const float* hidden, int64_t rows, float* logi
             "LmHead: cannot allocate ", packed_count * 2, " bytes for packed bf16 rows"));
       }
       PackBf16ForAmx(x, rows, d, packed);
-      ParallelFor(tasks, [&](int64_t t) {
+      ParallelForStreams(tasks, [&](int64_t t) {
         HeadKernelBf16Amx(packed, x, rows, w, d, t * chunk, std::min(vocab, (t + 1) * chunk),
                           logits, vocab);
       });
       return absl::OkStatus();
     }
-    ParallelFor(tasks, [&](int64_t t) {
+    ParallelForStreams(tasks, [&](int64_t t) {
       HeadKernelBf16(x, rows, w, d, t * chunk, std::min(vocab, (t + 1) * chunk), logits, vocab);
     });
   } else {
     const auto* w = static_cast<const float*>(impl.options.weights);
-    ParallelFor(tasks, [&](int64_t t) {
+    ParallelForStreams(tasks, [&](int64_t t) {
       HeadKernelF32(hidden, rows, w, d, t * chunk, std::min(vocab, (t + 1) * chunk), logits,
                     vocab, impl.f32_prefetch);
     });
