@@ -3,6 +3,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -170,14 +171,17 @@ const bool kHaveAvx512 = [] {
   __builtin_cpu_init();
   return __builtin_cpu_supports("avx512f") != 0;
 }();
+// The scans in use (SetScoringScans); read once per chunk.
+std::atomic<bool> g_use_avx512{kHaveAvx512};
+bool UseAvx512() { return g_use_avx512.load(std::memory_order_relaxed); }
 
 ChunkMax MaxOf(const float* l, int64_t begin, int64_t end) {
-  return kHaveAvx512 ? MaxOfAvx512(l, begin, end) : MaxOfScalar(l, begin, end);
+  return UseAvx512() ? MaxOfAvx512(l, begin, end) : MaxOfScalar(l, begin, end);
 }
 
 // sum_j exp(l_j - m) in float64 over [begin, end); m >= every l_j, finite.
 double SumExpOf(const float* l, int64_t begin, int64_t end, double m) {
-  return kHaveAvx512 ? SumExpAvx512(l, begin, end, m) : SumExpScalar(l, begin, end, m);
+  return UseAvx512() ? SumExpAvx512(l, begin, end, m) : SumExpScalar(l, begin, end, m);
 }
 
 // logsumexp given the row max `m` (finite): per-chunk float64 sums, added in
@@ -202,7 +206,7 @@ int64_t AheadOf(const float* l, int64_t begin, int64_t end, int64_t t) {
     for (int64_t j = begin; j < std::min(end, t); ++j) ahead += l[j] != l[j];
     return ahead;
   }
-  if (kHaveAvx512) return CountAheadAvx512(l, begin, end, std::min(end, t), lt);
+  if (UseAvx512()) return CountAheadAvx512(l, begin, end, std::min(end, t), lt);
   for (int64_t j = begin; j < end; ++j) ahead += l[j] > lt;  // NaN: false
   for (int64_t j = begin; j < std::min(end, t); ++j) ahead += l[j] == lt;
   return ahead;
@@ -210,7 +214,7 @@ int64_t AheadOf(const float* l, int64_t begin, int64_t end, int64_t t) {
 
 // The first j in [begin, end) with l[j] > t (NaN never), else end.
 int64_t NextAbove(const float* l, int64_t begin, int64_t end, float t) {
-  if (kHaveAvx512) return NextAboveAvx512(l, begin, end, t);
+  if (UseAvx512()) return NextAboveAvx512(l, begin, end, t);
   for (int64_t j = begin; j < end; ++j) {
     if (l[j] > t) return j;
   }
@@ -262,6 +266,21 @@ std::vector<Candidate> TopKOf(const float* logits, int64_t begin, int64_t end, i
 }
 
 }  // namespace
+
+bool ScoringScansAvx512Available() { return kHaveAvx512; }
+
+absl::Status SetScoringScans(ScoringScans scans) {
+  if (scans == ScoringScans::kAvx512 && !kHaveAvx512) {
+    return absl::FailedPreconditionError(
+        "scoring scans = avx512: this CPU has no AVX-512F (the portable scans run)");
+  }
+  g_use_avx512.store(scans == ScoringScans::kAvx512, std::memory_order_relaxed);
+  return absl::OkStatus();
+}
+
+ScoringScans CurrentScoringScans() {
+  return UseAvx512() ? ScoringScans::kAvx512 : ScoringScans::kPortable;
+}
 
 void PrepareLogits(float* logits, int64_t vocab, float temperature, int64_t vocab_limit,
                    const float* bias) {

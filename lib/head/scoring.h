@@ -29,6 +29,8 @@
 #include <utility>
 #include <vector>
 
+#include "absl/status/status.h"
+
 namespace vocabd {
 
 // Ids per chunk (see above).
@@ -77,6 +79,21 @@ double LogSumExp(const float* logits, int64_t vocab);
 
 // In place: logits[j] = float(double(logits[j]) - logsumexp).
 void LogSoftmaxInPlace(float* logits, int64_t vocab);
+
+// The row scans (maximum, float64 sum of exponentials, rank counts, the
+// top-k candidate scan) run AVX-512F code where the CPU has AVX-512F and
+// portable C++ otherwise. Both give the same maxima, ranks and top-k ids and
+// logprobs; the sums of exponentials differ by float64 rounding (the AVX-512
+// exp is within a few ulp of std::exp, and it adds in 16 lanes).
+enum class ScoringScans { kAvx512, kPortable };
+// Whether this CPU has the AVX-512F scans.
+bool ScoringScansAvx512Available();
+// The scans every later call runs, process-wide (default: kAvx512 where
+// available, else kPortable). FAILED_PRECONDITION for kAvx512 on a CPU
+// without AVX-512F. For tests and benchmarks that compare the two; not to be
+// changed while rows are being scored.
+absl::Status SetScoringScans(ScoringScans scans);
+ScoringScans CurrentScoringScans();
 
 // Scores one prepared row in O(vocab + vocab * log(k) + candidates) time.
 // target < 0 (or >= vocab) means no target: target_logprob and target_rank

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+#include "absl/status/status.h"
 #include <nlohmann/json.hpp>
 
 #include "tests/test_util.h"
@@ -27,9 +28,55 @@ using ::vocabd::testing::ToFloats;
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 constexpr double kTol = 1e-4;
 
-class ScoringGoldenTest : public ::testing::Test {
+// Every test below runs on each scan path of scoring.h: the AVX-512 scans
+// (skipped, saying so, on a CPU without AVX-512F) and the portable ones.
+class ScanPathTest : public ::testing::TestWithParam<ScoringScans> {
  protected:
   void SetUp() override {
+    if (GetParam() == ScoringScans::kAvx512 && !ScoringScansAvx512Available()) {
+      GTEST_SKIP() << "this CPU has no AVX-512F: the AVX-512 scoring scans did not run";
+    }
+    previous_ = CurrentScoringScans();
+    ASSERT_TRUE(SetScoringScans(GetParam()).ok());
+    ASSERT_EQ(CurrentScoringScans(), GetParam());
+  }
+  void TearDown() override { ASSERT_TRUE(SetScoringScans(previous_).ok()); }
+
+ private:
+  ScoringScans previous_ = ScoringScans::kPortable;
+};
+
+std::string ScansName(const ::testing::TestParamInfo<ScoringScans>& info) {
+  return info.param == ScoringScans::kAvx512 ? "avx512" : "portable";
+}
+#define VOCABD_ON_EVERY_SCAN_PATH(suite)                                            \
+  INSTANTIATE_TEST_SUITE_P(Scans, suite,                                            \
+                           ::testing::Values(ScoringScans::kAvx512, ScoringScans::kPortable), \
+                           ScansName)
+
+TEST(ScoringScansTest, PortableAlwaysAndAvx512OnlyWithAvx512F) {
+  const ScoringScans previous = CurrentScoringScans();
+  EXPECT_EQ(previous, ScoringScansAvx512Available() ? ScoringScans::kAvx512
+                                                    : ScoringScans::kPortable);
+  ASSERT_TRUE(SetScoringScans(ScoringScans::kPortable).ok());
+  EXPECT_EQ(CurrentScoringScans(), ScoringScans::kPortable);
+  const absl::Status avx512 = SetScoringScans(ScoringScans::kAvx512);
+  if (ScoringScansAvx512Available()) {
+    EXPECT_TRUE(avx512.ok()) << avx512;
+    EXPECT_EQ(CurrentScoringScans(), ScoringScans::kAvx512);
+  } else {
+    EXPECT_EQ(avx512.code(), absl::StatusCode::kFailedPrecondition);
+    EXPECT_NE(avx512.message().find("AVX-512F"), std::string::npos) << avx512;
+    EXPECT_EQ(CurrentScoringScans(), ScoringScans::kPortable);
+  }
+  ASSERT_TRUE(SetScoringScans(previous).ok());
+}
+
+class ScoringGoldenTest : public ScanPathTest {
+ protected:
+  void SetUp() override {
+    ScanPathTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
     golden_ = ReadGolden("head_golden.json");
     vocab_ = golden_.at("vocab_size").get<int64_t>();
     for (const auto& row : golden_.at("logits")) logits_.push_back(ToFloats(row));
@@ -64,7 +111,7 @@ class ScoringGoldenTest : public ::testing::Test {
   std::vector<int64_t> targets_;
 };
 
-TEST_F(ScoringGoldenTest, LogSumExpAndLogSoftmax) {
+TEST_P(ScoringGoldenTest, LogSumExpAndLogSoftmax) {
   const std::vector<double> lse = ToDoubles(golden_.at("logsumexp"));
   for (size_t r = 0; r < logits_.size(); ++r) {
     EXPECT_NEAR(LogSumExp(logits_[r].data(), vocab_), lse[r], kTol) << "row " << r;
@@ -81,17 +128,17 @@ TEST_F(ScoringGoldenTest, LogSumExpAndLogSoftmax) {
   }
 }
 
-TEST_F(ScoringGoldenTest, ScoresMatchGolden) { CheckScores(golden_.at("scores"), 1.0f, 0); }
+TEST_P(ScoringGoldenTest, ScoresMatchGolden) { CheckScores(golden_.at("scores"), 1.0f, 0); }
 
-TEST_F(ScoringGoldenTest, TemperatureMatchesGolden) {
+TEST_P(ScoringGoldenTest, TemperatureMatchesGolden) {
   CheckScores(golden_.at("scores_temperature"), golden_.at("temperature").get<float>(), 0);
 }
 
-TEST_F(ScoringGoldenTest, VocabLimitMatchesGolden) {
+TEST_P(ScoringGoldenTest, VocabLimitMatchesGolden) {
   CheckScores(golden_.at("scores_vocab_limit"), 1.0f, golden_.at("vocab_limit").get<int64_t>());
 }
 
-TEST_F(ScoringGoldenTest, MaskedIdsNeverInTopKAndScoreMinusInf) {
+TEST_P(ScoringGoldenTest, MaskedIdsNeverInTopKAndScoreMinusInf) {
   const int64_t limit = golden_.at("vocab_limit").get<int64_t>();
   std::vector<float> l = logits_[3];
   PrepareLogits(l.data(), vocab_, 1.0f, limit);
@@ -109,7 +156,7 @@ TEST_F(ScoringGoldenTest, MaskedIdsNeverInTopKAndScoreMinusInf) {
   EXPECT_EQ(all.target_rank, vocab_);
 }
 
-TEST_F(ScoringGoldenTest, TopKZeroAndVocab) {
+TEST_P(ScoringGoldenTest, TopKZeroAndVocab) {
   const std::vector<float>& l = logits_[1];
   const RowScoreResult none = ScoreRow(l.data(), vocab_, -1, 0);
   EXPECT_TRUE(none.top_k.empty());
@@ -130,7 +177,9 @@ TEST_F(ScoringGoldenTest, TopKZeroAndVocab) {
   EXPECT_TRUE(ScoreRow(l.data(), vocab_, -1, -5).top_k.empty());
 }
 
-TEST(ScoringTest, TieRuleLowerIdFirst) {
+class ScoringTest : public ScanPathTest {};
+
+TEST_P(ScoringTest, TieRuleLowerIdFirst) {
   //                 id: 0     1     2     3     4     5
   const std::vector<float> l = {1.0f, 3.0f, 3.0f, 2.0f, 3.0f, kNegInf};
   const int64_t v = static_cast<int64_t>(l.size());
@@ -160,7 +209,7 @@ TEST(ScoringTest, TieRuleLowerIdFirst) {
 }
 
 // The bounded-heap top-k against a full stable sort on rows with many ties.
-TEST(ScoringTest, TopKMatchesFullSortWithTies) {
+TEST_P(ScoringTest, TopKMatchesFullSortWithTies) {
   std::mt19937 rng(7);
   std::uniform_int_distribution<int> level(-20, 20);
   for (int trial = 0; trial < 20; ++trial) {
@@ -184,7 +233,7 @@ TEST(ScoringTest, TopKMatchesFullSortWithTies) {
 // Every target id of a row with few distinct values (ties at every lane
 // offset of the 16-wide compares, -inf among them): the rank is
 // 1 + #higher + #equal with a lower id, counted serially here.
-TEST(ScoringTest, RankOfEveryTargetInATiedRow) {
+TEST_P(ScoringTest, RankOfEveryTargetInATiedRow) {
   std::mt19937 rng(11);
   std::uniform_int_distribution<int> level(0, 4);
   const int64_t v = 16 * 40 + 7;
@@ -199,7 +248,7 @@ TEST(ScoringTest, RankOfEveryTargetInATiedRow) {
   }
 }
 
-TEST(ScoringTest, TemperatureDividesAndOneIsIdentity) {
+TEST_P(ScoringTest, TemperatureDividesAndOneIsIdentity) {
   std::vector<float> l = {1.0f, -2.5f, 0.7f, 10.0f};
   const std::vector<float> orig = l;
   PrepareLogits(l.data(), 4, 1.0f, 0);
@@ -217,7 +266,7 @@ TEST(ScoringTest, TemperatureDividesAndOneIsIdentity) {
   EXPECT_EQ(l[3], kNegInf);
 }
 
-TEST(ScoringTest, LogSumExpIsStableAndFloat64) {
+TEST_P(ScoringTest, LogSumExpIsStableAndFloat64) {
   // Large logits do not overflow.
   const std::vector<float> big = {1000.0f, 1000.0f};
   EXPECT_NEAR(LogSumExp(big.data(), 2), 1000.0 + std::log(2.0), 1e-9);
@@ -246,7 +295,7 @@ TEST(ScoringTest, LogSumExpIsStableAndFloat64) {
 // denormal and zero e^x) the result is within the rounding of the sums near
 // 1 (about 1e-16 per term). Tails of every length (n + 1 not a multiple of 8
 // or 16) included.
-TEST(ScoringTest, LogSumExpAccurateAcrossTheExpRange) {
+TEST_P(ScoringTest, LogSumExpAccurateAcrossTheExpRange) {
   for (const float x : {-1e-3f, -0.25f, -0.3466f, -1.0f, -5.5f, -10.0f}) {
     const int64_t n = 40000;
     std::vector<float> l(static_cast<size_t>(n + 1), x);
@@ -268,7 +317,7 @@ TEST(ScoringTest, LogSumExpAccurateAcrossTheExpRange) {
   }
 }
 
-TEST(ScoringTest, NanLogitsRankLastAndStayOutOfTopK) {
+TEST_P(ScoringTest, NanLogitsRankLastAndStayOutOfTopK) {
   const std::vector<float> l = {std::nanf(""), kNegInf, 0.0f};
   const RowScoreResult r = ScoreRow(l.data(), 3, 0, 3);
   EXPECT_EQ(r.target_rank, 3);
@@ -312,7 +361,9 @@ long double SerialLse(const std::vector<float>& l) {
   return m + std::log(sum);
 }
 
-TEST(ScoringChunkTest, TopKRankAndLogSumExpExactAcrossChunkBoundaries) {
+class ScoringChunkTest : public ScanPathTest {};
+
+TEST_P(ScoringChunkTest, TopKRankAndLogSumExpExactAcrossChunkBoundaries) {
   const std::vector<float> l = ChunkedRow();
   const int64_t v = static_cast<int64_t>(l.size());
   ASSERT_GT(v, 3 * kScoreChunk);
@@ -349,7 +400,7 @@ TEST(ScoringChunkTest, TopKRankAndLogSumExpExactAcrossChunkBoundaries) {
   EXPECT_EQ(top4.top_k[3].first, v - 1);
 }
 
-TEST(ScoringChunkTest, MaskingTemperatureAndBiasAcrossChunksMatchSerial) {
+TEST_P(ScoringChunkTest, MaskingTemperatureAndBiasAcrossChunksMatchSerial) {
   const std::vector<float> orig = ChunkedRow();
   const int64_t v = static_cast<int64_t>(orig.size());
   std::vector<float> bias(orig.size());
@@ -378,7 +429,7 @@ TEST(ScoringChunkTest, MaskingTemperatureAndBiasAcrossChunksMatchSerial) {
   }
 }
 
-TEST(ScoringChunkTest, NonFiniteValuesInLaterChunks) {
+TEST_P(ScoringChunkTest, NonFiniteValuesInLaterChunks) {
   std::vector<float> l = ChunkedRow();
   const int64_t v = static_cast<int64_t>(l.size());
   // All -inf: lse -inf and empty top-k, in every chunk.
@@ -401,6 +452,9 @@ TEST(ScoringChunkTest, NonFiniteValuesInLaterChunks) {
   for (const auto& [id, lp] : r.top_k) ASSERT_FALSE(std::isnan(l[id])) << id;
 }
 
+VOCABD_ON_EVERY_SCAN_PATH(ScoringGoldenTest);
+VOCABD_ON_EVERY_SCAN_PATH(ScoringTest);
+VOCABD_ON_EVERY_SCAN_PATH(ScoringChunkTest);
 
 }  // namespace
 }  // namespace vocabd
@@ -411,7 +465,9 @@ namespace {
 // Candidate-token scoring (ScoreRow's candidates) against the float64 NumPy
 // log-softmax of tests/golden/head_golden.json (make_head_golden.py): every
 // id, wherever it ranks, in the order given, duplicates included.
-TEST(CandidateScoringTest, ExactLogprobsForAnyIds) {
+class CandidateScoringTest : public ScanPathTest {};
+
+TEST_P(CandidateScoringTest, ExactLogprobsForAnyIds) {
   const nlohmann::json golden = testing::ReadGolden("head_golden.json");
   const int64_t vocab = golden.at("vocab_size").get<int64_t>();
   const std::vector<int64_t> candidates = {0, 511, 403, 1, 403, 257, 100};
@@ -435,7 +491,7 @@ TEST(CandidateScoringTest, ExactLogprobsForAnyIds) {
   }
 }
 
-TEST(CandidateScoringTest, SameAsTargetLogprobAndNoneWhenAbsent) {
+TEST_P(CandidateScoringTest, SameAsTargetLogprobAndNoneWhenAbsent) {
   std::vector<float> l = {1.0f, 3.0f, -2.0f, 0.5f};
   const std::vector<int64_t> candidates = {2, 1};
   const RowScoreResult a = ScoreRow(l.data(), 4, 2, 1, &candidates);
@@ -443,6 +499,8 @@ TEST(CandidateScoringTest, SameAsTargetLogprobAndNoneWhenAbsent) {
   EXPECT_EQ(a.candidate_logprobs[1], a.top_k[0].second);
   EXPECT_TRUE(ScoreRow(l.data(), 4, 2, 1).candidate_logprobs.empty());
 }
+
+VOCABD_ON_EVERY_SCAN_PATH(CandidateScoringTest);
 
 }  // namespace
 }  // namespace vocabd
