@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -301,9 +302,15 @@ absl::Status JsonToMessage(const std::string& text, google::protobuf::Message* m
   options.ignore_unknown_fields = false;
   auto status = google::protobuf::util::JsonStringToMessage(canonical, message, options);
   if (!status.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("request body is not a valid ", message->GetDescriptor()->full_name(),
-                     " in the protobuf JSON mapping: ", std::string(status.message())));
+    // A bytes field given plain text (`"texts": ["hello"]`) is the usual
+    // mistake: protobuf names only the type.
+    const bool bytes_field = absl::StrContains(std::string(status.message()), "TYPE_BYTES");
+    return absl::InvalidArgumentError(absl::StrCat(
+        "request body is not a valid ", message->GetDescriptor()->full_name(),
+        " in the protobuf JSON mapping: ", std::string(status.message()),
+        bytes_field ? "; bytes fields (texts, pieces, token bytes, a tensor's data) are base64 "
+                      "in JSON: the text \"hello\" is \"aGVsbG8=\""
+                    : ""));
   }
   return absl::OkStatus();
 }

@@ -119,6 +119,24 @@ TEST(HttpJsonTest, BadValuesNameTheFieldAndTheValue) {
   EXPECT_THAT(std::string(big.message()), HasSubstr("is not an integer"));
 }
 
+// Texts are proto bytes, so base64 in JSON; plain text is refused with the
+// field, the value and how to send it.
+TEST(HttpJsonTest, PlainTextForABytesFieldNamesBase64) {
+  v1::TokenizeRequest request;
+  const absl::Status s = JsonToMessage(R"({"texts": ["hello world"]})", &request);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("texts[0]"));
+  EXPECT_THAT(std::string(s.message()), HasSubstr("hello world"));
+  EXPECT_THAT(std::string(s.message()), HasSubstr("are base64 in JSON"));
+  ASSERT_TRUE(JsonToMessage(R"({"texts": ["aGVsbG8="]})", &request).ok());
+  ASSERT_EQ(request.texts_size(), 1);
+  EXPECT_EQ(request.texts(0), "hello");
+  // Other mistakes get no base64 hint.
+  const absl::Status other = JsonToMessage(R"({"texts": "aGVsbG8=", "nope": 1})", &request);
+  EXPECT_EQ(other.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(other.message()), ::testing::Not(HasSubstr("base64")));
+}
+
 TEST(HttpJsonTest, OutputValuesRoundTripAndLargeTensorsKeepData) {
   const float inf = std::numeric_limits<float>::infinity();
   const std::vector<float> x = {0.1f, 1.0f / 3.0f, -inf, inf, 1e-45f};
