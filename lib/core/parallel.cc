@@ -19,13 +19,23 @@ int MaxThreads() {
 #endif
 }
 
+namespace {
+
+// Runs every task on this thread when there is no team to share them with
+// (returns true); otherwise sets `threads` (> 1) and returns false.
+bool RanInline(int64_t num_tasks, const std::function<void(int64_t task)>& fn, int& threads) {
+  if (num_tasks <= 0) return true;
+  threads = num_tasks == 1 ? 1 : MaxThreads();
+  if (threads > 1) return false;
+  for (int64_t t = 0; t < num_tasks; ++t) fn(t);
+  return true;
+}
+
+}  // namespace
+
 void ParallelFor(int64_t num_tasks, const std::function<void(int64_t task)>& fn) {
-  if (num_tasks <= 0) return;
-  const int threads = num_tasks == 1 ? 1 : MaxThreads();
-  if (threads == 1) {
-    for (int64_t t = 0; t < num_tasks; ++t) fn(t);
-    return;
-  }
+  int threads = 1;
+  if (RanInline(num_tasks, fn, threads)) return;
 #if defined(_OPENMP)
   const int team = num_tasks < threads ? static_cast<int>(num_tasks) : threads;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(team)
@@ -42,24 +52,16 @@ struct alignas(64) Share {
   std::atomic<uint64_t> range{0};  // front << 32 | back
 };
 
-int64_t TakeFront(Share& s) {
+// Claims the front task (the owner) or the back one (a thief); -1 when the
+// share is empty.
+int64_t Take(Share& s, bool front_end) {
   uint64_t cur = s.range.load(std::memory_order_relaxed);
   while (true) {
     const uint64_t front = cur >> 32, back = cur & 0xFFFFFFFFu;
     if (front >= back) return -1;
-    if (s.range.compare_exchange_weak(cur, (front + 1) << 32 | back, std::memory_order_relaxed)) {
-      return static_cast<int64_t>(front);
-    }
-  }
-}
-
-int64_t TakeBack(Share& s) {
-  uint64_t cur = s.range.load(std::memory_order_relaxed);
-  while (true) {
-    const uint64_t front = cur >> 32, back = cur & 0xFFFFFFFFu;
-    if (front >= back) return -1;
-    if (s.range.compare_exchange_weak(cur, front << 32 | (back - 1), std::memory_order_relaxed)) {
-      return static_cast<int64_t>(back - 1);
+    const uint64_t next = front_end ? (front + 1) << 32 | back : front << 32 | (back - 1);
+    if (s.range.compare_exchange_weak(cur, next, std::memory_order_relaxed)) {
+      return static_cast<int64_t>(front_end ? front : back - 1);
     }
   }
 }
@@ -67,12 +69,8 @@ int64_t TakeBack(Share& s) {
 }  // namespace
 
 void ParallelForStreams(int64_t num_tasks, const std::function<void(int64_t task)>& fn) {
-  if (num_tasks <= 0) return;
-  const int threads = num_tasks == 1 ? 1 : MaxThreads();
-  if (threads == 1) {
-    for (int64_t t = 0; t < num_tasks; ++t) fn(t);
-    return;
-  }
+  int threads = 1;
+  if (RanInline(num_tasks, fn, threads)) return;
   if (num_tasks > int64_t{0x7FFFFFFF}) {  // the shares hold 32-bit task numbers
     ParallelFor(num_tasks, fn);
     return;
@@ -93,10 +91,7 @@ void ParallelForStreams(int64_t num_tasks, const std::function<void(int64_t task
     const int me = omp_get_thread_num();
     for (int k = 0; k < team; ++k) {
       Share& s = shares[(me + k) % team];
-      for (int64_t t = k == 0 ? TakeFront(s) : TakeBack(s); t >= 0;
-           t = k == 0 ? TakeFront(s) : TakeBack(s)) {
-        fn(t);
-      }
+      for (int64_t t = Take(s, k == 0); t >= 0; t = Take(s, k == 0)) fn(t);
     }
   }
 #endif
