@@ -26,7 +26,8 @@
 // better than separate medians when other processes load the machine.
 //
 // Weights come from the checkpoints through vocabd's own loader (Model),
-// F32 read in place from the mapping, BF16 served natively. Times are the
+// served as a server serves them (Model::Options::head_huge_pages: a copy in
+// huge pages), BF16 natively. Times are the
 // median of --reps runs after one warm-up. GFLOP/s = 2 N V d / time.
 // Read-only floor of each weight type = the time to stream a buffer as large
 // as its weights with AVX-512 (else AVX2) loads on all OpenMP threads (summed, so the
@@ -47,7 +48,6 @@
 // printed BUSY(x) and the exit status is 3.
 #include <immintrin.h>
 #include <omp.h>
-#include <sys/mman.h>
 
 #include <algorithm>
 #include <chrono>
@@ -64,6 +64,7 @@
 #include <CLI/CLI.hpp>
 #include <cblas.h>
 
+#include "lib/core/huge_pages.h"
 #include "lib/head/lm_head.h"
 #include "lib/head/quant_kernel.h"
 #include "lib/quant/ggml_blocks.h"
@@ -357,21 +358,23 @@ uint64_t StreamRead(const char* buf, size_t bytes, size_t pf) {
                                                : StreamReadAvx2(buf, bytes, pf);
 }
 
-// A 2 MiB-aligned buffer advised for transparent huge pages (as LmHead
-// holds a packed copy: fewer TLB misses than 4 KiB pages), touched page by
-// page from all threads.
+// The floor's buffer: huge pages (lib/core/huge_pages.h), as the LmHead's
+// served tables, touched page by page from all threads.
 struct ReadBuffer {
+  vocabd::HugePageBuffer mem;
   char* data = nullptr;
   size_t bytes = 0;
   explicit ReadBuffer(size_t n) : bytes(n) {
-    constexpr size_t kHuge = size_t{2} << 20;
-    const size_t alloc = (n + kHuge - 1) / kHuge * kHuge;
-    data = static_cast<char*>(std::aligned_alloc(kHuge, alloc));
-    ::madvise(data, alloc, MADV_HUGEPAGE);  // advice only
+    auto b = vocabd::HugePageBuffer::Allocate(n, "the read-only floor's buffer");
+    if (!b.ok()) {
+      std::fprintf(stderr, "%s\n", b.status().ToString().c_str());
+      std::exit(1);
+    }
+    mem = std::move(*b);
+    data = reinterpret_cast<char*>(mem.data());
 #pragma omp parallel for
     for (long i = 0; i < static_cast<long>(n); i += 4096) data[i] = static_cast<char>(i >> 12);
   }
-  ~ReadBuffer() { std::free(data); }
 };
 
 // The prefetch distances the floor loop tries (0: none), in bytes.

@@ -361,6 +361,12 @@ void Checkpoint::ReleaseBuffer(const void* data) {
       return;
     }
   }
+  for (auto it = owned_huge_.begin(); it != owned_huge_.end(); ++it) {
+    if (it->data() == data) {
+      owned_huge_.erase(it);
+      return;
+    }
+  }
 }
 
 SourceFileInfo DescribeSourceFile(const MappedFile& file, std::string format) {

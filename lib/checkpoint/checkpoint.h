@@ -18,6 +18,7 @@
 
 #include "absl/status/statusor.h"
 #include "lib/core/dtype.h"
+#include "lib/core/huge_pages.h"
 #include "lib/core/mapped_file.h"
 #include "lib/checkpoint/model_config.h"
 #include "lib/quant/ggml_types.h"
@@ -186,6 +187,11 @@ class Checkpoint {
     owned_.push_back(std::make_unique<std::vector<uint8_t>>(std::move(buffer)));
   }
   const std::vector<uint8_t>& last_buffer() const { return *owned_.back(); }
+  // Keeps `buffer` alive for tensors that point into it; returns its data.
+  const uint8_t* AdoptBuffer(HugePageBuffer buffer) {
+    owned_huge_.push_back(std::move(buffer));
+    return owned_huge_.back().data();
+  }
   // Frees the owned buffer starting at `data` (no-op if `data` is not the
   // start of an owned buffer, e.g. a mapping). Callers first repoint every
   // tensor that used it (the model does, when it re-encodes the table).
@@ -202,6 +208,7 @@ class Checkpoint {
   std::vector<std::unique_ptr<MappedFile>> mappings_;
   std::vector<const MappedFile*> served_mappings_;  // those with memory_mapped
   std::vector<std::unique_ptr<std::vector<uint8_t>>> owned_;
+  std::vector<HugePageBuffer> owned_huge_;  // data() stays put when moved
   std::map<std::string, WeightTensor> tensors_;
   // (index in files_, mapping) of files still to hash.
   std::vector<std::pair<size_t, const MappedFile*>> to_hash_;

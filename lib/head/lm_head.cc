@@ -10,7 +10,6 @@
 #include <initializer_list>
 #include <limits>
 #include <cstdlib>
-#include <sys/mman.h>
 #include <memory>
 #include <mutex>
 #include <new>
@@ -22,7 +21,9 @@
 #include "absl/strings/str_cat.h"
 #include "lib/head/lm_head_kernel.h"
 #include "lib/head/quant_kernel.h"
+#include "lib/core/huge_pages.h"
 #include "lib/core/parallel.h"
+#include "lib/core/status_macros.h"
 #include "oneapi/dnnl/dnnl.hpp"
 
 namespace vocabd {
@@ -154,10 +155,7 @@ struct LmHead::Impl {
   std::string quant_crossover;      // how it was measured (empty: set)
   // The packed copy of the weights (QuantPackedCovers and options.quant_pack;
   // QuantPackedBytes, 64-byte aligned), null when the head reads them in place.
-  struct FreeDeleter {
-    void operator()(uint8_t* p) const { std::free(p); }
-  };
-  std::unique_ptr<uint8_t, FreeDeleter> packed;
+  HugePageBuffer packed;
   int64_t packed_bytes = 0;
   // Records the packed kernel prefetches ahead (QuantPackedKernel), and how
   // that was measured (empty: set).
@@ -243,7 +241,7 @@ int64_t LmHead::weight_bytes() const {
 }
 int64_t LmHead::packed_bytes() const { return impl_->packed_bytes; }  // 0 unless packed
 int LmHead::quant_prefetch_records() const {
-  return impl_->packed != nullptr ? impl_->quant_prefetch : -1;
+  return impl_->packed.data() != nullptr ? impl_->quant_prefetch : -1;
 }
 int64_t LmHead::vocab_size() const { return impl_->options.vocab_size; }
 int64_t LmHead::hidden_size() const { return impl_->options.hidden_size; }
@@ -267,7 +265,7 @@ std::string LmHead::implementation() const {
   if (impl_->quant != nullptr) {
     std::string type = impl_->quant->name;
     for (char& c : type) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
-    if (impl_->packed != nullptr) {
+    if (impl_->packed.data() != nullptr) {
       return absl::StrCat("vocabd:", type, "-", QuantKernelIsaName(impl_->quant_isa),
                           " (every M; weights packed at Create, ", impl_->packed_bytes,
                           " bytes, prefetched ", impl_->quant_prefetch, " records ahead",
@@ -640,18 +638,13 @@ absl::StatusOr<std::unique_ptr<LmHead>> LmHead::CreateQuantized(const Options& o
   const bool pack = *pack_env >= 0 ? *pack_env == 1 : options.quant_pack;
   if (pack && QuantPackedCovers(impl->quant_isa, info->type, options.hidden_size)) {
     const int64_t bytes = QuantPackedBytes(*info, options.vocab_size, options.hidden_size);
-    // 2 MiB aligned and advised for transparent huge pages: 512x fewer page
-    // faults while packing (4 KiB faults took most of a second for a
-    // Llama-3 Q8_0 head in a VM) and fewer TLB misses while streaming it.
-    constexpr size_t kHuge = size_t{2} << 20;
-    const size_t alloc = (static_cast<size_t>(bytes) + kHuge - 1) / kHuge * kHuge;
-    auto* p = static_cast<uint8_t*>(std::aligned_alloc(kHuge, alloc));
-    if (p == nullptr) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "LmHead: cannot allocate ", bytes, " bytes for the packed ", info->name, " weights"));
-    }
-    ::madvise(p, alloc, MADV_HUGEPAGE);  // advice only: without THP, 4 KiB pages
-    impl->packed.reset(p);
+    // In huge pages (lib/core/huge_pages.h): 512x fewer page faults while
+    // packing (4 KiB faults took most of a second for a Llama-3 Q8_0 head in
+    // a VM) and fewer TLB misses while streaming it.
+    const std::string what = absl::StrCat("the packed ", info->name, " weights");
+    ASSIGN_OR_RETURN(impl->packed,
+                     HugePageBuffer::Allocate(static_cast<size_t>(bytes), what.c_str()));
+    uint8_t* p = impl->packed.data();
     impl->packed_bytes = bytes;
     const int64_t groups = (options.vocab_size + kPackedGroupRows - 1) / kPackedGroupRows;
     constexpr int64_t kGroupsPerTask = 64;
@@ -665,12 +658,12 @@ absl::StatusOr<std::unique_ptr<LmHead>> LmHead::CreateQuantized(const Options& o
   // Tasks of about 1 MiB of weights, a multiple of 16 rows (the tile
   // heights: 4 for the in-place kernels, a packed group of 16).
   impl->chunk_rows = std::max<int64_t>(16, (int64_t{1} << 20) / row_bytes / 16 * 16);
-  if (impl->packed != nullptr) {
+  if (impl->packed.data() != nullptr) {
     impl->quant_prefetch =
         options.quant_prefetch_records >= 0 ? options.quant_prefetch_records
         : *prefetch_env >= 0                ? static_cast<int>(*prefetch_env)
                                             : MeasuredPrefetch(impl->quant_isa, *info,
-                                                               impl->packed.get(), options.vocab_size,
+                                                               impl->packed.data(), options.vocab_size,
                                                                options.hidden_size, impl->chunk_rows,
                                                                &impl->quant_prefetch_how);
   }
@@ -680,7 +673,7 @@ absl::StatusOr<std::unique_ptr<LmHead>> LmHead::CreateQuantized(const Options& o
         : *few_env >= 0                 ? *few_env
                                         : MeasuredFewRowsMax(impl->quant_isa, *info,
                                                              static_cast<const uint8_t*>(options.weights),
-                                                             impl->packed.get(), options.vocab_size,
+                                                             impl->packed.data(), options.vocab_size,
                                                              options.hidden_size, impl->chunk_rows,
                                                              impl->quant_prefetch,
                                                              &impl->quant_crossover);
@@ -869,8 +862,8 @@ absl::Status LmHead::ComputeQuantized(const float* hidden, int64_t rows, float* 
       oom.store(true);
       return;
     }
-    if (impl.packed != nullptr && rows > impl.quant_few_rows_max) {
-      QuantPackedKernel(impl.quant_isa, *impl.quant, acts, rows, impl.packed.get(), vocab, d,
+    if (impl.packed.data() != nullptr && rows > impl.quant_few_rows_max) {
+      QuantPackedKernel(impl.quant_isa, *impl.quant, acts, rows, impl.packed.data(), vocab, d,
                         t * chunk, std::min(vocab, (t + 1) * chunk), logits, vocab, scratch,
                         impl.quant_prefetch);
       return;

@@ -12,6 +12,7 @@
 #include "lib/embedding/embedding_scale.h"
 #include "lib/head/norm.h"
 #include "lib/core/finite.h"
+#include "lib/core/huge_pages.h"
 #include "lib/core/parallel.h"
 #include "lib/core/shape.h"
 #include "lib/core/status_macros.h"
@@ -71,7 +72,11 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Create(const Options& options) {
       model->fallback_reason_ = kBf16Fallback;
       want = quant::GgmlType::kF32;
     }
-    RETURN_IF_ERROR(model->ServeTableAs(name, want));
+    // The head's float table (the embedding when tied) is streamed whole by
+    // every head call: served from huge pages (Options::head_huge_pages).
+    const bool huge = options.head_huge_pages && is_head &&
+                      (want == quant::GgmlType::kF32 || want == quant::GgmlType::kBF16);
+    RETURN_IF_ERROR(model->ServeTableAs(name, want, huge));
   }
   const WeightTensor& head = model->checkpoint_->lm_head();
   LmHead::Options head_options;
@@ -160,9 +165,11 @@ DType Model::serving_dtype() const {
   return head.quant_type.has_value() ? DType::kF32 : head.dtype;
 }
 
-absl::Status Model::ServeTableAs(const char* name, quant::GgmlType type) {
+absl::Status Model::ServeTableAs(const char* name, quant::GgmlType type, bool huge_pages) {
   const WeightTensor* t = checkpoint_->Find(name);
-  if (t == nullptr || t->ggml_type() == type) return absl::OkStatus();
+  if (t == nullptr) return absl::OkStatus();
+  const bool same = t->ggml_type() == type;
+  if (same && !huge_pages) return absl::OkStatus();
   if (type != quant::GgmlType::kF32 && type != quant::GgmlType::kBF16 &&
       type != quant::GgmlType::kQ8_0) {
     return absl::InternalError(absl::StrCat("model '", name_, "': cannot serve ", name, " as ",
@@ -176,35 +183,36 @@ absl::Status Model::ServeTableAs(const char* name, quant::GgmlType type) {
         "model '", name_, "': ", name, " rows of ", cols, " elements cannot be served as ",
         quant::GgmlTypeName(type), " (block size ", quant::TypeInfo(type).block_size, ")"));
   }
-  std::vector<uint8_t> buffer;
-  try {
-    buffer.resize(static_cast<size_t>(rows * dst_row));
-  } catch (const std::bad_alloc&) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "model '", name_, "': cannot allocate ", rows * dst_row, " bytes for ", name));
-  }
-  // Chunks of ~4 MiB of source rows, each converted in parallel over rows;
-  // a mapped source chunk is then dropped from RSS (one copy resident).
+  const std::string what = absl::StrCat("model '", name_, "': ", name);
+  ASSIGN_OR_RETURN(HugePageBuffer buffer,
+                   HugePageBuffer::Allocate(static_cast<size_t>(rows * dst_row), what.c_str()));
+  // Chunks of ~4 MiB of source rows, each converted (or, to the same type,
+  // copied byte for byte) in parallel over rows; a mapped source chunk is
+  // then dropped from RSS (one copy resident).
   const quant::GgmlType src_type = t->ggml_type();
   const auto* src = static_cast<const uint8_t*>(t->data);
+  uint8_t* dst = buffer.data();
   const MappedFile* mapping = checkpoint_->MappingOf(t->data, t->nbytes);
   const int64_t chunk_rows = std::max<int64_t>(1, (int64_t{4} << 20) / std::max<int64_t>(src_row, 1));
   for (int64_t r0 = 0; r0 < rows; r0 += chunk_rows) {
     const int64_t r1 = std::min(rows, r0 + chunk_rows);
     ParallelFor(r1 - r0, [&](int64_t i) {
       const int64_t r = r0 + i;
+      if (same) {
+        std::memcpy(dst + r * dst_row, src + r * src_row, static_cast<size_t>(dst_row));
+        return;
+      }
       std::vector<float> row(static_cast<size_t>(cols));
       quant::DequantizeRow(src_type, src + r * src_row, cols, row.data());
-      quant::QuantizeRow(type, row.data(), cols, buffer.data() + r * dst_row);
+      quant::QuantizeRow(type, row.data(), cols, dst + r * dst_row);
     });
     if (mapping != nullptr) {
       mapping->DropResidentPages(src + r0 * src_row, static_cast<size_t>((r1 - r0) * src_row));
     }
   }
-  checkpoint_->AdoptBuffer(std::move(buffer));
   WeightTensor converted = *t;
   const void* old_data = t->data;
-  converted.data = checkpoint_->last_buffer().data();
+  converted.data = checkpoint_->AdoptBuffer(std::move(buffer));
   converted.nbytes = static_cast<size_t>(rows * dst_row);
   converted.quant_type.reset();
   if (type == quant::GgmlType::kQ8_0) {

@@ -130,6 +130,18 @@ class Model {
     // model serves as soon as it is mapped.
     bool sha256_in_background = false;
     WeightsDType weights_dtype = WeightsDType::kAuto;
+    // Serve an F32 or BF16 LM head (the embedding table when tied) from a
+    // copy in memory advised for transparent huge pages (lib/core/huge_pages.h)
+    // instead of the file's 4 KiB-page mapping: every head call streams the
+    // whole table, and on 4 KiB pages the one-row F32 / BF16 kernels ran
+    // 1.13x / 1.16x slower (docs/performance.md). The copy replaces the
+    // mapped table (its file pages are dropped from RSS as they are copied,
+    // resident_bytes is unchanged) and costs one pass at load (~1 s for a
+    // Llama-3 F32 head on 2 cores). Tables converted at load (F16 -> F32,
+    // --weights-dtype) always land in such memory; quantized heads are
+    // packed into it (LmHead::Options::quant_pack). false: read the
+    // mapping in place (file pages shared with other processes).
+    bool head_huge_pages = true;
     // Runs the async head calls (not owned; must outlive the model's
     // in-flight calls). Null: the async calls run inline on the caller.
     ComputePool* compute_pool = nullptr;
@@ -277,8 +289,11 @@ class Model {
   // Runs `item` through the batcher, or as one pool task, or inline.
   void RunHead(DynamicBatcher::Item item) const;
   // Re-encodes table `name` (kEmbedTokens / kLmHead) into `type` (F32,
-  // BF16 or Q8_0), replacing it in the checkpoint so one copy stays.
-  absl::Status ServeTableAs(const char* name, quant::GgmlType type);
+  // BF16 or Q8_0) in a HugePageBuffer, replacing it in the checkpoint so
+  // one copy stays (mapped source pages are dropped as they are read). A
+  // table already of `type` is left in place unless `huge_pages`, which
+  // copies it byte for byte into a HugePageBuffer.
+  absl::Status ServeTableAs(const char* name, quant::GgmlType type, bool huge_pages);
   // Fills tokenizer_ or tokenizer_missing_reason_.
   absl::Status LoadTokenizer(const Options& options);
   void SetTokenizer(std::unique_ptr<Tokenizer> tokenizer);

@@ -2,6 +2,8 @@
 #include "lib/serving/model.h"
 
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 
 #if defined(_OPENMP)
 #include <omp.h>
@@ -11,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/test_util.h"
+#include "lib/core/huge_pages.h"
 #include "lib/tokenizer/tokenizer_loader.h"
 #include "tests/tokenizer/test_tokenizer.h"
 
@@ -40,6 +43,67 @@ TEST(ModelTest, TiedHeadIsTheEmbeddingMemory) {
   auto model = Load("bin", testing::Stories260KBin());
   ASSERT_NE(model, nullptr);
   EXPECT_EQ(model->checkpoint().lm_head().data, model->checkpoint().embedding().data);
+}
+
+// Options::head_huge_pages: the head's float table is served from a 2 MiB-
+// aligned copy (lib/core/huge_pages.h) outside the file mapping, byte for
+// byte the file's table, one copy for a tied head; off, the mapping itself.
+bool HugePageAligned(const void* p) {
+  return reinterpret_cast<uintptr_t>(p) % HugePageBuffer::kHugePageBytes == 0;
+}
+
+TEST(ModelTest, HeadTableServedFromAHugePageCopyOfTheFile) {
+  auto file = LoadCheckpoint(testing::Stories260KHfDir());
+  ASSERT_TRUE(file.ok()) << file.status();
+  const WeightTensor& mapped = (*file)->embedding();
+  ASSERT_NE((*file)->MappingOf(mapped.data, mapped.nbytes), nullptr);
+  auto model = Load("hf", testing::Stories260KHfDir());
+  ASSERT_NE(model, nullptr);
+  const WeightTensor& head = model->checkpoint().lm_head();
+  EXPECT_EQ(head.data, model->checkpoint().embedding().data);  // tied: one copy
+  EXPECT_TRUE(HugePageAligned(head.data));
+  EXPECT_EQ(model->checkpoint().MappingOf(head.data, head.nbytes), nullptr);
+  EXPECT_EQ(head.dtype, DType::kF32);
+  ASSERT_EQ(head.nbytes, mapped.nbytes);
+  EXPECT_EQ(std::memcmp(head.data, mapped.data, mapped.nbytes), 0);  // bit patterns
+  EXPECT_EQ(model->checkpoint().resident_bytes(), (*file)->resident_bytes());
+
+  Model::Options off("off", testing::Stories260KHfDir());
+  off.head_huge_pages = false;
+  auto in_place = Model::Create(off);
+  ASSERT_TRUE(in_place.ok()) << in_place.status();
+  const WeightTensor& mapped_head = (*in_place)->checkpoint().lm_head();
+  EXPECT_NE((*in_place)->checkpoint().MappingOf(mapped_head.data, mapped_head.nbytes), nullptr);
+  EXPECT_EQ((*in_place)->resident_bytes(), model->resident_bytes());
+  const std::vector<float> h = Hidden(3);
+  HeadInput input{h.data(), 3, 64};
+  std::vector<float> a, b;
+  ASSERT_TRUE(model->ComputeLogits(input, false, &a).ok());
+  ASSERT_TRUE((*in_place)->ComputeLogits(input, false, &b).ok());
+  EXPECT_EQ(a, b);
+}
+
+// Tables converted at load land in huge-page memory too: BF16 from F32
+// (tied), F32 from an untied F16 GGUF (head and embedding each converted).
+TEST(ModelTest, ConvertedTablesAreHugePageAligned) {
+  Model::Options bf16("bf16", testing::Stories260KHfDir());
+  bf16.weights_dtype = WeightsDType::kBF16;
+  auto tied = Model::Create(bf16);
+  ASSERT_TRUE(tied.ok()) << tied.status();
+  const WeightTensor& head = (*tied)->checkpoint().lm_head();
+  if ((*tied)->fallback_reason().empty()) EXPECT_EQ(head.dtype, DType::kBF16);
+  EXPECT_EQ(head.data, (*tied)->checkpoint().embedding().data);
+  EXPECT_TRUE(HugePageAligned(head.data));
+
+  auto untied = Load("gguf", testing::SharedModelsDir() +
+                                 "/llama-2-tiny-random/llama-2-tiny-random.gguf");
+  ASSERT_NE(untied, nullptr);
+  const Checkpoint& c = untied->checkpoint();
+  EXPECT_NE(c.lm_head().data, c.embedding().data);
+  EXPECT_EQ(c.lm_head().dtype, DType::kF32);  // stored F16
+  EXPECT_TRUE(HugePageAligned(c.lm_head().data));
+  EXPECT_TRUE(HugePageAligned(c.embedding().data));
+  EXPECT_EQ(c.MappingOf(c.lm_head().data, c.lm_head().nbytes), nullptr);
 }
 
 TEST(ModelTest, BothFilesGiveIdenticalLogits) {
