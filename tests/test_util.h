@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
 #include <functional>
 #include <string>
 #include <utility>
@@ -103,6 +104,19 @@ std::vector<float> RandomNormal(size_t n, uint32_t seed);
 // JSON array of numbers -> vector.
 std::vector<float> ToFloats(const nlohmann::json& array);
 std::vector<double> ToDoubles(const nlohmann::json& array);
+
+// Sets an environment variable for one scope (unset after; the variables
+// tests set are unset by default).
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) { setenv(name, value, 1); }
+  ~ScopedEnv() { unsetenv(name_); }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+};
 
 // Polls `done` every millisecond until it is true or `limit` passes;
 // returns its last value.

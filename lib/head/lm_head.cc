@@ -17,10 +17,10 @@
 #include <unordered_map>
 #include <utility>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "lib/head/lm_head_kernel.h"
 #include "lib/head/quant_kernel.h"
+#include "lib/core/env_override.h"
 #include "lib/core/huge_pages.h"
 #include "lib/core/parallel.h"
 #include "lib/core/status_macros.h"
@@ -315,31 +315,6 @@ absl::StatusOr<std::string> KernelEnv() {
   return absl::InvalidArgumentError(
       absl::StrCat("VOCABD_LM_HEAD_KERNEL = '", value,
                    "' (want auto, onednn, no-amx, scalar, avx2, avxvnni or avx512vnni)"));
-}
-
-// An operator's integer override in the environment variable `name`:
-// -1 when unset, else a value in [0, max]; INVALID_ARGUMENT naming the
-// variable and the range otherwise. VOCABD_QUANT_FEW_ROWS_MAX (0..8),
-// VOCABD_QUANT_PREFETCH (0..8).
-absl::StatusOr<int64_t> RangeEnv(const char* name, int64_t max) {
-  const char* env = std::getenv(name);
-  if (env == nullptr) return -1;
-  int64_t v = 0;
-  if (!absl::SimpleAtoi(env, &v) || v < 0 || v > max) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(name, " = '", env, "' (want an integer in [0, ", max, "])"));
-  }
-  return v;
-}
-
-// An operator's on/off override in `name`: -1 when unset, 0 or 1; another
-// value is INVALID_ARGUMENT naming it. VOCABD_QUANT_PACK, VOCABD_F32_PREFETCH.
-absl::StatusOr<int> SwitchEnv(const char* name) {
-  const char* env = std::getenv(name);
-  if (env == nullptr) return -1;
-  const std::string value = env;
-  if (value == "0" || value == "1") return value == "1" ? 1 : 0;
-  return absl::InvalidArgumentError(absl::StrCat(name, " = '", value, "' (want 0 or 1)"));
 }
 
 // Seconds of one kernel call over weight rows [0, rows), best of `reps`: the

@@ -11,6 +11,7 @@
 #include "lib/embedding/embedding.h"
 #include "lib/embedding/embedding_scale.h"
 #include "lib/head/norm.h"
+#include "lib/core/env_override.h"
 #include "lib/core/finite.h"
 #include "lib/core/huge_pages.h"
 #include "lib/core/parallel.h"
@@ -27,6 +28,8 @@ namespace vocabd {
 
 absl::StatusOr<std::unique_ptr<Model>> Model::Create(const Options& options) {
   if (options.name.empty()) return absl::InvalidArgumentError("model name is empty");
+  ASSIGN_OR_RETURN(const int huge_env, SwitchEnv("VOCABD_HEAD_HUGE_PAGES"));
+  const bool head_huge_pages = huge_env >= 0 ? huge_env == 1 : options.head_huge_pages;
   ASSIGN_OR_RETURN(std::unique_ptr<Checkpoint> checkpoint, LoadCheckpoint(options.path, LoadOptions{options.sha256_in_background}));
   std::unique_ptr<Model> model(new Model());
   model->name_ = options.name;
@@ -74,7 +77,7 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Create(const Options& options) {
     }
     // The head's float table (the embedding when tied) is streamed whole by
     // every head call: served from huge pages (Options::head_huge_pages).
-    const bool huge = options.head_huge_pages && is_head &&
+    const bool huge = head_huge_pages && is_head &&
                       (want == quant::GgmlType::kF32 || want == quant::GgmlType::kBF16);
     RETURN_IF_ERROR(model->ServeTableAs(name, want, huge));
   }

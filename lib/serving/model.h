@@ -140,7 +140,9 @@ class Model {
     // Llama-3 F32 head on 2 cores). Tables converted at load (F16 -> F32,
     // --weights-dtype) always land in such memory; quantized heads are
     // packed into it (LmHead::Options::quant_pack). false: read the
-    // mapping in place (file pages shared with other processes).
+    // mapping in place (file pages shared with other processes). The
+    // environment variable VOCABD_HEAD_HUGE_PAGES = 0 | 1 overrides it for
+    // operators; another value makes Create fail (INVALID_ARGUMENT).
     bool head_huge_pages = true;
     // Runs the async head calls (not owned; must outlive the model's
     // in-flight calls). Null: the async calls run inline on the caller.

@@ -31,17 +31,9 @@ namespace {
 
 using quant::GgmlType;
 
+using testing::ScopedEnv;
+
 // Sets VOCABD_LM_HEAD_KERNEL for the scope (Create reads it).
-// Sets an environment variable for one scope.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) { setenv(name, value, 1); }
-  ~ScopedEnv() { unsetenv(name_); }
-
- private:
-  const char* name_;
-};
-
 class ScopedKernelEnv {
  public:
   explicit ScopedKernelEnv(const char* value) { setenv("VOCABD_LM_HEAD_KERNEL", value, 1); }

@@ -83,6 +83,29 @@ TEST(ModelTest, HeadTableServedFromAHugePageCopyOfTheFile) {
   EXPECT_EQ(a, b);
 }
 
+// VOCABD_HEAD_HUGE_PAGES overrides the option; a bad value fails the load.
+TEST(ModelTest, HeadHugePagesEnvironmentOverride) {
+  {
+    testing::ScopedEnv env("VOCABD_HEAD_HUGE_PAGES", "0");
+    auto model = Load("hf", testing::Stories260KHfDir());
+    ASSERT_NE(model, nullptr);
+    const WeightTensor& head = model->checkpoint().lm_head();
+    EXPECT_NE(model->checkpoint().MappingOf(head.data, head.nbytes), nullptr);
+  }
+  {
+    testing::ScopedEnv env("VOCABD_HEAD_HUGE_PAGES", "1");
+    Model::Options off("hf", testing::Stories260KHfDir());
+    off.head_huge_pages = false;
+    auto model = Model::Create(off);
+    ASSERT_TRUE(model.ok()) << model.status();
+    EXPECT_TRUE(HugePageAligned((*model)->checkpoint().lm_head().data));
+  }
+  testing::ScopedEnv env("VOCABD_HEAD_HUGE_PAGES", "yes");
+  auto bad = Model::Create({"hf", testing::Stories260KHfDir()});
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(bad.status().message(), HasSubstr("VOCABD_HEAD_HUGE_PAGES = 'yes' (want 0 or 1)"));
+}
+
 // Tables converted at load land in huge-page memory too: BF16 from F32
 // (tied), F32 from an untied F16 GGUF (head and embedding each converted).
 TEST(ModelTest, ConvertedTablesAreHugePageAligned) {
