@@ -26,8 +26,8 @@
 // better than separate medians when other processes load the machine.
 //
 // Weights come from the checkpoints through vocabd's own loader (Model),
-// served as a server serves them (Model::Options::head_huge_pages: a copy in
-// huge pages), BF16 natively. Times are the
+// read as a server reads them (Model::Options::head_huge_pages: the head's
+// copy in huge pages, waited for), BF16 natively. Times are the
 // median of --reps runs after one warm-up. GFLOP/s = 2 N V d / time.
 // Read-only floor of each weight type = the time to stream a buffer as large
 // as its weights with AVX-512 (else AVX2) loads on all OpenMP threads (summed, so the
@@ -396,6 +396,17 @@ double ReadFloor(const ReadBuffer& buf, size_t bytes, int reps, size_t* pf_used)
   return best;
 }
 
+// The AnonHugePages line of /proc/meminfo (memory in transparent huge
+// pages now), or a note that it could not be read.
+std::string AnonHugePages() {
+  std::ifstream in("/proc/meminfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("AnonHugePages:", 0) == 0) return "/proc/meminfo " + line;
+  }
+  return "AnonHugePages unknown";
+}
+
 // "no prefetch" or "prefetch N KiB ahead".
 std::string PrefetchText(size_t pf) {
   return pf == 0 ? "no prefetch" : "prefetch " + std::to_string(pf / 1024) + " KiB ahead";
@@ -452,7 +463,8 @@ std::unique_ptr<vocabd::LmHead> QuantHead(const uint8_t* w, vocabd::quant::GgmlT
 std::unique_ptr<vocabd::LmHead> HeadOf(const vocabd::Model& m, int64_t small_rows_max = -1) {
   const vocabd::WeightTensor& w = m.checkpoint().lm_head();
   vocabd::LmHead::Options o;
-  o.weights = w.data;
+  m.WaitForHeadCopy();
+  o.weights = m.lm_head().weights();  // what the model's head reads
   o.weights_dtype = w.dtype;
   o.vocab_size = m.config().vocab_size;
   o.hidden_size = m.config().hidden_size;
@@ -582,6 +594,8 @@ int main(int argc, char** argv) {
     std::printf("F32 head: %s\nBF16 head: %s (%s)\n", head32->implementation().c_str(),
                 head16->implementation().c_str(),
                 std::string(vocabd::DTypeName(head16->weights_dtype())).c_str());
+    std::printf("weights read from: F32 %s, BF16 %s; %s\n", f32->head_memory().c_str(),
+                bf16->head_memory().c_str(), AnonHugePages().c_str());
   }
   std::printf("quantized-kernel paths on this CPU:");
   for (auto isa : {vocabd::QuantKernelIsa::kAvx512Vnni, vocabd::QuantKernelIsa::kAvxVnni,

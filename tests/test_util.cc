@@ -15,6 +15,29 @@
 namespace vocabd::testing {
 
 std::string SharedModelsDir() { return VOCABD_SHARED_MODELS_DIR; }
+bool AdvisedHugePages(const void* p) {
+  std::ifstream in("/proc/self/smaps");
+  const auto addr = reinterpret_cast<uintptr_t>(p);
+  std::string line;
+  bool inside = false;
+  while (std::getline(in, line)) {
+    // A mapping's header: "start-end perms offset dev inode [path]".
+    const size_t dash = line.find('-');
+    const size_t space = line.find(' ');
+    if (dash != std::string::npos && space != std::string::npos && dash < space &&
+        line.find(':') > space) {
+      const uintptr_t start = std::stoull(line.substr(0, dash), nullptr, 16);
+      const uintptr_t end = std::stoull(line.substr(dash + 1, space - dash - 1), nullptr, 16);
+      inside = addr >= start && addr < end;
+      continue;
+    }
+    if (inside && line.rfind("VmFlags:", 0) == 0) {
+      return (line + " ").find(" hg ") != std::string::npos;
+    }
+  }
+  return false;
+}
+
 int64_t VmRssBytes(int pid) {
   std::ifstream in(pid == 0 ? std::string("/proc/self/status")
                             : "/proc/" + std::to_string(pid) + "/status");

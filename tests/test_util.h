@@ -105,18 +105,40 @@ std::vector<float> RandomNormal(size_t n, uint32_t seed);
 std::vector<float> ToFloats(const nlohmann::json& array);
 std::vector<double> ToDoubles(const nlohmann::json& array);
 
-// Sets an environment variable for one scope (unset after; the variables
-// tests set are unset by default).
+// Sets an environment variable (value == nullptr: unsets it) for one
+// scope; its previous value, or its absence, is restored after.
 class ScopedEnv {
  public:
-  ScopedEnv(const char* name, const char* value) : name_(name) { setenv(name, value, 1); }
-  ~ScopedEnv() { unsetenv(name_); }
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    const char* old = std::getenv(name);
+    had_ = old != nullptr;
+    if (had_) old_ = old;
+    if (value != nullptr) {
+      setenv(name, value, 1);
+    } else {
+      unsetenv(name);
+    }
+  }
+  ~ScopedEnv() {
+    if (had_) {
+      setenv(name_, old_.c_str(), 1);
+    } else {
+      unsetenv(name_);
+    }
+  }
   ScopedEnv(const ScopedEnv&) = delete;
   ScopedEnv& operator=(const ScopedEnv&) = delete;
 
  private:
   const char* name_;
+  bool had_ = false;
+  std::string old_;
 };
+
+// True when the mapping that holds `p` was advised for transparent huge
+// pages (madvise(MADV_HUGEPAGE): "hg" in its VmFlags in /proc/self/smaps),
+// whatever the system's THP mode; false if no mapping holds it.
+bool AdvisedHugePages(const void* p);
 
 // Polls `done` every millisecond until it is true or `limit` passes;
 // returns its last value.

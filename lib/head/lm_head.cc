@@ -140,6 +140,9 @@ static std::mutex& DnnlBuildMutex() {
 
 struct LmHead::Impl {
   Options options;
+  // The weights Compute reads: options.weights, or the copy SwitchWeights
+  // gave (same bytes). Each call loads it once.
+  std::atomic<const void*> weights{nullptr};
   int64_t small_rows_max = 0;  // effective: 0 when the CPU lacks the kernel
   HeadKernelIsa kernel_isa = HeadKernelIsa::kNone;
   bool amx = false;  // BF16 kernel on AMX tiles
@@ -240,6 +243,19 @@ int64_t LmHead::weight_bytes() const {
          static_cast<int64_t>(DTypeSize(impl_->options.weights_dtype));
 }
 int64_t LmHead::packed_bytes() const { return impl_->packed_bytes; }  // 0 unless packed
+
+const void* LmHead::weights() const { return impl_->weights.load(std::memory_order_acquire); }
+
+absl::Status LmHead::SwitchWeights(const void* weights) const {
+  if (weights == nullptr) return absl::InvalidArgumentError("LmHead: SwitchWeights(nullptr)");
+  if (impl_->options.weights_quant.has_value()) {
+    return absl::FailedPreconditionError(
+        "LmHead: SwitchWeights is for F32 / BF16 heads (a quantized head reads its packed copy "
+        "or the weights it was created on)");
+  }
+  impl_->weights.store(weights, std::memory_order_release);
+  return absl::OkStatus();
+}
 int LmHead::quant_prefetch_records() const {
   return impl_->packed.data() != nullptr ? impl_->quant_prefetch : -1;
 }
@@ -598,6 +614,7 @@ absl::StatusOr<std::unique_ptr<LmHead>> LmHead::CreateQuantized(const Options& o
   if (!prefetch_env.ok()) return prefetch_env.status();
   auto impl = std::make_unique<Impl>();
   impl->options = options;
+  impl->weights.store(options.weights, std::memory_order_relaxed);
   impl->quant = info;
   impl->quant_isa = DetectQuantKernelIsa();
   for (QuantKernelIsa isa : {QuantKernelIsa::kScalar, QuantKernelIsa::kAvx2,
@@ -617,8 +634,13 @@ absl::StatusOr<std::unique_ptr<LmHead>> LmHead::CreateQuantized(const Options& o
     // packing (4 KiB faults took most of a second for a Llama-3 Q8_0 head in
     // a VM) and fewer TLB misses while streaming it.
     const std::string what = absl::StrCat("the packed ", info->name, " weights");
-    ASSIGN_OR_RETURN(impl->packed,
-                     HugePageBuffer::Allocate(static_cast<size_t>(bytes), what.c_str()));
+    absl::StatusOr<HugePageBuffer> packed =
+        HugePageBuffer::Allocate(static_cast<size_t>(bytes), what.c_str());
+    if (!packed.ok()) {
+      return absl::Status(packed.status().code(),
+                          absl::StrCat("LmHead: ", packed.status().message()));
+    }
+    impl->packed = std::move(*packed);
     uint8_t* p = impl->packed.data();
     impl->packed_bytes = bytes;
     const int64_t groups = (options.vocab_size + kPackedGroupRows - 1) / kPackedGroupRows;
@@ -704,6 +726,7 @@ absl::StatusOr<std::unique_ptr<LmHead>> LmHead::Create(const Options& options) {
   const std::string kernel_env = *kernel_env_or;
   auto impl = std::make_unique<Impl>();
   impl->options = options;
+  impl->weights.store(options.weights, std::memory_order_relaxed);
   {
     const HeadKernelIsa isa =
         kernel_env == "onednn" ? HeadKernelIsa::kNone : DetectHeadKernelIsa();
@@ -789,7 +812,8 @@ absl::Status LmHead::ComputeOneDnn(const float* hidden, int64_t rows, float* log
     }
     // oneDNN takes non-const handles; it never writes SRC or WEIGHTS.
     memory src_mem(impl.SrcDesc(m), impl.engine, const_cast<void*>(src));
-    memory wei_mem(impl.weights_md, impl.engine, const_cast<void*>(impl.options.weights));
+    memory wei_mem(impl.weights_md, impl.engine,
+                   const_cast<void*>(impl.weights.load(std::memory_order_acquire)));
     memory dst_mem(impl.DstDesc(m), impl.engine, logits);
     std::unordered_map<int, memory> args = {
         {DNNL_ARG_SRC, src_mem}, {DNNL_ARG_WEIGHTS, wei_mem}, {DNNL_ARG_DST, dst_mem}};
@@ -864,7 +888,7 @@ absl::Status LmHead::ComputeSmall(const float* hidden, int64_t rows, float* logi
     absl::StatusOr<const uint16_t*> converted = Bf16Rows(hidden, rows * d);
     if (!converted.ok()) return converted.status();
     const uint16_t* x = *converted;
-    const auto* w = static_cast<const uint16_t*>(impl.options.weights);
+    const auto* w = static_cast<const uint16_t*>(impl.weights.load(std::memory_order_acquire));
     if (impl.amx) {
       const size_t packed_count = static_cast<size_t>(PackedBf16ForAmxSize(rows, d));
       auto* packed =
@@ -884,7 +908,7 @@ absl::Status LmHead::ComputeSmall(const float* hidden, int64_t rows, float* logi
       HeadKernelBf16(x, rows, w, d, t * chunk, std::min(vocab, (t + 1) * chunk), logits, vocab);
     });
   } else {
-    const auto* w = static_cast<const float*>(impl.options.weights);
+    const auto* w = static_cast<const float*>(impl.weights.load(std::memory_order_acquire));
     ParallelForStreams(tasks, [&](int64_t t) {
       HeadKernelF32(hidden, rows, w, d, t * chunk, std::min(vocab, (t + 1) * chunk), logits,
                     vocab, impl.f32_prefetch);

@@ -80,7 +80,7 @@ class LmHead {
     // uint16_t bf16 bits); not owned, never written, must outlive the LmHead
     // (for a tied head this is the embedding table itself, so the model
     // holds one copy). Read on every Compute, so changes to the table are
-    // seen by later calls.
+    // seen by later calls (until SwitchWeights names a copy).
     const void* weights = nullptr;
     int64_t vocab_size = 0;
     int64_t hidden_size = 0;
@@ -227,6 +227,17 @@ class LmHead {
   // Bytes of the packed copy the head holds (Options::quant_pack; 0 when it
   // reads the weights in place only).
   int64_t packed_bytes() const;
+  // The [vocab_size, hidden_size] weights Compute reads now: Options::weights,
+  // or those of the last SwitchWeights.
+  const void* weights() const;
+  // F32 / BF16 heads: read `weights` from the next Compute call on. They must
+  // hold the same bytes as the current weights (a copy, e.g. Model's copy in
+  // huge pages: Model::Options::head_huge_pages), so no result changes, and
+  // outlive the LmHead; calls already running finish on the old weights,
+  // which therefore must stay valid while calls can run (the caller keeps
+  // them for the head's lifetime). Thread-safe. INVALID_ARGUMENT for null,
+  // FAILED_PRECONDITION for a quantized head.
+  absl::Status SwitchWeights(const void* weights) const;
   // Packed heads: the records the packed kernel prefetches ahead (measured
   // or set; Options::quant_prefetch_records); -1 when the head is not packed.
   int quant_prefetch_records() const;

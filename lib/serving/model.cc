@@ -75,11 +75,7 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Create(const Options& options) {
       model->fallback_reason_ = kBf16Fallback;
       want = quant::GgmlType::kF32;
     }
-    // The head's float table (the embedding when tied) is streamed whole by
-    // every head call: served from huge pages (Options::head_huge_pages).
-    const bool huge = head_huge_pages && is_head &&
-                      (want == quant::GgmlType::kF32 || want == quant::GgmlType::kBF16);
-    RETURN_IF_ERROR(model->ServeTableAs(name, want, huge));
+    RETURN_IF_ERROR(model->ServeTableAs(name, want));
   }
   const WeightTensor& head = model->checkpoint_->lm_head();
   LmHead::Options head_options;
@@ -90,6 +86,7 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Create(const Options& options) {
   head_options.hidden_size = model->config().hidden_size;
   ASSIGN_OR_RETURN(std::unique_ptr<LmHead> lm_head, LmHead::Create(head_options));
   model->lm_head_ = std::shared_ptr<const LmHead>(std::move(lm_head));
+  model->StartHeadCopy(head_huge_pages, huge_env >= 0);
   if (options.batching.has_value()) {
     if (options.compute_pool == nullptr) {
       return absl::InvalidArgumentError(
@@ -113,6 +110,80 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Create(const Options& options) {
     if (*tokenizer != nullptr) model->SetTokenizer(*std::move(tokenizer));
   }
   return model;
+}
+
+Model::~Model() {
+  stop_head_copy_.store(true, std::memory_order_relaxed);
+  if (head_copier_.joinable()) head_copier_.join();
+}
+
+void Model::StartHeadCopy(bool wanted, bool by_env) {
+  const WeightTensor& head = checkpoint_->lm_head();
+  const MappedFile* mapping = checkpoint_->MappingOf(head.data, head.nbytes);
+  std::lock_guard<std::mutex> lock(head_copy_mu_);
+  if (head.quant_type.has_value()) {
+    head_memory_ = lm_head_->packed_bytes() > 0 ? "packed copy (quantized)" : "in place (quantized)";
+    return;
+  }
+  if (mapping == nullptr) {
+    head_memory_ = "huge pages (converted at load)";
+    return;
+  }
+  if (!wanted) {
+    head_memory_ = by_env ? "file mapping (VOCABD_HEAD_HUGE_PAGES=0)"
+                          : "file mapping (head_huge_pages off)";
+    return;
+  }
+  head_memory_ = "file mapping, copying to huge pages";
+  head_copy_running_ = true;
+  head_copier_ = std::thread([this, mapping] { CopyHeadToHugePages(mapping); });
+}
+
+void Model::CopyHeadToHugePages(const MappedFile* mapping) {
+  const WeightTensor& head = checkpoint_->lm_head();
+  std::string memory;
+  absl::StatusOr<HugePageBuffer> buffer = HugePageBuffer::Allocate(head.nbytes, "lm_head");
+  if (!buffer.ok()) {
+    memory = absl::StrCat("file mapping (the huge-page copy failed: ", buffer.status().message(), ")");
+  } else {
+    // One thread, 4 MiB at a time (serving goes on meanwhile on the
+    // mapping); each copied piece of the mapping is dropped from RSS.
+    const auto* src = static_cast<const uint8_t*>(head.data);
+    constexpr size_t kPiece = size_t{4} << 20;
+    bool stopped = false;
+    for (size_t done = 0; done < head.nbytes && !stopped; done += kPiece) {
+      if (stop_head_copy_.load(std::memory_order_relaxed)) {
+        stopped = true;
+        break;
+      }
+      const size_t n = std::min(kPiece, head.nbytes - done);
+      std::memcpy(buffer->data() + done, src + done, n);
+      mapping->DropResidentPages(src + done, n);
+    }
+    if (stopped) {
+      memory = "file mapping (the huge-page copy was stopped)";
+    } else {
+      head_copy_ = std::move(*buffer);
+      const absl::Status switched = lm_head_->SwitchWeights(head_copy_.data());
+      memory = switched.ok() ? "huge pages (copied at load)"
+                             : absl::StrCat("file mapping (", switched.message(), ")");
+    }
+  }
+  std::lock_guard<std::mutex> lock(head_copy_mu_);
+  head_memory_ = memory;
+  head_copy_running_ = false;
+  head_copy_cv_.notify_all();
+}
+
+std::string Model::head_memory() const {
+  std::lock_guard<std::mutex> lock(head_copy_mu_);
+  return head_memory_;
+}
+
+std::string Model::WaitForHeadCopy() const {
+  std::unique_lock<std::mutex> lock(head_copy_mu_);
+  head_copy_cv_.wait(lock, [this] { return !head_copy_running_; });
+  return head_memory_;
 }
 
 void Model::SetTokenizer(std::unique_ptr<Tokenizer> tokenizer) {
@@ -168,11 +239,9 @@ DType Model::serving_dtype() const {
   return head.quant_type.has_value() ? DType::kF32 : head.dtype;
 }
 
-absl::Status Model::ServeTableAs(const char* name, quant::GgmlType type, bool huge_pages) {
+absl::Status Model::ServeTableAs(const char* name, quant::GgmlType type) {
   const WeightTensor* t = checkpoint_->Find(name);
-  if (t == nullptr) return absl::OkStatus();
-  const bool same = t->ggml_type() == type;
-  if (same && !huge_pages) return absl::OkStatus();
+  if (t == nullptr || t->ggml_type() == type) return absl::OkStatus();
   if (type != quant::GgmlType::kF32 && type != quant::GgmlType::kBF16 &&
       type != quant::GgmlType::kQ8_0) {
     return absl::InternalError(absl::StrCat("model '", name_, "': cannot serve ", name, " as ",
@@ -186,12 +255,15 @@ absl::Status Model::ServeTableAs(const char* name, quant::GgmlType type, bool hu
         "model '", name_, "': ", name, " rows of ", cols, " elements cannot be served as ",
         quant::GgmlTypeName(type), " (block size ", quant::TypeInfo(type).block_size, ")"));
   }
-  const std::string what = absl::StrCat("model '", name_, "': ", name);
-  ASSIGN_OR_RETURN(HugePageBuffer buffer,
-                   HugePageBuffer::Allocate(static_cast<size_t>(rows * dst_row), what.c_str()));
-  // Chunks of ~4 MiB of source rows, each converted (or, to the same type,
-  // copied byte for byte) in parallel over rows; a mapped source chunk is
-  // then dropped from RSS (one copy resident).
+  absl::StatusOr<HugePageBuffer> allocated =
+      HugePageBuffer::Allocate(static_cast<size_t>(rows * dst_row), name);
+  if (!allocated.ok()) {
+    return absl::Status(allocated.status().code(),
+                        absl::StrCat("model '", name_, "': ", allocated.status().message()));
+  }
+  HugePageBuffer buffer = std::move(*allocated);
+  // Chunks of ~4 MiB of source rows, each converted in parallel over rows; a
+  // mapped source chunk is then dropped from RSS (one copy resident).
   const quant::GgmlType src_type = t->ggml_type();
   const auto* src = static_cast<const uint8_t*>(t->data);
   uint8_t* dst = buffer.data();
@@ -201,10 +273,6 @@ absl::Status Model::ServeTableAs(const char* name, quant::GgmlType type, bool hu
     const int64_t r1 = std::min(rows, r0 + chunk_rows);
     ParallelFor(r1 - r0, [&](int64_t i) {
       const int64_t r = r0 + i;
-      if (same) {
-        std::memcpy(dst + r * dst_row, src + r * src_row, static_cast<size_t>(dst_row));
-        return;
-      }
       std::vector<float> row(static_cast<size_t>(cols));
       quant::DequantizeRow(src_type, src + r * src_row, cols, row.data());
       quant::QuantizeRow(type, row.data(), cols, dst + r * dst_row);

@@ -3,11 +3,15 @@
 #ifndef VOCABD_LIB_SERVING_MODEL_H_
 #define VOCABD_LIB_SERVING_MODEL_H_
 
+#include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -15,6 +19,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "lib/checkpoint/checkpoint.h"
+#include "lib/core/huge_pages.h"
 #include "lib/serving/compute_pool.h"
 #include "lib/serving/dynamic_batcher.h"
 #include "lib/head/lm_head.h"
@@ -28,7 +33,7 @@ namespace vocabd {
 //          iq4_nl) are served as stored, in place from the mapping, each
 //          table in its own type (any mix, e.g. Q4_K_M's q4_K embedding
 //          with a q6_K head). Float tables: BF16-stored ones in BF16 (in
-//          place), F32 and F16 ones in F32 (F16 -> F32 is exact; F16 ->
+//          place; the head: Options::head_huge_pages), F32 and F16 ones in F32 (F16 -> F32 is exact; F16 ->
 //          BF16 would drop 3 mantissa bits, so it is only done when asked
 //          for); which of the two follows the head (the embedding when the
 //          head is quantized).
@@ -130,17 +135,21 @@ class Model {
     // model serves as soon as it is mapped.
     bool sha256_in_background = false;
     WeightsDType weights_dtype = WeightsDType::kAuto;
-    // Serve an F32 or BF16 LM head (the embedding table when tied) from a
-    // copy in memory advised for transparent huge pages (lib/core/huge_pages.h)
-    // instead of the file's 4 KiB-page mapping: every head call streams the
-    // whole table, and on 4 KiB pages the one-row F32 / BF16 kernels ran
-    // 1.13x / 1.16x slower (docs/performance.md). The copy replaces the
-    // mapped table (its file pages are dropped from RSS as they are copied,
-    // resident_bytes is unchanged) and costs one pass at load (~1 s for a
-    // Llama-3 F32 head on 2 cores). Tables converted at load (F16 -> F32,
-    // --weights-dtype) always land in such memory; quantized heads are
-    // packed into it (LmHead::Options::quant_pack). false: read the
-    // mapping in place (file pages shared with other processes). The
+    // Serve an F32 or BF16 LM head (the embedding table when tied) read
+    // from the file's mapping from a copy in memory advised for transparent
+    // huge pages (lib/core/huge_pages.h): every head call streams the whole
+    // table, and from 4 KiB pages the one-row F32 / BF16 kernels ran 1.2x /
+    // 1.3x slower (docs/performance.md). The copy is made on a background
+    // thread after Create returns (the model serves from the mapping
+    // meanwhile, so time-to-serving does not change), 4 MiB at a time, each
+    // copied piece of the mapping dropped from RSS; then the head switches
+    // to it (LmHead::SwitchWeights: same bytes, same results). Embed keeps
+    // reading the mapping. resident_bytes is unchanged (the table is held
+    // once: the copy instead of the mapping's pages). head_memory() and
+    // WaitForHeadCopy() tell where the head reads. Tables converted at load
+    // (F16 -> F32, --weights-dtype) always land in such memory; quantized
+    // heads are packed into it (LmHead::Options::quant_pack). false: read
+    // the mapping in place (file pages shared with other processes). The
     // environment variable VOCABD_HEAD_HUGE_PAGES = 0 | 1 overrides it for
     // operators; another value makes Create fail (INVALID_ARGUMENT).
     bool head_huge_pages = true;
@@ -186,6 +195,15 @@ class Model {
   std::string lm_head_implementation() const { return lm_head_->implementation(); }
   // The head itself (kernel choice, crossover, sizes).
   const LmHead& lm_head() const { return *lm_head_; }
+  // Where the head's weights are read from (Options::head_huge_pages), for
+  // logs and tests: "huge pages (copied at load)", "file mapping, copying to
+  // huge pages" (the background copy is running), "file mapping
+  // (VOCABD_HEAD_HUGE_PAGES=0)", "file mapping (head_huge_pages off)",
+  // "file mapping (the huge-page copy failed: ...)", "huge pages (converted
+  // at load)", "packed copy (quantized)", "in place (quantized)".
+  std::string head_memory() const;
+  // Blocks until the background copy (if any) is done; returns head_memory().
+  std::string WaitForHeadCopy() const;
   // Null when dynamic batching is off.
   const DynamicBatcher* batcher() const { return batcher_.get(); }
 
@@ -276,6 +294,13 @@ class Model {
 
  private:
   Model() = default;
+
+ public:
+  ~Model();
+  Model(const Model&) = delete;
+  Model& operator=(const Model&) = delete;
+
+ private:
   absl::Status ValidateHead(const HeadInput& input) const;
   absl::Status ValidateScore(const ScoreInput& input) const;
   // Writes the GEMM input rows (final norm applied if asked) to dst.
@@ -293,15 +318,21 @@ class Model {
   // Re-encodes table `name` (kEmbedTokens / kLmHead) into `type` (F32,
   // BF16 or Q8_0) in a HugePageBuffer, replacing it in the checkpoint so
   // one copy stays (mapped source pages are dropped as they are read). A
-  // table already of `type` is left in place unless `huge_pages`, which
-  // copies it byte for byte into a HugePageBuffer.
-  absl::Status ServeTableAs(const char* name, quant::GgmlType type, bool huge_pages);
+  // table already of `type` is left as it is.
+  absl::Status ServeTableAs(const char* name, quant::GgmlType type);
+  // Options::head_huge_pages: sets head_memory_ and, for an F32 / BF16 head
+  // read from a mapping when `wanted`, starts head_copier_.
+  void StartHeadCopy(bool wanted, bool by_env);
+  // head_copier_'s body: the copy, then LmHead::SwitchWeights.
+  void CopyHeadToHugePages(const MappedFile* mapping);
   // Fills tokenizer_ or tokenizer_missing_reason_.
   absl::Status LoadTokenizer(const Options& options);
   void SetTokenizer(std::unique_ptr<Tokenizer> tokenizer);
 
   std::string name_;
   std::unique_ptr<Checkpoint> checkpoint_;
+  // The head's huge-page copy (declared before lm_head_: outlives it).
+  HugePageBuffer head_copy_;
   std::shared_ptr<const LmHead> lm_head_;
   WeightsDType requested_dtype_ = WeightsDType::kAuto;
   std::string fallback_reason_;
@@ -311,6 +342,14 @@ class Model {
   int64_t max_tokens_per_text_byte_ = 3;
   ComputePool* pool_ = nullptr;
   std::unique_ptr<DynamicBatcher> batcher_;
+  // The background huge-page copy of the head (StartHeadCopy); joined by
+  // ~Model, which stops it between pieces.
+  mutable std::mutex head_copy_mu_;
+  mutable std::condition_variable head_copy_cv_;
+  bool head_copy_running_ = false;  // guarded by head_copy_mu_
+  std::string head_memory_;         // guarded by head_copy_mu_
+  std::atomic<bool> stop_head_copy_{false};
+  std::thread head_copier_;
 };
 
 }  // namespace vocabd

@@ -4,9 +4,12 @@
 #include <cstdint>
 #include <cstring>
 #include <utility>
+#include <vector>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include "tests/test_util.h"
 
 namespace vocabd {
 namespace {
@@ -20,6 +23,11 @@ TEST(HugePageBufferTest, AlignedToTwoMiBAndWritable) {
   EXPECT_EQ(b->size(), 3u * 1024 * 1024 + 5);
   std::memset(b->data(), 0xab, b->size());  // every byte asked for is usable
   EXPECT_EQ(b->data()[b->size() - 1], 0xab);
+  // Advised for THP (whatever the system's mode); an ordinary allocation is not.
+  EXPECT_TRUE(testing::AdvisedHugePages(b->data()));
+  EXPECT_TRUE(testing::AdvisedHugePages(b->data() + b->size() - 1));
+  std::vector<uint8_t> plain(size_t{8} << 20, 1);
+  EXPECT_FALSE(testing::AdvisedHugePages(plain.data()));
 }
 
 TEST(HugePageBufferTest, MoveKeepsTheMemory) {
@@ -42,9 +50,10 @@ TEST(HugePageBufferTest, ZeroBytesIsInvalidAndTooManyIsExhausted) {
   auto zero = HugePageBuffer::Allocate(0, "the packed Q8_0 weights");
   EXPECT_EQ(zero.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(zero.status().message(), HasSubstr("0 bytes for the packed Q8_0 weights"));
-  auto huge = HugePageBuffer::Allocate(SIZE_MAX, "model 'm': lm_head.weight");
+  auto huge = HugePageBuffer::Allocate(SIZE_MAX, "lm_head.weight");
   EXPECT_EQ(huge.status().code(), absl::StatusCode::kResourceExhausted);
-  EXPECT_THAT(huge.status().message(), HasSubstr("bytes for model 'm': lm_head.weight"));
+  EXPECT_THAT(huge.status().message(),
+              HasSubstr("cannot allocate 18446744073709551615 bytes for lm_head.weight"));
 }
 
 }  // namespace

@@ -209,8 +209,8 @@ int64_t StatusKb(const char* key) {
 }
 
 // Writes an HF folder: config.json (llama, tied, no layers) and a
-// model.safetensors with embed [vocab, hidden] of `dtype` (generated in
-// 1 MiB pieces, never held whole) and an F32 norm.
+// model.safetensors with embed [vocab, hidden] of `dtype` (F32, BF16 or F16;
+// generated in 2 MiB pieces, never held whole) and an F32 norm.
 std::string WriteBigCheckpoint(const std::string& dtype, int64_t vocab, int64_t hidden) {
   const std::string dir = testing::MakeTempDir();
   nlohmann::json cfg = {{"model_type", "llama"}, {"vocab_size", vocab}, {"hidden_size", hidden},
@@ -219,7 +219,8 @@ std::string WriteBigCheckpoint(const std::string& dtype, int64_t vocab, int64_t 
                         {"max_position_embeddings", 4096}, {"rms_norm_eps", 1e-5},
                         {"tie_word_embeddings", true}};
   std::ofstream(dir + "/config.json") << cfg.dump();
-  const int64_t table = vocab * hidden * 2;
+  const int64_t elem = dtype == "F32" ? 4 : 2;
+  const int64_t table = vocab * hidden * elem;
   nlohmann::json header = {
       {"model.embed_tokens.weight",
        {{"dtype", dtype}, {"shape", {vocab, hidden}}, {"data_offsets", {0, table}}}},
@@ -231,16 +232,21 @@ std::string WriteBigCheckpoint(const std::string& dtype, int64_t vocab, int64_t 
   const uint64_t len = text.size();
   out.write(reinterpret_cast<const char*>(&len), 8);
   out << text;
-  std::vector<uint16_t> piece(1 << 19);
+  std::vector<uint8_t> piece(size_t{1} << 21);
   uint32_t state = 12345;
-  for (int64_t done = 0; done < table; done += static_cast<int64_t>(piece.size()) * 2) {
-    for (uint16_t& v : piece) {
+  for (int64_t done = 0; done < table; done += static_cast<int64_t>(piece.size())) {
+    for (size_t i = 0; i < piece.size(); i += static_cast<size_t>(elem)) {
       state = state * 1664525u + 1013904223u;
       const float f = static_cast<float>(static_cast<int32_t>(state >> 8) - (1 << 23)) / (1 << 26);
-      v = dtype == "BF16" ? FloatToBFloat16(f) : FloatToHalf(f);
+      const uint16_t h = dtype == "BF16" ? FloatToBFloat16(f) : FloatToHalf(f);
+      if (elem == 4) {
+        std::memcpy(piece.data() + i, &f, 4);
+      } else {
+        std::memcpy(piece.data() + i, &h, 2);
+      }
     }
     out.write(reinterpret_cast<const char*>(piece.data()),
-              std::min<int64_t>(table - done, static_cast<int64_t>(piece.size()) * 2));
+              std::min<int64_t>(table - done, static_cast<int64_t>(piece.size())));
   }
   const std::vector<float> norm(static_cast<size_t>(hidden), 1.0f);
   out.write(reinterpret_cast<const char*>(norm.data()), hidden * 4);
@@ -259,6 +265,7 @@ std::unique_ptr<Model> ExpectPeakWithin(const std::string& dir, WeightsDType dty
   auto model = LoadQuantModel(o);
   EXPECT_NE(model, nullptr);
   if (model == nullptr) return nullptr;
+  model->WaitForHeadCopy();  // the background huge-page copy is part of the load
   const int64_t peak_kb = StatusKb("VmHWM:");
   EXPECT_GT(before_kb, 0);
   EXPECT_GT(peak_kb, 0);
@@ -274,21 +281,40 @@ std::unique_ptr<Model> ExpectPeakWithin(const std::string& dir, WeightsDType dty
 
 // A BF16 head (tied: the embedding) is copied into huge pages
 // (Model::Options::head_huge_pages) 4 MiB at a time, each copied piece of
-// the mapping dropped from RSS: one copy resident. Without the copy it is
-// served from the mapping itself.
+// the mapping dropped from RSS: one copy resident. Without the copy the
+// head reads the mapping itself.
 TEST(ModelLoadMemoryTest, Bf16CopiedOnceFromTheMappingOrServedInPlace) {
   if (!LmHead::Bf16Supported()) GTEST_SKIP() << "CPU without AVX512-BF16/AMX: BF16 falls back";
+  testing::ScopedEnv unset("VOCABD_HEAD_HUGE_PAGES", nullptr);
   const std::string dir = WriteBigCheckpoint("BF16", 32768, 4096);  // 256 MiB
   auto copied = ExpectPeakWithin(dir, WeightsDType::kAuto, quant::GgmlType::kBF16);
   ASSERT_NE(copied, nullptr);
-  const WeightTensor& c = copied->checkpoint().embedding();
-  EXPECT_EQ(copied->checkpoint().MappingOf(c.data, c.nbytes), nullptr);
+  EXPECT_EQ(copied->head_memory(), "huge pages (copied at load)");
+  const void* w = copied->lm_head().weights();
+  EXPECT_EQ(copied->checkpoint().MappingOf(w, 1), nullptr);
+  EXPECT_TRUE(testing::AdvisedHugePages(w));
   copied.reset();
   auto in_place = ExpectPeakWithin(dir, WeightsDType::kAuto, quant::GgmlType::kBF16,
                                    /*head_huge_pages=*/false);
   ASSERT_NE(in_place, nullptr);
-  const WeightTensor& e = in_place->checkpoint().embedding();
-  EXPECT_NE(in_place->checkpoint().MappingOf(e.data, e.nbytes), nullptr);  // zero copies
+  EXPECT_NE(in_place->checkpoint().MappingOf(in_place->lm_head().weights(), 1), nullptr);
+}
+
+// The same for an F32 head, on every CPU.
+TEST(ModelLoadMemoryTest, F32CopiedOnceFromTheMappingOrServedInPlace) {
+  testing::ScopedEnv unset("VOCABD_HEAD_HUGE_PAGES", nullptr);
+  const std::string dir = WriteBigCheckpoint("F32", 16384, 4096);  // 256 MiB
+  auto copied = ExpectPeakWithin(dir, WeightsDType::kAuto, quant::GgmlType::kF32);
+  ASSERT_NE(copied, nullptr);
+  EXPECT_EQ(copied->head_memory(), "huge pages (copied at load)");
+  const void* w = copied->lm_head().weights();
+  EXPECT_EQ(copied->checkpoint().MappingOf(w, 1), nullptr);
+  EXPECT_TRUE(testing::AdvisedHugePages(w));
+  copied.reset();
+  auto in_place = ExpectPeakWithin(dir, WeightsDType::kAuto, quant::GgmlType::kF32,
+                                   /*head_huge_pages=*/false);
+  ASSERT_NE(in_place, nullptr);
+  EXPECT_NE(in_place->checkpoint().MappingOf(in_place->lm_head().weights(), 1), nullptr);
 }
 
 TEST(ModelLoadMemoryTest, F16ConvertedOnceFromTheMapping) {

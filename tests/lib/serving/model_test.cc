@@ -45,35 +45,40 @@ TEST(ModelTest, TiedHeadIsTheEmbeddingMemory) {
   EXPECT_EQ(model->checkpoint().lm_head().data, model->checkpoint().embedding().data);
 }
 
-// Options::head_huge_pages: the head's float table is served from a 2 MiB-
-// aligned copy (lib/core/huge_pages.h) outside the file mapping, byte for
-// byte the file's table, one copy for a tied head; off, the mapping itself.
+// Options::head_huge_pages: the head reads a 2 MiB-aligned copy of the
+// file's table made in the background (lib/core/huge_pages.h), byte for
+// byte; the checkpoint (and Embed) keep the mapping; off, the mapping itself.
 bool HugePageAligned(const void* p) {
   return reinterpret_cast<uintptr_t>(p) % HugePageBuffer::kHugePageBytes == 0;
 }
 
-TEST(ModelTest, HeadTableServedFromAHugePageCopyOfTheFile) {
+TEST(ModelTest, HeadReadsAHugePageCopyOfTheFileMadeInTheBackground) {
+  testing::ScopedEnv unset("VOCABD_HEAD_HUGE_PAGES", nullptr);
   auto file = LoadCheckpoint(testing::Stories260KHfDir());
   ASSERT_TRUE(file.ok()) << file.status();
   const WeightTensor& mapped = (*file)->embedding();
   ASSERT_NE((*file)->MappingOf(mapped.data, mapped.nbytes), nullptr);
   auto model = Load("hf", testing::Stories260KHfDir());
   ASSERT_NE(model, nullptr);
-  const WeightTensor& head = model->checkpoint().lm_head();
-  EXPECT_EQ(head.data, model->checkpoint().embedding().data);  // tied: one copy
-  EXPECT_TRUE(HugePageAligned(head.data));
-  EXPECT_EQ(model->checkpoint().MappingOf(head.data, head.nbytes), nullptr);
-  EXPECT_EQ(head.dtype, DType::kF32);
-  ASSERT_EQ(head.nbytes, mapped.nbytes);
-  EXPECT_EQ(std::memcmp(head.data, mapped.data, mapped.nbytes), 0);  // bit patterns
+  EXPECT_EQ(model->WaitForHeadCopy(), "huge pages (copied at load)");
+  EXPECT_EQ(model->head_memory(), "huge pages (copied at load)");
+  const void* w = model->lm_head().weights();
+  EXPECT_TRUE(HugePageAligned(w));
+  EXPECT_TRUE(testing::AdvisedHugePages(w));
+  EXPECT_EQ(model->checkpoint().MappingOf(w, mapped.nbytes), nullptr);
+  EXPECT_EQ(std::memcmp(w, mapped.data, mapped.nbytes), 0);  // bit patterns
+  // The checkpoint's table (Embed's, tied) stays the mapping; held once.
+  const WeightTensor& table = model->checkpoint().lm_head();
+  EXPECT_EQ(table.data, model->checkpoint().embedding().data);
+  EXPECT_NE(model->checkpoint().MappingOf(table.data, table.nbytes), nullptr);
   EXPECT_EQ(model->checkpoint().resident_bytes(), (*file)->resident_bytes());
 
   Model::Options off("off", testing::Stories260KHfDir());
   off.head_huge_pages = false;
   auto in_place = Model::Create(off);
   ASSERT_TRUE(in_place.ok()) << in_place.status();
-  const WeightTensor& mapped_head = (*in_place)->checkpoint().lm_head();
-  EXPECT_NE((*in_place)->checkpoint().MappingOf(mapped_head.data, mapped_head.nbytes), nullptr);
+  EXPECT_EQ((*in_place)->WaitForHeadCopy(), "file mapping (head_huge_pages off)");
+  EXPECT_EQ((*in_place)->lm_head().weights(), (*in_place)->checkpoint().lm_head().data);
   EXPECT_EQ((*in_place)->resident_bytes(), model->resident_bytes());
   const std::vector<float> h = Hidden(3);
   HeadInput input{h.data(), 3, 64};
@@ -83,14 +88,23 @@ TEST(ModelTest, HeadTableServedFromAHugePageCopyOfTheFile) {
   EXPECT_EQ(a, b);
 }
 
+// Destroying a model stops and joins its copy (ASan / TSan check the rest).
+TEST(ModelTest, DestroyedRightAfterCreate) {
+  testing::ScopedEnv unset("VOCABD_HEAD_HUGE_PAGES", nullptr);
+  for (int i = 0; i < 5; ++i) {
+    auto model = Load("hf", testing::Stories260KHfDir());
+    ASSERT_NE(model, nullptr);
+  }
+}
+
 // VOCABD_HEAD_HUGE_PAGES overrides the option; a bad value fails the load.
 TEST(ModelTest, HeadHugePagesEnvironmentOverride) {
   {
     testing::ScopedEnv env("VOCABD_HEAD_HUGE_PAGES", "0");
     auto model = Load("hf", testing::Stories260KHfDir());
     ASSERT_NE(model, nullptr);
-    const WeightTensor& head = model->checkpoint().lm_head();
-    EXPECT_NE(model->checkpoint().MappingOf(head.data, head.nbytes), nullptr);
+    EXPECT_EQ(model->WaitForHeadCopy(), "file mapping (VOCABD_HEAD_HUGE_PAGES=0)");
+    EXPECT_NE(model->checkpoint().MappingOf(model->lm_head().weights(), 1), nullptr);
   }
   {
     testing::ScopedEnv env("VOCABD_HEAD_HUGE_PAGES", "1");
@@ -98,7 +112,8 @@ TEST(ModelTest, HeadHugePagesEnvironmentOverride) {
     off.head_huge_pages = false;
     auto model = Model::Create(off);
     ASSERT_TRUE(model.ok()) << model.status();
-    EXPECT_TRUE(HugePageAligned((*model)->checkpoint().lm_head().data));
+    EXPECT_EQ((*model)->WaitForHeadCopy(), "huge pages (copied at load)");
+    EXPECT_TRUE(HugePageAligned((*model)->lm_head().weights()));
   }
   testing::ScopedEnv env("VOCABD_HEAD_HUGE_PAGES", "yes");
   auto bad = Model::Create({"hf", testing::Stories260KHfDir()});
@@ -106,9 +121,10 @@ TEST(ModelTest, HeadHugePagesEnvironmentOverride) {
   EXPECT_THAT(bad.status().message(), HasSubstr("VOCABD_HEAD_HUGE_PAGES = 'yes' (want 0 or 1)"));
 }
 
-// Tables converted at load land in huge-page memory too: BF16 from F32
-// (tied), F32 from an untied F16 GGUF (head and embedding each converted).
+// Tables converted at load land in huge-page memory: BF16 from F32 (tied),
+// F32 from an untied F16 GGUF (head and embedding each converted).
 TEST(ModelTest, ConvertedTablesAreHugePageAligned) {
+  testing::ScopedEnv unset("VOCABD_HEAD_HUGE_PAGES", nullptr);
   Model::Options bf16("bf16", testing::Stories260KHfDir());
   bf16.weights_dtype = WeightsDType::kBF16;
   auto tied = Model::Create(bf16);
@@ -117,6 +133,9 @@ TEST(ModelTest, ConvertedTablesAreHugePageAligned) {
   if ((*tied)->fallback_reason().empty()) EXPECT_EQ(head.dtype, DType::kBF16);
   EXPECT_EQ(head.data, (*tied)->checkpoint().embedding().data);
   EXPECT_TRUE(HugePageAligned(head.data));
+  EXPECT_TRUE(testing::AdvisedHugePages(head.data));
+  EXPECT_EQ((*tied)->WaitForHeadCopy(), "huge pages (converted at load)");
+  EXPECT_EQ((*tied)->lm_head().weights(), head.data);
 
   auto untied = Load("gguf", testing::SharedModelsDir() +
                                  "/llama-2-tiny-random/llama-2-tiny-random.gguf");
@@ -127,6 +146,7 @@ TEST(ModelTest, ConvertedTablesAreHugePageAligned) {
   EXPECT_TRUE(HugePageAligned(c.lm_head().data));
   EXPECT_TRUE(HugePageAligned(c.embedding().data));
   EXPECT_EQ(c.MappingOf(c.lm_head().data, c.lm_head().nbytes), nullptr);
+  EXPECT_EQ(untied->WaitForHeadCopy(), "huge pages (converted at load)");
 }
 
 TEST(ModelTest, BothFilesGiveIdenticalLogits) {
