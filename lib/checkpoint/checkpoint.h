@@ -102,8 +102,8 @@ SourceFileInfo DescribeSourceFile(const MappedFile& file, std::string format);
 // Dtypes: the embedding table and the LM head ("tables") are served from
 // the mapping without a copy in their stored type: F32, BF16, F16 (the
 // model converts F16 once, straight from the mapping, into its serving
-// dtype) or a served ggml quant type (GGUF); Model then copies an F32 /
-// BF16 LM head into huge pages (Model::Options::head_huge_pages). The
+// dtype) or a served ggml quant type (GGUF); Model's LM head then reads
+// a huge-page copy of an F32 / BF16 table (Model::Options::head_huge_pages). The
 // other canonical tensors
 // (norms, biases, learned positions) are small and always F32 after
 // loading (F16/BF16/quantized ones converted once into owned buffers).

@@ -55,7 +55,7 @@ namespace vocabd {
 // -> embeddings.LayerNorm.{weight,bias}. token_embd and output
 // are served in place from the mapping, never copied or dequantized at
 // load, in any mix of: f32, bf16, f16 (the model converts f16 once into its
-// serving dtype; Model copies an f32 / bf16 head into huge pages) and
+// serving dtype; Model's head reads a huge-page copy of f32 / bf16) and
 // the quantized types q4_0, q4_1, q5_0, q5_1, q8_0,
 // q2_K, q3_K, q4_K, q5_K, q6_K, iq4_nl (WeightTensor::quant_type; rows of
 // ggml blocks, lib/quant). Another ggml type there is INVALID_ARGUMENT

@@ -138,8 +138,9 @@ class Model {
     // Serve an F32 or BF16 LM head (the embedding table when tied) read
     // from the file's mapping from a copy in memory advised for transparent
     // huge pages (lib/core/huge_pages.h): every head call streams the whole
-    // table, and from 4 KiB pages the one-row F32 / BF16 kernels ran 1.2x /
-    // 1.3x slower (docs/performance.md). The copy is made on a background
+    // table, and from 4 KiB pages the one-row F32 / BF16 kernels ran 1.29x /
+    // 1.33x their read-only floor, from the copy 1.00-1.17x / 1.05-1.16x
+    // (a Zen 5 VM; docs/performance.md). The copy is made on a background
     // thread after Create returns (the model serves from the mapping
     // meanwhile, so time-to-serving does not change), 4 MiB at a time, each
     // copied piece of the mapping dropped from RSS; then the head switches
