@@ -657,7 +657,7 @@ int main(int argc, char** argv) {
     std::printf("| N | vocabd F32 ms | GFLOP/s | vocabd BF16 ms | GFLOP/s | OpenBLAS sgemm ms | "
                 "GFLOP/s | F32 vs OpenBLAS | BF16 speedup | F32 / floor | BF16 / floor |\n");
     std::printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
-    const float* w32 = static_cast<const float*>(f32->checkpoint().lm_head().data);
+    const float* w32 = static_cast<const float*>(f32->lm_head().weights());  // as vocabd's
     for (size_t i = 0; i < rows_list.size(); ++i) {
       const int64_t n = rows_list[i];
       const int r = n >= 64 ? std::max(1, reps / 2) : reps;

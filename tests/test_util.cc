@@ -15,6 +15,10 @@
 namespace vocabd::testing {
 
 std::string SharedModelsDir() { return VOCABD_SHARED_MODELS_DIR; }
+bool ThpInKernel() {
+  return std::ifstream("/sys/kernel/mm/transparent_hugepage/enabled").good();
+}
+
 bool AdvisedHugePages(const void* p) {
   std::ifstream in("/proc/self/smaps");
   const auto addr = reinterpret_cast<uintptr_t>(p);

@@ -139,6 +139,10 @@ class ScopedEnv {
 // pages (madvise(MADV_HUGEPAGE): "hg" in its VmFlags in /proc/self/smaps),
 // whatever the system's THP mode; false if no mapping holds it.
 bool AdvisedHugePages(const void* p);
+// True when the kernel has transparent huge pages at all
+// (/sys/kernel/mm/transparent_hugepage exists); without them madvise
+// (MADV_HUGEPAGE) fails and no mapping is advised.
+bool ThpInKernel();
 
 // Polls `done` every millisecond until it is true or `limit` passes;
 // returns its last value.

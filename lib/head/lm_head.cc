@@ -141,8 +141,11 @@ static std::mutex& DnnlBuildMutex() {
 struct LmHead::Impl {
   Options options;
   // The weights Compute reads: options.weights, or the copy SwitchWeights
-  // gave (same bytes). Each call loads it once.
+  // gave (same bytes). Loaded (acquire) once per kernel pass or oneDNN call.
   std::atomic<const void*> weights{nullptr};
+  // SwitchWeights' copy, kept alive with the head; set once, under copy_mu.
+  std::mutex copy_mu;
+  std::shared_ptr<const HugePageBuffer> copy;
   int64_t small_rows_max = 0;  // effective: 0 when the CPU lacks the kernel
   HeadKernelIsa kernel_isa = HeadKernelIsa::kNone;
   bool amx = false;  // BF16 kernel on AMX tiles
@@ -246,14 +249,24 @@ int64_t LmHead::packed_bytes() const { return impl_->packed_bytes; }  // 0 unles
 
 const void* LmHead::weights() const { return impl_->weights.load(std::memory_order_acquire); }
 
-absl::Status LmHead::SwitchWeights(const void* weights) const {
-  if (weights == nullptr) return absl::InvalidArgumentError("LmHead: SwitchWeights(nullptr)");
+absl::Status LmHead::SwitchWeights(std::shared_ptr<const HugePageBuffer> copy) const {
   if (impl_->options.weights_quant.has_value()) {
     return absl::FailedPreconditionError(
         "LmHead: SwitchWeights is for F32 / BF16 heads (a quantized head reads its packed copy "
         "or the weights it was created on)");
   }
-  impl_->weights.store(weights, std::memory_order_release);
+  const size_t want = static_cast<size_t>(weight_bytes());
+  if (copy == nullptr || copy->data() == nullptr || copy->size() != want) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "LmHead: SwitchWeights needs a copy of the ", want, "-byte weights, got ",
+        copy == nullptr ? size_t{0} : copy->size(), " bytes"));
+  }
+  std::lock_guard<std::mutex> lock(impl_->copy_mu);
+  if (impl_->copy != nullptr) {
+    return absl::FailedPreconditionError("LmHead: SwitchWeights was already called");
+  }
+  impl_->copy = std::move(copy);
+  impl_->weights.store(impl_->copy->data(), std::memory_order_release);
   return absl::OkStatus();
 }
 int LmHead::quant_prefetch_records() const {

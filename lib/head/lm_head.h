@@ -69,6 +69,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "lib/core/dtype.h"
+#include "lib/core/huge_pages.h"
 #include "lib/quant/ggml_blocks.h"
 
 namespace vocabd {
@@ -228,16 +229,16 @@ class LmHead {
   // reads the weights in place only).
   int64_t packed_bytes() const;
   // The [vocab_size, hidden_size] weights Compute reads now: Options::weights,
-  // or those of the last SwitchWeights.
+  // or the copy of the last SwitchWeights.
   const void* weights() const;
-  // F32 / BF16 heads: read `weights` from the next Compute call on. They must
-  // hold the same bytes as the current weights (a copy, e.g. Model's copy in
-  // huge pages: Model::Options::head_huge_pages), so no result changes, and
-  // outlive the LmHead; calls already running finish on the old weights,
-  // which therefore must stay valid while calls can run (the caller keeps
-  // them for the head's lifetime). Thread-safe. INVALID_ARGUMENT for null,
-  // FAILED_PRECONDITION for a quantized head.
-  absl::Status SwitchWeights(const void* weights) const;
+  // F32 / BF16 heads: read `copy` from the next Compute call on; the head
+  // keeps it alive from then on. It must hold the same bytes as the current
+  // weights (Model's copy in huge pages: Model::Options::head_huge_pages), so
+  // no result changes. Calls already running finish on the old weights,
+  // Options::weights, which must outlive the LmHead as before. Thread-safe;
+  // once per head. INVALID_ARGUMENT for a null or wrongly sized copy,
+  // FAILED_PRECONDITION for a quantized head or a second call.
+  absl::Status SwitchWeights(std::shared_ptr<const HugePageBuffer> copy) const;
   // Packed heads: the records the packed kernel prefetches ahead (measured
   // or set; Options::quant_prefetch_records); -1 when the head is not packed.
   int quant_prefetch_records() const;

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <limits>
 #include <new>
+#include <system_error>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -86,7 +87,6 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Create(const Options& options) {
   head_options.hidden_size = model->config().hidden_size;
   ASSIGN_OR_RETURN(std::unique_ptr<LmHead> lm_head, LmHead::Create(head_options));
   model->lm_head_ = std::shared_ptr<const LmHead>(std::move(lm_head));
-  model->StartHeadCopy(head_huge_pages, huge_env >= 0);
   if (options.batching.has_value()) {
     if (options.compute_pool == nullptr) {
       return absl::InvalidArgumentError(
@@ -109,6 +109,7 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Create(const Options& options) {
     }
     if (*tokenizer != nullptr) model->SetTokenizer(*std::move(tokenizer));
   }
+  model->StartHeadCopy(head_huge_pages, huge_env >= 0);  // last: nothing fails after it
   return model;
 }
 
@@ -136,7 +137,12 @@ void Model::StartHeadCopy(bool wanted, bool by_env) {
   }
   head_memory_ = "file mapping, copying to huge pages";
   head_copy_running_ = true;
-  head_copier_ = std::thread([this, mapping] { CopyHeadToHugePages(mapping); });
+  try {
+    head_copier_ = std::thread([this, mapping] { CopyHeadToHugePages(mapping); });
+  } catch (const std::system_error& e) {  // no thread to be had: keep the mapping
+    head_copy_running_ = false;
+    head_memory_ = absl::StrCat("file mapping (no thread for the huge-page copy: ", e.what(), ")");
+  }
 }
 
 void Model::CopyHeadToHugePages(const MappedFile* mapping) {
@@ -163,10 +169,13 @@ void Model::CopyHeadToHugePages(const MappedFile* mapping) {
     if (stopped) {
       memory = "file mapping (the huge-page copy was stopped)";
     } else {
-      head_copy_ = std::move(*buffer);
-      const absl::Status switched = lm_head_->SwitchWeights(head_copy_.data());
+      const absl::Status switched =
+          lm_head_->SwitchWeights(std::make_shared<const HugePageBuffer>(std::move(*buffer)));
       memory = switched.ok() ? "huge pages (copied at load)"
                              : absl::StrCat("file mapping (", switched.message(), ")");
+      // Calls that ran during the copy faulted copied pieces back in: drop
+      // the whole table's pages once more (Embed faults in what it reads).
+      if (switched.ok()) mapping->DropResidentPages(src, head.nbytes);
     }
   }
   std::lock_guard<std::mutex> lock(head_copy_mu_);

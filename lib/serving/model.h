@@ -324,7 +324,8 @@ class Model {
   // Options::head_huge_pages: sets head_memory_ and, for an F32 / BF16 head
   // read from a mapping when `wanted`, starts head_copier_.
   void StartHeadCopy(bool wanted, bool by_env);
-  // head_copier_'s body: the copy, then LmHead::SwitchWeights.
+  // head_copier_'s body: the copy, then LmHead::SwitchWeights (the head
+  // owns the copy from then on).
   void CopyHeadToHugePages(const MappedFile* mapping);
   // Fills tokenizer_ or tokenizer_missing_reason_.
   absl::Status LoadTokenizer(const Options& options);
@@ -332,8 +333,6 @@ class Model {
 
   std::string name_;
   std::unique_ptr<Checkpoint> checkpoint_;
-  // The head's huge-page copy (declared before lm_head_: outlives it).
-  HugePageBuffer head_copy_;
   std::shared_ptr<const LmHead> lm_head_;
   WeightsDType requested_dtype_ = WeightsDType::kAuto;
   std::string fallback_reason_;

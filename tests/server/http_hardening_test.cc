@@ -31,6 +31,7 @@
 #include "server/http_gateway.h"
 #include "server/metrics.h"
 #include "server/server.h"
+#include "tests/server/prometheus_text.h"
 #include "tests/server/server_fixture.h"
 #include "tests/test_util.h"
 #include "vocabd/v1/embedding.grpc.pb.h"
@@ -640,10 +641,14 @@ TEST_F(HttpLimitsTest, ShutdownWithKeepAliveClientDoesNotCrash) {
 }
 
 // HTTP calls whose clients hang up kept computing (8 of them held the
-// compute pool 18.9 s). With the one compute thread busy, four HTTP
+// compute pool 18.9 s). With the one tokenize thread busy, four HTTP
 // Tokenize calls queue behind it and their clients close the connection:
 // each in-process call is cancelled, so the pool drops the queued work
-// ("cancelled" in vocabd_skipped_work_total) instead of tokenizing it.
+// ("cancelled" in vocabd_skipped_work_total) instead of tokenizing it. The
+// clients close only once the blocker is in flight and all four calls wait
+// in the tokenize queue (vocabd_queue_depth): on a loaded machine a fixed
+// sleep let a client go before the gateway had handed its call over, and
+// that call was never queued (3 of 4 counted).
 TEST(HttpAbandonedCallTest, ClientHangingUpCancelsTheInProcessCall) {
   VocabdServer::Options options;
   options.listen_address = "127.0.0.1:0";
@@ -663,7 +668,12 @@ TEST(HttpAbandonedCallTest, ClientHangingUpCancelsTheInProcessCall) {
     v1::TokenizeResponse res;
     stub->Tokenize(&ctx, req, &res);
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  auto gauge = [&](const char* name, const PrometheusText::Labels& labels) {
+    return PrometheusText((*server)->metrics().Render()).Value(name, labels).value_or(-1);
+  };
+  ASSERT_TRUE(WaitFor([&] { return gauge("vocabd_in_flight_requests", {}) >= 1; },
+                      std::chrono::seconds(30)));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the handler submits it
   const uint64_t skipped_before = (*server)->metrics().skipped_work("cancelled");
   const std::string body =
       R"({"texts": [")" + absl::Base64Escape(text) + R"("]})";
@@ -674,7 +684,9 @@ TEST(HttpAbandonedCallTest, ClientHangingUpCancelsTheInProcessCall) {
     SendAll(fd, PostRequest("/v1/TokenizerService/Tokenize", body));
     fds.push_back(fd);
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_TRUE(WaitFor([&] { return gauge("vocabd_queue_depth", {{"queue", "tokenize"}}) == 4; },
+                      std::chrono::seconds(30)))
+      << "the four HTTP calls never all waited in the tokenize queue";
   for (int fd : fds) ::close(fd);  // the clients go away
   blocker.join();
   // The queued calls, cancelled, are dropped when the thread reaches them.
