@@ -7,7 +7,7 @@
 // F32 head is 2.1 GB). On 4 KiB pages that is 512 page walks per 2 MiB,
 // which on a 2-vCPU Zen 5 VM made the F32 and BF16 one-row kernels 1.29x
 // and 1.33x the time to stream the same bytes from huge pages; from huge
-// pages they ran at 1.00-1.17x and 1.05-1.16x of it in five runs
+// pages they ran at 1.00-1.17x and 1.05-1.13x of it in five runs
 // (bench/head_bench, docs/performance.md).
 // A file mapping cannot be advised so on kernels without
 // CONFIG_READ_ONLY_THP_FOR_FS, hence a copy.

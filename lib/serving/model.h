@@ -139,7 +139,7 @@ class Model {
     // from the file's mapping from a copy in memory advised for transparent
     // huge pages (lib/core/huge_pages.h): every head call streams the whole
     // table, and from 4 KiB pages the one-row F32 / BF16 kernels ran 1.29x /
-    // 1.33x their read-only floor, from the copy 1.00-1.17x / 1.05-1.16x
+    // 1.33x their read-only floor, from the copy 1.00-1.17x / 1.05-1.13x
     // (a Zen 5 VM; docs/performance.md). The copy is made on a background
     // thread after Create returns (the model serves from the mapping
     // meanwhile, so time-to-serving does not change), 4 MiB at a time, each
