@@ -285,40 +285,32 @@ std::unique_ptr<Model> ExpectPeakWithin(const std::string& dir, WeightsDType dty
 // (Model::Options::head_huge_pages) 4 MiB at a time, each copied piece of
 // the mapping dropped from RSS: one copy resident. Without the copy the
 // head reads the mapping itself.
-TEST(ModelLoadMemoryTest, Bf16CopiedOnceFromTheMappingOrServedInPlace) {
-  if (!LmHead::Bf16Supported()) GTEST_SKIP() << "CPU without AVX512-BF16/AMX: BF16 falls back";
+// Loads `dir` with the head copied and in place, each within the peak-RSS
+// bound: the copy is outside the mapping (advised for THP), in place is not.
+void ExpectCopiedAndInPlace(const std::string& dir, quant::GgmlType want_type) {
   testing::ScopedEnv unset("VOCABD_HEAD_HUGE_PAGES", nullptr);
-  const std::string dir = WriteBigCheckpoint("BF16", 32768, 4096);  // 256 MiB
-  auto copied = ExpectPeakWithin(dir, WeightsDType::kAuto, quant::GgmlType::kBF16);
+  auto copied = ExpectPeakWithin(dir, WeightsDType::kAuto, want_type);
   ASSERT_NE(copied, nullptr);
   EXPECT_EQ(copied->head_memory(), "huge pages (copied at load)");
   const void* w = copied->lm_head().weights();
   EXPECT_EQ(copied->checkpoint().MappingOf(w, 1), nullptr);
   EXPECT_TRUE(!testing::ThpInKernel() || testing::AdvisedHugePages(w));
   copied.reset();
-  auto in_place = ExpectPeakWithin(dir, WeightsDType::kAuto, quant::GgmlType::kBF16,
-                                   /*head_huge_pages=*/false);
+  auto in_place = ExpectPeakWithin(dir, WeightsDType::kAuto, want_type, /*head_huge_pages=*/false);
   ASSERT_NE(in_place, nullptr);
   EXPECT_NE(in_place->checkpoint().MappingOf(in_place->lm_head().weights(), 1), nullptr);
+}
+
+TEST(ModelLoadMemoryTest, Bf16CopiedOnceFromTheMappingOrServedInPlace) {
+  if (!LmHead::Bf16Supported()) GTEST_SKIP() << "CPU without AVX512-BF16/AMX: BF16 falls back";
+  ExpectCopiedAndInPlace(WriteBigCheckpoint("BF16", 32768, 4096), quant::GgmlType::kBF16);  // 256 MiB
 }
 
 // The same for an F32 head, on every CPU (plain build: the bound is skipped
 // under the sanitizers, and 256 MiB of shadow memory is not worth it there).
 TEST(ModelLoadMemoryTest, F32CopiedOnceFromTheMappingOrServedInPlace) {
   if (!testing::kRssBoundsHold) GTEST_SKIP() << "sanitizer build: the plain build checks RSS";
-  testing::ScopedEnv unset("VOCABD_HEAD_HUGE_PAGES", nullptr);
-  const std::string dir = WriteBigCheckpoint("F32", 16384, 4096);  // 256 MiB
-  auto copied = ExpectPeakWithin(dir, WeightsDType::kAuto, quant::GgmlType::kF32);
-  ASSERT_NE(copied, nullptr);
-  EXPECT_EQ(copied->head_memory(), "huge pages (copied at load)");
-  const void* w = copied->lm_head().weights();
-  EXPECT_EQ(copied->checkpoint().MappingOf(w, 1), nullptr);
-  EXPECT_TRUE(!testing::ThpInKernel() || testing::AdvisedHugePages(w));
-  copied.reset();
-  auto in_place = ExpectPeakWithin(dir, WeightsDType::kAuto, quant::GgmlType::kF32,
-                                   /*head_huge_pages=*/false);
-  ASSERT_NE(in_place, nullptr);
-  EXPECT_NE(in_place->checkpoint().MappingOf(in_place->lm_head().weights(), 1), nullptr);
+  ExpectCopiedAndInPlace(WriteBigCheckpoint("F32", 16384, 4096), quant::GgmlType::kF32);  // 256 MiB
 }
 
 // Calls made while the background copy runs (32 MiB: 8 pieces) and after it
