@@ -104,7 +104,7 @@ class LmHead {
     // VOCABD_QUANT_FEW_ROWS_MAX = 0..8 overrides -1 for operators.
     int64_t quant_few_rows_max = -1;
     // Quantized weights where the path has a packed kernel for the type
-    // (QuantPackedCovers: avx512vnni with GFNI, every served type,
+    // (QuantPackedCovers: avx512vnni, every served type,
     // hidden_size a multiple of 256): copy the weights at Create into the
     // packed layout (quant_kernel.h; the bytes of weight_bytes() up to 5.5%
     // more, padded to 16 rows, held by

@@ -30,11 +30,6 @@ bool CpuidF16c() {
   unsigned a = 0, b = 0, c = 0, d = 0;
   return __get_cpuid(1, &a, &b, &c, &d) != 0 && (c & (1u << 29)) != 0;
 }
-// GFNI: CPUID.(EAX=7,ECX=0):ECX bit 8 (the packed kernels' decode).
-bool CpuidGfni() {
-  unsigned a = 0, b = 0, c = 0, d = 0;
-  return __get_cpuid_count(7, 0, &a, &b, &c, &d) != 0 && (c & (1u << 8)) != 0;
-}
 bool CpuidAvxVnni() {
   unsigned a = 0, b = 0, c = 0, d = 0;
   return __get_cpuid_count(7, 1, &a, &b, &c, &d) != 0 && (a & (1u << 4)) != 0;
@@ -44,7 +39,7 @@ bool CpuidAvxVnni() {
 // hypervisor (about 3 us each on KVM), and the packed kernel's entry checks
 // QuantPackedCovers once per vocabulary chunk (hundreds per call).
 struct IsaSupport {
-  bool avx2 = false, avxvnni = false, avx512vnni = false, gfni = false;
+  bool avx2 = false, avxvnni = false, avx512vnni = false;
 };
 const IsaSupport& Support() {
   static const IsaSupport support = [] {
@@ -55,7 +50,6 @@ const IsaSupport& Support() {
     s.avx512vnni = s.avx2 && __builtin_cpu_supports("avx512f") &&
                    __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
                    __builtin_cpu_supports("avx512vnni");
-    s.gfni = CpuidGfni();
     return s;
   }();
   return support;
@@ -195,7 +189,7 @@ int64_t PackedRecordBytes(quant::GgmlType type) {
 }  // namespace
 
 bool QuantPackedCovers(QuantKernelIsa isa, quant::GgmlType type, int64_t d) {
-  return isa == QuantKernelIsa::kAvx512Vnni && Support().gfni && d > 0 && d % 256 == 0 &&
+  return isa == QuantKernelIsa::kAvx512Vnni && d > 0 && d % 256 == 0 &&
          PackedRecordBytes(type) > 0 && QuantKernelIsaSupported(isa);
 }
 

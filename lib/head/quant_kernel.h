@@ -95,7 +95,7 @@
 // A row's logits are bit-identical for every M on one kernel; the two
 // kernels differ by float summation order only.
 //
-// The packed kernels (avx512vnni on a CPU with GFNI: every served type at
+// The packed kernels (avx512vnni: every served type at
 // hidden_size a multiple of 256; QuantPackedCovers;
 // quant_kernel_avx512packed.cc draws the records): LmHead copies the
 // weights once at Create into a layout made for vpdpbusd with 16
@@ -104,10 +104,12 @@
 // and runs rows above few_rows_max on it: per 32 codes of 16 vocabulary
 // rows and input row, 8 vpdpbusd with the activation codes broadcast,
 // accumulator started at -offset * s32 (or s16; exact in int32), then a
-// convert, a scale multiply and an fma (twice per 32 codes for Q6_K's
-// per-16 scales, one more fma for a min). The codes of 16 rows are made
-// once per 32 codes for up to 8 input rows: an and per 64 bytes, the high
-// nibbles and the fifth or sixth bits moved by gf2p8affineqb. The few-row
+// convert, a scale multiply and an fma (twice per 32 codes for Q2_K, Q3_K
+// and Q6_K's per-16 scales, one more fma for a min); the input rows' sums
+// are interleaved (8 independent vpdpbusd chains), one or two rows' split
+// in two chains. The codes of 16 rows are made once per 32 codes for up
+// to 8 input rows: an and per 64 bytes, the high nibbles and the other
+// bit fields by word shifts, masks and bit selects. The few-row
 // kernels above spend 4 instructions per 64 codes and (vocabulary row,
 // input row) pair plus the code cuts; these 11-14 per 512 codes and input
 // row plus the cuts once per tile.
@@ -184,7 +186,7 @@ void QuantHeadKernel(QuantKernelIsa isa, const QuantTypeInfo& type, const uint8_
 // Vocabulary rows per packed group (the lanes of one zmm).
 inline constexpr int64_t kPackedGroupRows = 16;
 // True when `isa` has a packed kernel for `type` at hidden size d on this
-// CPU (the avx512vnni path, GFNI, d a multiple of 256, a type with one).
+// CPU (the avx512vnni path, d a multiple of 256, a type with one).
 bool QuantPackedCovers(QuantKernelIsa isa, quant::GgmlType type, int64_t d);
 // Bytes of the packed copy of `vocab` rows (padded to whole groups of
 // kPackedGroupRows; the padding rows are zero).

@@ -1,7 +1,7 @@
 // The packed kernels of the quantized LM head (quant_kernel.h, "The
-// packed kernels"), AVX512-VNNI with GFNI. Compiled with -mavx512f
-// -mavx512bw -mavx512vl -mavx512vnni -mgfni (CMakeLists); reached only
-// when QuantPackedCovers (the avx512vnni path and a CPU with GFNI).
+// packed kernels"), AVX512-VNNI. Compiled with -mavx512f -mavx512bw
+// -mavx512vl -mavx512vnni (CMakeLists); reached only when
+// QuantPackedCovers (the avx512vnni path).
 #include <immintrin.h>
 
 #include <cstddef>
@@ -127,13 +127,29 @@ inline void BuildPanel(const uint8_t* const* rows, int64_t mb, int64_t d, int o,
   }
 }
 
-// gf2p8affineqb bit matrices (byte 7 - i of the qword selects the input
-// bits of output bit i): the high nibble to bits 0-3; bits 6-7 to bits 0-1,
-// 2-3 or 4-5.
-constexpr int64_t kGfHighNibble = 0x1020408000000000;
-constexpr int64_t kGfTop2To0 = 0x4080000000000000;
-constexpr int64_t kGfTop2To2 = 0x0000408000000000;
-constexpr int64_t kGfTop2To4 = 0x0000000040800000;
+// Bit fields of every byte by word shifts and a byte mask. A shift of
+// 16-bit words moves bits across the two bytes of a word, but every field
+// cut here lands in bits that come from its own byte, and the mask clears
+// the rest. These run on the vector ALU pipes; gf2p8affineqb, which cut
+// them before, shares the pipes that run vpdpbusd, vmulps and vfmadd (on a
+// Zen 5 core 4 of them added 0.6 cycles to 16 vpdpbusd; vpsrlw, vpsllw,
+// vpand and vpternlogd added nothing) and needs GFNI, which these kernels
+// therefore do not.
+template <int kShift>
+inline __m512i ShiftBytes(__m512i v) {  // v >> kShift (kShift > 0) or v << -kShift, unmasked
+  if constexpr (kShift > 0) return _mm512_srli_epi16(v, kShift);
+  if constexpr (kShift < 0) return _mm512_slli_epi16(v, -kShift);
+  return v;
+}
+// Bit kFrom of every byte to bit kTo, the other bits cleared.
+template <int kFrom, int kTo>
+inline __m512i MoveBit(__m512i v) {
+  return _mm512_and_si512(ShiftBytes<kFrom - kTo>(v), _mm512_set1_epi8(static_cast<char>(1 << kTo)));
+}
+// (a & low) | b: vpternlogd's (A & C) | B.
+inline __m512i AndOr(__m512i a, __m512i b, __m512i low) { return _mm512_ternarylogic_epi32(a, b, low, 0xEC); }
+// m ? a : b bit by bit: vpternlogd's A ? B : C.
+inline __m512i Select(__m512i m, __m512i a, __m512i b) { return _mm512_ternarylogic_epi32(m, a, b, 0xCA); }
 
 inline __m512 ScaleU8(const uint8_t* p16, __m512 f) {
   return _mm512_mul_ps(f, _mm512_maskz_cvtepi32_ps(
@@ -235,7 +251,7 @@ struct PackedQ4_K {
     for (int j = 0; j < 4; ++j) {
       const __m512i q = _mm512_load_si512(p + (U * 4 + j) * 64);
       w[j] = _mm512_and_si512(q, low4);
-      w[j + 4] = _mm512_gf2p8affine_epi64_epi8(q, _mm512_set1_epi64(kGfHighNibble), 0);
+      w[j + 4] = _mm512_and_si512(ShiftBytes<4>(q), low4);
     }
   }
   static __m512 Scale(const uint8_t* p, int U, int H, const Sb& sb) { return ScaleU8(p + 2112 + U * 16, sb.d); }
@@ -261,8 +277,8 @@ struct PackedQ6_K : NoMin {
   // Unit U: S[U][k] (k = 0..5), 6 x 64 B. For q = 0, 1 and i = 0..2, byte
   // b of S[3q + i] = W[4q + i]'s byte b (6 bits) | bits 2i..2i+1 of
   // W[4q + 3]'s byte b, in bits 6-7: W[4q + i] = S & 0x3F, and W[4q + 3]
-  // gathers the three top pairs (gf2p8affineqb moves them to bits 0-1, 2-3,
-  // 4-5; one vpternlogd ORs them).
+  // gathers the three top pairs: s0 >> 6 in bits 0-1, s1 >> 4 in bits 2-3,
+  // s2 >> 2 in bits 4-5 (two bit selects and a mask).
   static void Codes(const uint8_t* p, int U, __m512i* w) {
     const __m512i low6 = _mm512_set1_epi8(0x3F);
 #pragma GCC unroll 2
@@ -274,10 +290,9 @@ struct PackedQ6_K : NoMin {
       w[4 * q] = _mm512_and_si512(s0, low6);
       w[4 * q + 1] = _mm512_and_si512(s1, low6);
       w[4 * q + 2] = _mm512_and_si512(s2, low6);
-      w[4 * q + 3] = _mm512_ternarylogic_epi32(
-          _mm512_gf2p8affine_epi64_epi8(s0, _mm512_set1_epi64(kGfTop2To0), 0),
-          _mm512_gf2p8affine_epi64_epi8(s1, _mm512_set1_epi64(kGfTop2To2), 0),
-          _mm512_gf2p8affine_epi64_epi8(s2, _mm512_set1_epi64(kGfTop2To4), 0), 0xFE);
+      const __m512i pairs01 = Select(_mm512_set1_epi8(0x03), ShiftBytes<6>(s0), ShiftBytes<4>(s1));
+      w[4 * q + 3] =
+          _mm512_and_si512(Select(_mm512_set1_epi8(0x0F), pairs01, ShiftBytes<2>(s2)), low6);
     }
   }
   static __m512 Scale(const uint8_t* p, int U, int H, const Sb& sb) {
@@ -307,27 +322,28 @@ struct PackedQ6_K : NoMin {
 // fifth bit (16) of W[c]'s byte b; per unit the f16 block scale d[U][r]
 // (and m[U][r]) or, for Q5_K, Q4_K's super-block scales.
 
-// W[0..7] of unit U from the nibble planes at p (+ the fifth bits at h, when set).
-inline void DecodeNibbles(const uint8_t* p, int U, const uint8_t* h, __m512i* w) {
+// W[J] and W[J + 4] of unit U from nibble plane J at p; kBit5: | the
+// fifth bits, bits J and J + 4 of hb moved to bit 4.
+template <int J, bool kBit5>
+inline void DecodeNibblePlane(const uint8_t* p, int U, __m512i hb, __m512i* w) {
   const __m512i low4 = _mm512_set1_epi8(0x0F);
-  __m512i hb = _mm512_setzero_si512();
-  if (h != nullptr) hb = _mm512_load_si512(h + U * 64);
-#pragma GCC unroll 4
-  for (int j = 0; j < 4; ++j) {
-    const __m512i q = _mm512_load_si512(p + (U * 4 + j) * 64);
-    const __m512i hi = _mm512_gf2p8affine_epi64_epi8(q, _mm512_set1_epi64(kGfHighNibble), 0);
-    if (h == nullptr) {
-      w[j] = _mm512_and_si512(q, low4);
-      w[j + 4] = hi;
-    } else {
-      // Bit c of hb to bit 4: the matrix row of output bit 4 (byte 3) = 1 << c.
-      const __m512i b0 = _mm512_gf2p8affine_epi64_epi8(hb, _mm512_set1_epi64(int64_t{1} << (24 + j)), 0);
-      const __m512i b1 =
-          _mm512_gf2p8affine_epi64_epi8(hb, _mm512_set1_epi64(int64_t{1} << (24 + j + 4)), 0);
-      w[j] = _mm512_ternarylogic_epi32(q, b0, low4, 0xEC);  // (q & 15) | b0
-      w[j + 4] = _mm512_or_si512(hi, b1);
-    }
+  const __m512i q = _mm512_load_si512(p + (U * 4 + J) * 64);
+  if constexpr (kBit5) {
+    w[J] = AndOr(q, MoveBit<J, 4>(hb), low4);
+    w[J + 4] = AndOr(ShiftBytes<4>(q), MoveBit<J + 4, 4>(hb), low4);
+  } else {
+    w[J] = _mm512_and_si512(q, low4);
+    w[J + 4] = _mm512_and_si512(ShiftBytes<4>(q), low4);
   }
+}
+// W[0..7] of unit U from the nibble planes at p (kBit5: + the fifth bits at h).
+template <bool kBit5>
+inline void DecodeNibbles(const uint8_t* p, int U, const uint8_t* h, __m512i* w) {
+  const __m512i hb = kBit5 ? _mm512_load_si512(h + U * 64) : _mm512_setzero_si512();
+  DecodeNibblePlane<0, kBit5>(p, U, hb, w);
+  DecodeNibblePlane<1, kBit5>(p, U, hb, w);
+  DecodeNibblePlane<2, kBit5>(p, U, hb, w);
+  DecodeNibblePlane<3, kBit5>(p, U, hb, w);
 }
 
 // Packing: lane r of the fifth-bit plane from the canonical codes u[256].
@@ -353,7 +369,7 @@ struct PackedBlock32 {
   struct Sb {};
   static Sb Prepare(const uint8_t*) { return {}; }
   static void Codes(const uint8_t* p, int U, __m512i* w) {
-    DecodeNibbles(p, U, Bit5 ? p + kCodes : nullptr, w);
+    DecodeNibbles<Bit5>(p, U, p + kCodes, w);
     if constexpr (Iq4nl) {  // u = kvalues_iq4nl[nibble] + 128, by vpshufb
       alignas(16) uint8_t t[16];
       for (int i = 0; i < 16; ++i) t[i] = static_cast<uint8_t>(quant::kValuesIQ4_NL[i] + 128);
@@ -404,7 +420,7 @@ struct PackedQ5_K {
   static constexpr int64_t kBytes = 2880;
   using Sb = DMin;
   static Sb Prepare(const uint8_t* p) { return LoadDMin(p + 2560); }
-  static void Codes(const uint8_t* p, int U, __m512i* w) { DecodeNibbles(p, U, p + 2048, w); }
+  static void Codes(const uint8_t* p, int U, __m512i* w) { DecodeNibbles<true>(p, U, p + 2048, w); }
   static __m512 Scale(const uint8_t* p, int U, int, const Sb& sb) { return ScaleU8(p + 2624 + U * 16, sb.d); }
   static __m512 Min(const uint8_t* p, int U, int, const Sb& sb) { return ScaleU8(p + 2752 + U * 16, sb.mdmin); }
   static void Pack(const uint8_t* block, int r, uint8_t* rec) {
@@ -420,13 +436,13 @@ struct PackedQ5_K {
 
 // ---- The 2- and 3-bit k-quants: per unit two planes T[U][h] (h = 0, 1;
 // 8 x 2 x 64 B) whose byte b of lane r holds the low 2 bits of W[4h + c']'s
-// byte b in bits 2c'..2c'+1 (c' = 0..3), cut by gf2p8affineqb; Q3_K's third
+// byte b in bits 2c'..2c'+1 (c' = 0..3), cut by shift and mask; Q3_K's third
 // bit in a plane H[U] as the fifth bit of Q5_0. Scales per 16 codes.
 
-// Bits 2c..2c+1 to bits 0-1 (matrix rows of output bits 0 and 1: bytes 7, 6).
-inline __m512i Cut2(__m512i t, int c) {
-  const int64_t a = (int64_t{1} << (2 * c)) << 56 | (int64_t{1} << (2 * c + 1)) << 48;
-  return _mm512_gf2p8affine_epi64_epi8(t, _mm512_set1_epi64(a), 0);
+// Bits 2C..2C+1 of every byte to bits 0-1.
+template <int C>
+inline __m512i Cut2(__m512i t) {
+  return _mm512_and_si512(ShiftBytes<2 * C>(t), _mm512_set1_epi8(0x03));
 }
 
 inline void PutBits2(const uint8_t* u, int r, uint8_t* t /* [8 U][2 h][16 r][4] */) {
@@ -450,11 +466,8 @@ struct PackedQ2_K {
   static void Codes(const uint8_t* p, int U, __m512i* w) {
     const __m512i t0 = _mm512_load_si512(p + (U * 2) * 64);
     const __m512i t1 = _mm512_load_si512(p + (U * 2 + 1) * 64);
-#pragma GCC unroll 4
-    for (int c = 0; c < 4; ++c) {
-      w[c] = Cut2(t0, c);
-      w[c + 4] = Cut2(t1, c);
-    }
+    w[0] = Cut2<0>(t0), w[1] = Cut2<1>(t0), w[2] = Cut2<2>(t0), w[3] = Cut2<3>(t0);
+    w[4] = Cut2<0>(t1), w[5] = Cut2<1>(t1), w[6] = Cut2<2>(t1), w[7] = Cut2<3>(t1);
   }
   static __m512i ScaleBytes(const uint8_t* p, int U, int H) {
     return _mm512_maskz_cvtepu8_epi32(
@@ -493,15 +506,16 @@ struct PackedQ3_K : NoMin {
     const __m512i t0 = _mm512_load_si512(p + (U * 2) * 64);
     const __m512i t1 = _mm512_load_si512(p + (U * 2 + 1) * 64);
     const __m512i hb = _mm512_load_si512(p + 1024 + U * 64);
-#pragma GCC unroll 4
-    for (int c = 0; c < 4; ++c) {
-      // Bit c (c + 4) of hb to bit 2: the matrix row of output bit 2 (byte 5).
-      const __m512i h0 = _mm512_gf2p8affine_epi64_epi8(hb, _mm512_set1_epi64(int64_t{1} << (40 + c)), 0);
-      const __m512i h1 =
-          _mm512_gf2p8affine_epi64_epi8(hb, _mm512_set1_epi64(int64_t{1} << (40 + c + 4)), 0);
-      w[c] = _mm512_or_si512(Cut2(t0, c), h0);
-      w[c + 4] = _mm512_or_si512(Cut2(t1, c), h1);
-    }
+    // W[c] = 2-bit field c of t0 (of t1 for c + 4) | bit c of hb moved to bit 2.
+    const __m512i low2 = _mm512_set1_epi8(0x03);
+    w[0] = AndOr(t0, MoveBit<0, 2>(hb), low2);
+    w[1] = AndOr(ShiftBytes<2>(t0), MoveBit<1, 2>(hb), low2);
+    w[2] = AndOr(ShiftBytes<4>(t0), MoveBit<2, 2>(hb), low2);
+    w[3] = AndOr(ShiftBytes<6>(t0), MoveBit<3, 2>(hb), low2);
+    w[4] = AndOr(t1, MoveBit<4, 2>(hb), low2);
+    w[5] = AndOr(ShiftBytes<2>(t1), MoveBit<5, 2>(hb), low2);
+    w[6] = AndOr(ShiftBytes<4>(t1), MoveBit<6, 2>(hb), low2);
+    w[7] = AndOr(ShiftBytes<6>(t1), MoveBit<7, 2>(hb), low2);
   }
   static __m512 Scale(const uint8_t* p, int U, int H, const Sb& sb) {
     return ScaleI8(p + 1568 + (2 * U + H) * 16, sb.d);
@@ -527,77 +541,75 @@ struct PackedQ3_K : NoMin {
 };
 
 // Unit U (32 codes) of a record for MB input rows; u = the unit's index in the row.
+// The MB integer sums are interleaved (c outer, m inner): MB independent
+// vpdpbusd chains side by side in the instruction stream, so the core runs
+// them in parallel (one chain per input row in turn left each chain's
+// 4-5 cycle latency to the out-of-order window). Same sums, same float
+// operations in the same order as one row at a time.
 template <class T, int MB>
 inline void PackedUnit(const uint8_t* rec, int U, const typename T::Sb& sb, const Panel& pn,
                        int64_t u, __m512* acc) {
   __m512i w[8];
   T::Codes(rec, U, w);
   const int8_t* ab = pn.a + u * MB * 32;
-  if constexpr (T::kSub == 32) {
-    const __m512 dw = T::Scale(rec, U, 0, sb);
+  constexpr int kHalves = T::kSub == 32 ? 1 : 2, kC = 8 / kHalves;
+#pragma GCC unroll 2
+  for (int h = 0; h < kHalves; ++h) {
+    const __m512 dw = T::Scale(rec, U, h, sb);
     __m512 mw = _mm512_setzero_ps();
-    if constexpr (T::kMins) mw = T::Min(rec, U, 0, sb);
+    if constexpr (T::kMins) mw = T::Min(rec, U, h, sb);
+    const int64_t si = kHalves == 1 ? u * MB : (2 * u + h) * MB;  // sums / qs of this sub-block
+    const int32_t* init = kHalves == 1 ? pn.init32 : pn.init16;
+    const float* qs = kHalves == 1 ? pn.qs32 : pn.qs16;
+    // With one or two input rows, each row's sum runs as two chains (even
+    // and odd c) added at the end: the same int32 sum with half the
+    // latency between units.
+    constexpr int kSplit = MB <= 2 ? 2 : 1;
+    __m512i isum[kSplit][MB];
 #pragma GCC unroll 8
     for (int m = 0; m < MB; ++m) {
-      __m512i isum = T::kOffset != 0 ? _mm512_set1_epi32(pn.init32[u * MB + m]) : _mm512_setzero_si512();
-#pragma GCC unroll 8
-      for (int c = 0; c < 8; ++c) {
-        int32_t four;
-        std::memcpy(&four, ab + m * 32 + 4 * c, 4);
-        isum = _mm512_dpbusd_epi32(isum, w[c], _mm512_set1_epi32(four));
-      }
-      acc[m] = _mm512_fmadd_ps(_mm512_maskz_cvtepi32_ps(kAll, isum),
-                               _mm512_mul_ps(dw, _mm512_set1_ps(pn.da[u * MB + m])), acc[m]);
-      if constexpr (T::kMins) acc[m] = _mm512_fmadd_ps(mw, _mm512_set1_ps(pn.qs32[u * MB + m]), acc[m]);
+      isum[0][m] = T::kOffset != 0 ? _mm512_set1_epi32(init[si + m]) : _mm512_setzero_si512();
+      if constexpr (kSplit == 2) isum[kSplit - 1][m] = _mm512_setzero_si512();
     }
-  } else {
-#pragma GCC unroll 2
-    for (int h = 0; h < 2; ++h) {
-      const __m512 dw = T::Scale(rec, U, h, sb);
-      __m512 mw = _mm512_setzero_ps();
-      if constexpr (T::kMins) mw = T::Min(rec, U, h, sb);
+#pragma GCC unroll 8
+    for (int c = 0; c < kC; ++c) {
 #pragma GCC unroll 8
       for (int m = 0; m < MB; ++m) {
-        __m512i isum = T::kOffset != 0 ? _mm512_set1_epi32(pn.init16[(2 * u + h) * MB + m])
-                                       : _mm512_setzero_si512();
-#pragma GCC unroll 4
-        for (int c = 0; c < 4; ++c) {
-          int32_t four;
-          std::memcpy(&four, ab + m * 32 + 16 * h + 4 * c, 4);
-          isum = _mm512_dpbusd_epi32(isum, w[4 * h + c], _mm512_set1_epi32(four));
-        }
-        acc[m] = _mm512_fmadd_ps(_mm512_maskz_cvtepi32_ps(kAll, isum),
-                                 _mm512_mul_ps(dw, _mm512_set1_ps(pn.da[u * MB + m])), acc[m]);
-        if constexpr (T::kMins) {
-          acc[m] = _mm512_fmadd_ps(mw, _mm512_set1_ps(pn.qs16[(2 * u + h) * MB + m]), acc[m]);
-        }
+        int32_t four;
+        std::memcpy(&four, ab + m * 32 + 16 * h + 4 * c, 4);
+        __m512i& sum = isum[c % kSplit][m];
+        sum = _mm512_dpbusd_epi32(sum, w[kC * h + c], _mm512_set1_epi32(four));
       }
+    }
+    if constexpr (kSplit == 2) {
+#pragma GCC unroll 8
+      for (int m = 0; m < MB; ++m) isum[0][m] = _mm512_add_epi32(isum[0][m], isum[kSplit - 1][m]);
+    }
+#pragma GCC unroll 8
+    for (int m = 0; m < MB; ++m) {
+      acc[m] = _mm512_fmadd_ps(_mm512_maskz_cvtepi32_ps(kAll, isum[0][m]),
+                               _mm512_mul_ps(dw, _mm512_set1_ps(pn.da[u * MB + m])), acc[m]);
+      if constexpr (T::kMins) acc[m] = _mm512_fmadd_ps(mw, _mm512_set1_ps(qs[si + m]), acc[m]);
     }
   }
 }
 
-// One group (16 vocabulary rows) x MB input rows. pf_bytes > 0: before each
-// record, prefetch (prefetcht0, every 64-byte line) the record pf_bytes
-// further on, which may be in the next group; prefetches never fault, so
-// lines past the end of the copy are harmless.
+// One record (256 codes of 16 vocabulary rows) x MB input rows: the MB
+// accumulators come from acc_buf[MB][16] (zero for the first record, s = 0)
+// and go back to it. Keeping them in memory between records costs MB loads
+// and stores per 8 x 8 x MB vpdpbusd and lets every input-row tile use the
+// record while it is in L1 (a group of 16 rows x 4,096 codes is 21-70 KB:
+// more than L1 for Q8_0, Q6_K, Q5_K, Q5_1).
 template <class T, int MB>
-inline void PackedTile(const uint8_t* group, int64_t nsb, const Panel& pn, float* const* out,
-                       __mmask16 lanes, int64_t pf_bytes) {
+inline void PackedRecord(const uint8_t* rec, int64_t s, const Panel& pn, float* acc_buf) {
   __m512 acc[MB];
 #pragma GCC unroll 8
-  for (int m = 0; m < MB; ++m) acc[m] = _mm512_setzero_ps();
-  for (int64_t s = 0; s < nsb; ++s) {
-    const uint8_t* rec = group + s * T::kBytes;
-    if (pf_bytes > 0) {
-      const char* ahead = reinterpret_cast<const char*>(rec) + pf_bytes;
-      for (int64_t b = 0; b < T::kBytes; b += 64) _mm_prefetch(ahead + b, _MM_HINT_T0);
-    }
-    const typename T::Sb sb = T::Prepare(rec);
+  for (int m = 0; m < MB; ++m) acc[m] = s == 0 ? _mm512_setzero_ps() : _mm512_load_ps(acc_buf + 16 * m);
+  const typename T::Sb sb = T::Prepare(rec);
 #pragma GCC unroll 1
-    for (int U = 0; U < 8; ++U) PackedUnit<T, MB>(rec, U, sb, pn, 8 * s + U, acc);
-  }
+  for (int U = 0; U < 8; ++U) PackedUnit<T, MB>(rec, U, sb, pn, 8 * s + U, acc);
 #pragma GCC unroll 8
-  for (int m = 0; m < MB; ++m) _mm512_mask_storeu_ps(out[m], lanes, acc[m]);
+  for (int m = 0; m < MB; ++m) _mm512_store_ps(acc_buf + 16 * m, acc[m]);
 }
 
 template <class T>
@@ -633,29 +645,42 @@ void PackedKernelT(const uint8_t* acts, int64_t rows, const uint8_t* packed, int
       for (int64_t i = 0; i < mb; ++i) r[i] = acts + (m0 + m + i) * al.bytes;
       BuildPanel(r, mb, d, T::kOffset, panel + m * nu * kPackedPanelBytesPer32);
     }
+    // Per group, record by record, every tile of input rows (the record
+    // stays in L1 between them); prefetch_records > 0: before each record,
+    // prefetch (prefetcht0, every 64-byte line) the record that far ahead,
+    // which may be in the next group; prefetches never fault, so lines
+    // past the end of the copy are harmless.
+    alignas(64) float acc_buf[kPackedRowBlock * 16];
+    const int64_t pf_bytes = prefetch_records * T::kBytes;
     for (int64_t v = v0; v < v1; v += kPackedGroupRows) {
       const int64_t g = v / kPackedGroupRows;
       const int64_t nr = Min64(kPackedGroupRows, v1 - v);
       const __mmask16 lanes = static_cast<__mmask16>((1u << nr) - 1);
       const uint8_t* group = packed + g * nsb * T::kBytes;
-      for (int64_t m = 0; m < mrows; m += kPackedMb) {
-        const int mb = static_cast<int>(Min64(kPackedMb, mrows - m));
-        const Panel pn(panel + m * nu * kPackedPanelBytesPer32, nu, mb);
-        float* o[kPackedMb];
-        for (int i = 0; i < mb; ++i) o[i] = out + (m0 + m + i) * ldo + v;
-        // Only the first pass over a group reads it from memory; the
-        // next input rows find it in the cache.
-        const int64_t pf = m == 0 ? prefetch_records * T::kBytes : 0;
-        switch (mb) {
-          case 8: PackedTile<T, 8>(group, nsb, pn, o, lanes, pf); break;
-          case 7: PackedTile<T, 7>(group, nsb, pn, o, lanes, pf); break;
-          case 6: PackedTile<T, 6>(group, nsb, pn, o, lanes, pf); break;
-          case 5: PackedTile<T, 5>(group, nsb, pn, o, lanes, pf); break;
-          case 4: PackedTile<T, 4>(group, nsb, pn, o, lanes, pf); break;
-          case 3: PackedTile<T, 3>(group, nsb, pn, o, lanes, pf); break;
-          case 2: PackedTile<T, 2>(group, nsb, pn, o, lanes, pf); break;
-          default: PackedTile<T, 1>(group, nsb, pn, o, lanes, pf); break;
+      for (int64_t s = 0; s < nsb; ++s) {
+        const uint8_t* rec = group + s * T::kBytes;
+        if (pf_bytes > 0) {
+          const char* ahead = reinterpret_cast<const char*>(rec) + pf_bytes;
+          for (int64_t b = 0; b < T::kBytes; b += 64) _mm_prefetch(ahead + b, _MM_HINT_T0);
         }
+        for (int64_t m = 0; m < mrows; m += kPackedMb) {
+          const int mb = static_cast<int>(Min64(kPackedMb, mrows - m));
+          const Panel pn(panel + m * nu * kPackedPanelBytesPer32, nu, mb);
+          float* ab = acc_buf + m * 16;
+          switch (mb) {
+            case 8: PackedRecord<T, 8>(rec, s, pn, ab); break;
+            case 7: PackedRecord<T, 7>(rec, s, pn, ab); break;
+            case 6: PackedRecord<T, 6>(rec, s, pn, ab); break;
+            case 5: PackedRecord<T, 5>(rec, s, pn, ab); break;
+            case 4: PackedRecord<T, 4>(rec, s, pn, ab); break;
+            case 3: PackedRecord<T, 3>(rec, s, pn, ab); break;
+            case 2: PackedRecord<T, 2>(rec, s, pn, ab); break;
+            default: PackedRecord<T, 1>(rec, s, pn, ab); break;
+          }
+        }
+      }
+      for (int64_t m = 0; m < mrows; ++m) {
+        _mm512_mask_storeu_ps(out + (m0 + m) * ldo + v, lanes, _mm512_load_ps(acc_buf + m * 16));
       }
     }
   }

@@ -435,7 +435,7 @@ TEST(LmHeadQuant, PackedHeadIsChosenByDefaultAndOverridable) {
 // type, M = 1 and 5 (a partial last group), distances 0, 1 and 8 agree.
 TEST(LmHeadQuant, PackedPrefetchIsMeasuredOrSetAndChangesNoBit) {
   if (!QuantPackedCovers(QuantKernelIsa::kAvx512Vnni, GgmlType::kQ8_0, 256)) {
-    std::printf("[ SKIPPED  ] no packed kernel on this CPU (avx512vnni with GFNI)\n");
+    std::printf("[ SKIPPED  ] no packed kernel on this CPU (avx512vnni)\n");
     GTEST_SKIP();
   }
   const int64_t vocab = 70, hidden = 512;

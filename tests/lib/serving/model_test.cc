@@ -130,7 +130,9 @@ TEST(ModelTest, ConvertedTablesAreHugePageAligned) {
   auto tied = Model::Create(bf16);
   ASSERT_TRUE(tied.ok()) << tied.status();
   const WeightTensor& head = (*tied)->checkpoint().lm_head();
-  if ((*tied)->fallback_reason().empty()) EXPECT_EQ(head.dtype, DType::kBF16);
+  if ((*tied)->fallback_reason().empty()) {
+    EXPECT_EQ(head.dtype, DType::kBF16);
+  }
   EXPECT_EQ(head.data, (*tied)->checkpoint().embedding().data);
   EXPECT_TRUE(HugePageAligned(head.data));
   EXPECT_TRUE(!testing::ThpInKernel() || testing::AdvisedHugePages(head.data));
