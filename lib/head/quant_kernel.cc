@@ -30,6 +30,11 @@ bool CpuidF16c() {
   unsigned a = 0, b = 0, c = 0, d = 0;
   return __get_cpuid(1, &a, &b, &c, &d) != 0 && (c & (1u << 29)) != 0;
 }
+// GFNI: CPUID.(EAX=7,ECX=0):ECX bit 8 (the packed kernels' few-row decode).
+bool CpuidGfni() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  return __get_cpuid_count(7, 0, &a, &b, &c, &d) != 0 && (c & (1u << 8)) != 0;
+}
 bool CpuidAvxVnni() {
   unsigned a = 0, b = 0, c = 0, d = 0;
   return __get_cpuid_count(7, 1, &a, &b, &c, &d) != 0 && (a & (1u << 4)) != 0;
@@ -39,7 +44,7 @@ bool CpuidAvxVnni() {
 // hypervisor (about 3 us each on KVM), and the packed kernel's entry checks
 // QuantPackedCovers once per vocabulary chunk (hundreds per call).
 struct IsaSupport {
-  bool avx2 = false, avxvnni = false, avx512vnni = false;
+  bool avx2 = false, avxvnni = false, avx512vnni = false, gfni = false;
 };
 const IsaSupport& Support() {
   static const IsaSupport support = [] {
@@ -50,6 +55,7 @@ const IsaSupport& Support() {
     s.avx512vnni = s.avx2 && __builtin_cpu_supports("avx512f") &&
                    __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
                    __builtin_cpu_supports("avx512vnni");
+    s.gfni = CpuidGfni();
     return s;
   }();
   return support;
@@ -211,7 +217,7 @@ void QuantPackedKernel(QuantKernelIsa isa, const QuantTypeInfo& type, const uint
   if (!QuantPackedCovers(isa, type.type, d)) return;
   prefetch_records = std::clamp(prefetch_records, 0, kPackedPrefetchMax);
   quant_kernel_internal::Avx512PackedKernel(type, acts, rows, packed, d, v0, v1, out, ldo, scratch,
-                                            prefetch_records);
+                                            prefetch_records, Support().gfni);
 }
 
 }  // namespace vocabd

@@ -244,9 +244,11 @@ inline constexpr int64_t kPackedRecordBytesQ2_K = 1344;
 inline constexpr int64_t kPackedRecordBytesQ3_K = 1856;
 void Avx512PackGroups(const QuantTypeInfo& type, const uint8_t* w, int64_t vocab, int64_t d,
                       int64_t g0, int64_t g1, uint8_t* packed);
+// gfni: the CPU has GFNI (tiles of up to two input rows then cut the
+// codes with gf2p8affineqb; the same codes).
 void Avx512PackedKernel(const QuantTypeInfo& type, const uint8_t* acts, int64_t rows,
                         const uint8_t* packed, int64_t d, int64_t v0, int64_t v1, float* out,
-                        int64_t ldo, uint8_t* scratch, int prefetch_records);
+                        int64_t ldo, uint8_t* scratch, int prefetch_records, bool gfni);
 }  // namespace quant_kernel_internal
 
 }  // namespace vocabd

@@ -1,7 +1,8 @@
 // The packed kernels of the quantized LM head (quant_kernel.h, "The
 // packed kernels"), AVX512-VNNI. Compiled with -mavx512f -mavx512bw
-// -mavx512vl -mavx512vnni (CMakeLists); reached only when
-// QuantPackedCovers (the avx512vnni path).
+// -mavx512vl -mavx512vnni -mgfni (CMakeLists); reached only when
+// QuantPackedCovers (the avx512vnni path); gf2p8affineqb runs only on a
+// CPU with GFNI (QuantCpuHasGfni).
 #include <immintrin.h>
 
 #include <cstddef>
@@ -127,14 +128,30 @@ inline void BuildPanel(const uint8_t* const* rows, int64_t mb, int64_t d, int o,
   }
 }
 
-// Bit fields of every byte by word shifts and a byte mask. A shift of
-// 16-bit words moves bits across the two bytes of a word, but every field
-// cut here lands in bits that come from its own byte, and the mask clears
-// the rest. These run on the vector ALU pipes; gf2p8affineqb, which cut
-// them before, shares the pipes that run vpdpbusd, vmulps and vfmadd (on a
-// Zen 5 core 4 of them added 0.6 cycles to 16 vpdpbusd; vpsrlw, vpsllw,
-// vpand and vpternlogd added nothing) and needs GFNI, which these kernels
-// therefore do not.
+// The codes' bit fields are cut in one of two ways, chosen per tile
+// (Codes<kGf>; the same bytes either way):
+// - kGf = false: word shifts and a byte mask. A shift of 16-bit words moves
+//   bits across the two bytes of a word, but every field cut here lands in
+//   bits that come from its own byte, and the mask clears the rest. These
+//   run on the vector ALU pipes, beside vpdpbusd (on a Zen 5 core 16
+//   vpdpbusd with 4 vpsrlw, vpand or vpternlogd take the time of 16 alone).
+// - kGf = true (a CPU with GFNI): one gf2p8affineqb per field, fewer
+//   instructions, but on the pipes that run vpdpbusd, vmulps and vfmadd
+//   (4 of them added 0.6 cycles to 16 vpdpbusd there).
+// With 8 input rows a unit's codes serve 64 vpdpbusd and the shifts are
+// faster; with one or two the instruction count decides, and gf2p8affineqb
+// is (up to 2 input rows: PackedKernelT).
+// gf2p8affineqb bit matrices (byte 7 - i of the qword selects the input
+// bits of output bit i): the high nibble to bits 0-3; bits 6-7 to bits 0-1,
+// 2-3 or 4-5; bit c to bit 4 (2): the matrix row of output bit 4 (2), byte
+// 3 (5), = 1 << c.
+constexpr int64_t kGfHighNibble = 0x1020408000000000;
+constexpr int64_t kGfTop2To0 = 0x4080000000000000;
+constexpr int64_t kGfTop2To2 = 0x0000408000000000;
+constexpr int64_t kGfTop2To4 = 0x0000000040800000;
+inline __m512i Gf(__m512i v, int64_t matrix) {
+  return _mm512_gf2p8affine_epi64_epi8(v, _mm512_set1_epi64(matrix), 0);
+}
 template <int kShift>
 inline __m512i ShiftBytes(__m512i v) {  // v >> kShift (kShift > 0) or v << -kShift, unmasked
   if constexpr (kShift > 0) return _mm512_srli_epi16(v, kShift);
@@ -224,6 +241,7 @@ struct PackedQ8_0 : NoMin {
   static constexpr int64_t kBytes = 4352;
   struct Sb {};
   static Sb Prepare(const uint8_t*) { return {}; }
+  template <bool>
   static void Codes(const uint8_t* p, int U, __m512i* w) {
 #pragma GCC unroll 8
     for (int c = 0; c < 8; ++c) w[c] = _mm512_load_si512(p + (U * 8 + c) * 64);
@@ -245,13 +263,14 @@ struct PackedQ4_K {
   static constexpr int64_t kBytes = 2368;
   using Sb = DMin;
   static Sb Prepare(const uint8_t* p) { return LoadDMin(p + 2048); }
+  template <bool kGf>
   static void Codes(const uint8_t* p, int U, __m512i* w) {
     const __m512i low4 = _mm512_set1_epi8(0x0F);
 #pragma GCC unroll 4
     for (int j = 0; j < 4; ++j) {
       const __m512i q = _mm512_load_si512(p + (U * 4 + j) * 64);
       w[j] = _mm512_and_si512(q, low4);
-      w[j + 4] = _mm512_and_si512(ShiftBytes<4>(q), low4);
+      w[j + 4] = kGf ? Gf(q, kGfHighNibble) : _mm512_and_si512(ShiftBytes<4>(q), low4);
     }
   }
   static __m512 Scale(const uint8_t* p, int U, int H, const Sb& sb) { return ScaleU8(p + 2112 + U * 16, sb.d); }
@@ -278,7 +297,9 @@ struct PackedQ6_K : NoMin {
   // b of S[3q + i] = W[4q + i]'s byte b (6 bits) | bits 2i..2i+1 of
   // W[4q + 3]'s byte b, in bits 6-7: W[4q + i] = S & 0x3F, and W[4q + 3]
   // gathers the three top pairs: s0 >> 6 in bits 0-1, s1 >> 4 in bits 2-3,
-  // s2 >> 2 in bits 4-5 (two bit selects and a mask).
+  // s2 >> 2 in bits 4-5 (two bit selects and a mask, or three
+  // gf2p8affineqb and an or).
+  template <bool kGf>
   static void Codes(const uint8_t* p, int U, __m512i* w) {
     const __m512i low6 = _mm512_set1_epi8(0x3F);
 #pragma GCC unroll 2
@@ -290,9 +311,14 @@ struct PackedQ6_K : NoMin {
       w[4 * q] = _mm512_and_si512(s0, low6);
       w[4 * q + 1] = _mm512_and_si512(s1, low6);
       w[4 * q + 2] = _mm512_and_si512(s2, low6);
-      const __m512i pairs01 = Select(_mm512_set1_epi8(0x03), ShiftBytes<6>(s0), ShiftBytes<4>(s1));
-      w[4 * q + 3] =
-          _mm512_and_si512(Select(_mm512_set1_epi8(0x0F), pairs01, ShiftBytes<2>(s2)), low6);
+      if constexpr (kGf) {
+        w[4 * q + 3] = _mm512_ternarylogic_epi32(Gf(s0, kGfTop2To0), Gf(s1, kGfTop2To2),
+                                                 Gf(s2, kGfTop2To4), 0xFE);
+      } else {
+        const __m512i pairs01 = Select(_mm512_set1_epi8(0x03), ShiftBytes<6>(s0), ShiftBytes<4>(s1));
+        w[4 * q + 3] =
+            _mm512_and_si512(Select(_mm512_set1_epi8(0x0F), pairs01, ShiftBytes<2>(s2)), low6);
+      }
     }
   }
   static __m512 Scale(const uint8_t* p, int U, int H, const Sb& sb) {
@@ -324,11 +350,20 @@ struct PackedQ6_K : NoMin {
 
 // W[J] and W[J + 4] of unit U from nibble plane J at p; kBit5: | the
 // fifth bits, bits J and J + 4 of hb moved to bit 4.
-template <int J, bool kBit5>
+template <int J, bool kBit5, bool kGf>
 inline void DecodeNibblePlane(const uint8_t* p, int U, __m512i hb, __m512i* w) {
   const __m512i low4 = _mm512_set1_epi8(0x0F);
   const __m512i q = _mm512_load_si512(p + (U * 4 + J) * 64);
-  if constexpr (kBit5) {
+  if constexpr (kGf) {
+    const __m512i hi = Gf(q, kGfHighNibble);
+    if constexpr (kBit5) {
+      w[J] = AndOr(q, Gf(hb, int64_t{1} << (24 + J)), low4);
+      w[J + 4] = _mm512_or_si512(hi, Gf(hb, int64_t{1} << (24 + J + 4)));
+    } else {
+      w[J] = _mm512_and_si512(q, low4);
+      w[J + 4] = hi;
+    }
+  } else if constexpr (kBit5) {
     w[J] = AndOr(q, MoveBit<J, 4>(hb), low4);
     w[J + 4] = AndOr(ShiftBytes<4>(q), MoveBit<J + 4, 4>(hb), low4);
   } else {
@@ -337,13 +372,13 @@ inline void DecodeNibblePlane(const uint8_t* p, int U, __m512i hb, __m512i* w) {
   }
 }
 // W[0..7] of unit U from the nibble planes at p (kBit5: + the fifth bits at h).
-template <bool kBit5>
+template <bool kBit5, bool kGf>
 inline void DecodeNibbles(const uint8_t* p, int U, const uint8_t* h, __m512i* w) {
   const __m512i hb = kBit5 ? _mm512_load_si512(h + U * 64) : _mm512_setzero_si512();
-  DecodeNibblePlane<0, kBit5>(p, U, hb, w);
-  DecodeNibblePlane<1, kBit5>(p, U, hb, w);
-  DecodeNibblePlane<2, kBit5>(p, U, hb, w);
-  DecodeNibblePlane<3, kBit5>(p, U, hb, w);
+  DecodeNibblePlane<0, kBit5, kGf>(p, U, hb, w);
+  DecodeNibblePlane<1, kBit5, kGf>(p, U, hb, w);
+  DecodeNibblePlane<2, kBit5, kGf>(p, U, hb, w);
+  DecodeNibblePlane<3, kBit5, kGf>(p, U, hb, w);
 }
 
 // Packing: lane r of the fifth-bit plane from the canonical codes u[256].
@@ -368,8 +403,9 @@ struct PackedBlock32 {
   static constexpr int64_t kBytes = kM + (Mins ? 256 : 0);
   struct Sb {};
   static Sb Prepare(const uint8_t*) { return {}; }
+  template <bool kGf>
   static void Codes(const uint8_t* p, int U, __m512i* w) {
-    DecodeNibbles<Bit5>(p, U, p + kCodes, w);
+    DecodeNibbles<Bit5, kGf>(p, U, p + kCodes, w);
     if constexpr (Iq4nl) {  // u = kvalues_iq4nl[nibble] + 128, by vpshufb
       alignas(16) uint8_t t[16];
       for (int i = 0; i < 16; ++i) t[i] = static_cast<uint8_t>(quant::kValuesIQ4_NL[i] + 128);
@@ -420,7 +456,8 @@ struct PackedQ5_K {
   static constexpr int64_t kBytes = 2880;
   using Sb = DMin;
   static Sb Prepare(const uint8_t* p) { return LoadDMin(p + 2560); }
-  static void Codes(const uint8_t* p, int U, __m512i* w) { DecodeNibbles<true>(p, U, p + 2048, w); }
+  template <bool kGf>
+  static void Codes(const uint8_t* p, int U, __m512i* w) { DecodeNibbles<true, kGf>(p, U, p + 2048, w); }
   static __m512 Scale(const uint8_t* p, int U, int, const Sb& sb) { return ScaleU8(p + 2624 + U * 16, sb.d); }
   static __m512 Min(const uint8_t* p, int U, int, const Sb& sb) { return ScaleU8(p + 2752 + U * 16, sb.mdmin); }
   static void Pack(const uint8_t* block, int r, uint8_t* rec) {
@@ -440,8 +477,9 @@ struct PackedQ5_K {
 // bit in a plane H[U] as the fifth bit of Q5_0. Scales per 16 codes.
 
 // Bits 2C..2C+1 of every byte to bits 0-1.
-template <int C>
+template <int C, bool kGf>
 inline __m512i Cut2(__m512i t) {
+  if constexpr (kGf) return Gf(t, (int64_t{1} << (2 * C)) << 56 | (int64_t{1} << (2 * C + 1)) << 48);
   return _mm512_and_si512(ShiftBytes<2 * C>(t), _mm512_set1_epi8(0x03));
 }
 
@@ -463,11 +501,12 @@ struct PackedQ2_K {
   static constexpr int64_t kBytes = 1344;
   using Sb = DMin;
   static Sb Prepare(const uint8_t* p) { return LoadDMin(p + 1024); }
+  template <bool kGf>
   static void Codes(const uint8_t* p, int U, __m512i* w) {
     const __m512i t0 = _mm512_load_si512(p + (U * 2) * 64);
     const __m512i t1 = _mm512_load_si512(p + (U * 2 + 1) * 64);
-    w[0] = Cut2<0>(t0), w[1] = Cut2<1>(t0), w[2] = Cut2<2>(t0), w[3] = Cut2<3>(t0);
-    w[4] = Cut2<0>(t1), w[5] = Cut2<1>(t1), w[6] = Cut2<2>(t1), w[7] = Cut2<3>(t1);
+    w[0] = Cut2<0, kGf>(t0), w[1] = Cut2<1, kGf>(t0), w[2] = Cut2<2, kGf>(t0), w[3] = Cut2<3, kGf>(t0);
+    w[4] = Cut2<0, kGf>(t1), w[5] = Cut2<1, kGf>(t1), w[6] = Cut2<2, kGf>(t1), w[7] = Cut2<3, kGf>(t1);
   }
   static __m512i ScaleBytes(const uint8_t* p, int U, int H) {
     return _mm512_maskz_cvtepu8_epi32(
@@ -502,11 +541,22 @@ struct PackedQ3_K : NoMin {
     __m512 d;
   };
   static Sb Prepare(const uint8_t* p) { return {HalfVec(p + 1536)}; }
+  template <bool kGf>
   static void Codes(const uint8_t* p, int U, __m512i* w) {
     const __m512i t0 = _mm512_load_si512(p + (U * 2) * 64);
     const __m512i t1 = _mm512_load_si512(p + (U * 2 + 1) * 64);
     const __m512i hb = _mm512_load_si512(p + 1024 + U * 64);
     // W[c] = 2-bit field c of t0 (of t1 for c + 4) | bit c of hb moved to bit 2.
+    if constexpr (kGf) {
+#pragma GCC unroll 4
+      for (int c = 0; c < 4; ++c) {
+        w[c] = _mm512_or_si512(Gf(t0, (int64_t{1} << (2 * c)) << 56 | (int64_t{1} << (2 * c + 1)) << 48),
+                               Gf(hb, int64_t{1} << (40 + c)));
+        w[c + 4] = _mm512_or_si512(Gf(t1, (int64_t{1} << (2 * c)) << 56 | (int64_t{1} << (2 * c + 1)) << 48),
+                                   Gf(hb, int64_t{1} << (40 + c + 4)));
+      }
+      return;
+    }
     const __m512i low2 = _mm512_set1_epi8(0x03);
     w[0] = AndOr(t0, MoveBit<0, 2>(hb), low2);
     w[1] = AndOr(ShiftBytes<2>(t0), MoveBit<1, 2>(hb), low2);
@@ -546,11 +596,11 @@ struct PackedQ3_K : NoMin {
 // them in parallel (one chain per input row in turn left each chain's
 // 4-5 cycle latency to the out-of-order window). Same sums, same float
 // operations in the same order as one row at a time.
-template <class T, int MB>
+template <class T, int MB, bool kGf>
 inline void PackedUnit(const uint8_t* rec, int U, const typename T::Sb& sb, const Panel& pn,
                        int64_t u, __m512* acc) {
   __m512i w[8];
-  T::Codes(rec, U, w);
+  T::template Codes<kGf>(rec, U, w);
   const int8_t* ab = pn.a + u * MB * 32;
   constexpr int kHalves = T::kSub == 32 ? 1 : 2, kC = 8 / kHalves;
 #pragma GCC unroll 2
@@ -600,14 +650,14 @@ inline void PackedUnit(const uint8_t* rec, int U, const typename T::Sb& sb, cons
 // and stores per 8 x 8 x MB vpdpbusd and lets every input-row tile use the
 // record while it is in L1 (a group of 16 rows x 4,096 codes is 21-70 KB:
 // more than L1 for Q8_0, Q6_K, Q5_K, Q5_1).
-template <class T, int MB>
+template <class T, int MB, bool kGf>
 inline void PackedRecord(const uint8_t* rec, int64_t s, const Panel& pn, float* acc_buf) {
   __m512 acc[MB];
 #pragma GCC unroll 8
   for (int m = 0; m < MB; ++m) acc[m] = s == 0 ? _mm512_setzero_ps() : _mm512_load_ps(acc_buf + 16 * m);
   const typename T::Sb sb = T::Prepare(rec);
 #pragma GCC unroll 1
-  for (int U = 0; U < 8; ++U) PackedUnit<T, MB>(rec, U, sb, pn, 8 * s + U, acc);
+  for (int U = 0; U < 8; ++U) PackedUnit<T, MB, kGf>(rec, U, sb, pn, 8 * s + U, acc);
 #pragma GCC unroll 8
   for (int m = 0; m < MB; ++m) _mm512_store_ps(acc_buf + 16 * m, acc[m]);
 }
@@ -632,7 +682,7 @@ void PackGroupsT(const uint8_t* w, int64_t vocab, int64_t d, int64_t g0, int64_t
 template <class T>
 void PackedKernelT(const uint8_t* acts, int64_t rows, const uint8_t* packed, int64_t d,
                    int64_t v0, int64_t v1, float* out, int64_t ldo, uint8_t* scratch,
-                   int prefetch_records) {
+                   int prefetch_records, bool gfni) {
   const ActLayout al(d);
   const int64_t nu = d / 32, nsb = d / 256;
   uint8_t* panel = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(scratch) + 63) &
@@ -668,14 +718,26 @@ void PackedKernelT(const uint8_t* acts, int64_t rows, const uint8_t* packed, int
           const Panel pn(panel + m * nu * kPackedPanelBytesPer32, nu, mb);
           float* ab = acc_buf + m * 16;
           switch (mb) {
-            case 8: PackedRecord<T, 8>(rec, s, pn, ab); break;
-            case 7: PackedRecord<T, 7>(rec, s, pn, ab); break;
-            case 6: PackedRecord<T, 6>(rec, s, pn, ab); break;
-            case 5: PackedRecord<T, 5>(rec, s, pn, ab); break;
-            case 4: PackedRecord<T, 4>(rec, s, pn, ab); break;
-            case 3: PackedRecord<T, 3>(rec, s, pn, ab); break;
-            case 2: PackedRecord<T, 2>(rec, s, pn, ab); break;
-            default: PackedRecord<T, 1>(rec, s, pn, ab); break;
+            case 8: PackedRecord<T, 8, false>(rec, s, pn, ab); break;
+            case 7: PackedRecord<T, 7, false>(rec, s, pn, ab); break;
+            case 6: PackedRecord<T, 6, false>(rec, s, pn, ab); break;
+            case 5: PackedRecord<T, 5, false>(rec, s, pn, ab); break;
+            case 4: PackedRecord<T, 4, false>(rec, s, pn, ab); break;
+            case 3: PackedRecord<T, 3, false>(rec, s, pn, ab); break;
+            case 2:  // kGfMaxRows
+              if (gfni) {
+                PackedRecord<T, 2, true>(rec, s, pn, ab);
+              } else {
+                PackedRecord<T, 2, false>(rec, s, pn, ab);
+              }
+              break;
+            default:
+              if (gfni) {
+                PackedRecord<T, 1, true>(rec, s, pn, ab);
+              } else {
+                PackedRecord<T, 1, false>(rec, s, pn, ab);
+              }
+              break;
           }
         }
       }
@@ -730,10 +792,10 @@ void Avx512PackGroups(const QuantTypeInfo& type, const uint8_t* w, int64_t vocab
 }
 void Avx512PackedKernel(const QuantTypeInfo& type, const uint8_t* acts, int64_t rows,
                         const uint8_t* packed, int64_t d, int64_t v0, int64_t v1, float* out,
-                        int64_t ldo, uint8_t* scratch, int prefetch_records) {
+                        int64_t ldo, uint8_t* scratch, int prefetch_records, bool gfni) {
   WithPacked(type.type, [&](auto* t) {
     using T = std::remove_pointer_t<decltype(t)>;
-    PackedKernelT<T>(acts, rows, packed, d, v0, v1, out, ldo, scratch, prefetch_records);
+    PackedKernelT<T>(acts, rows, packed, d, v0, v1, out, ldo, scratch, prefetch_records, gfni);
   });
 }
 }  // namespace quant_kernel_internal
