@@ -128,15 +128,16 @@ double MedianSeconds(int reps, F&& f) {
   return t[t.size() / 2];
 }
 
-// The machine's F32 compute ceiling (FLOP/s) on all OpenMP threads: 16
+// The machine's F32 compute ceiling (FLOP/s) on all OpenMP threads:
 // independent FMA chains per thread on the widest vectors the CPU has
-// (AVX-512: 16 lanes; AVX2 + FMA: 8), registers only, best of 3. It bounds
+// (AVX-512: 16 lanes, 16 chains; AVX2 + FMA: 8 lanes, 12 chains, so that
+// they and the two operands fit the 16 ymm registers: with 16, GCC kept
+// three chains on the stack), registers only, best of 3. It bounds
 // every F32 GEMM: N = 256 rows of the Llama-3 head are 269 GFLOP. 0 where
 // the CPU has neither.
 // One body for both vector widths (each instance compiled for its ISA).
-#define VOCABD_FMA_PEAK_BODY(Vec, kLanes, Set1, Fma, Add, Store)                         \
+#define VOCABD_FMA_PEAK_BODY(Vec, kLanes, kChains, Set1, Fma, Add, Store)               \
   constexpr long kIters = 20'000'000;                                                     \
-  constexpr int kChains = 16;                                                             \
   double best = 0;                                                                        \
   for (int rep = 0; rep < 3; ++rep) {                                                     \
     float sink = 0;                                                                       \
@@ -165,11 +166,11 @@ double MedianSeconds(int reps, F&& f) {
   return best;
 
 __attribute__((target("avx512f"))) double FmaPeakAvx512() {
-  VOCABD_FMA_PEAK_BODY(__m512, 16, _mm512_set1_ps, _mm512_fmadd_ps, _mm512_add_ps,
+  VOCABD_FMA_PEAK_BODY(__m512, 16, 16, _mm512_set1_ps, _mm512_fmadd_ps, _mm512_add_ps,
                        _mm512_store_ps)
 }
 __attribute__((target("avx2,fma"))) double FmaPeakAvx2() {
-  VOCABD_FMA_PEAK_BODY(__m256, 8, _mm256_set1_ps, _mm256_fmadd_ps, _mm256_add_ps,
+  VOCABD_FMA_PEAK_BODY(__m256, 8, 12, _mm256_set1_ps, _mm256_fmadd_ps, _mm256_add_ps,
                        _mm256_store_ps)
 }
 #undef VOCABD_FMA_PEAK_BODY
@@ -200,8 +201,8 @@ double FmaPeak() {
 // 0 where the CPU lacks the path.
 // The loops are written in assembly: compiled from intrinsics (an array of
 // accumulators), GCC 12 kept some chains on the stack and stored / reloaded
-// them every iteration, which put store-forwarding latency into them and
-// measured about two thirds of the instruction's throughput on a Zen 5 core.
+// them every iteration, which put store-forwarding latency into them: it
+// measured 391-418 GMAC/s on a Zen 5 core whose vpdpbusd zmm runs 1,100.
 template <typename Body>
 double Int8PeakRun(Body body, double macs_per_iter_per_thread) {
   double best = 0;
@@ -234,6 +235,7 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void Int8ChainsAvx512() {
               VOCABD_DP(12) VOCABD_DP(13) VOCABD_DP(14) VOCABD_DP(15)
       "dec %0\n\t"
       "jnz 1b\n\t"
+      "vzeroupper\n\t"
       : "+r"(iters)
       :
       : "cc", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9",
@@ -252,6 +254,7 @@ __attribute__((target("avx2,avxvnni"))) void Int8ChainsAvxVnni() {
           VOCABD_DP(6) VOCABD_DP(7) VOCABD_DP(8) VOCABD_DP(9) VOCABD_DP(10) VOCABD_DP(11)
       "dec %0\n\t"
       "jnz 1b\n\t"
+      "vzeroupper\n\t"
       : "+r"(iters)
       :
       : "cc", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9",
@@ -260,7 +263,8 @@ __attribute__((target("avx2,avxvnni"))) void Int8ChainsAvxVnni() {
 #undef VOCABD_DP
 
 // t = maddubs(a, b); t = madd(t, ones); acc += t: 6 accumulators ymm0..5,
-// temporaries ymm6..11, a / b / ones in ymm12..14.
+// temporaries ymm6..11, a / b / the word multiplier (-1, all bits set) in
+// ymm12..14.
 #define VOCABD_DP(acc, t)                              \
   "vpmaddubsw %%ymm13, %%ymm12, %%ymm" #t "\n\t"       \
   "vpmaddwd %%ymm14, %%ymm" #t ", %%ymm" #t "\n\t"     \
@@ -275,12 +279,87 @@ __attribute__((target("avx2"))) void Int8ChainsAvx2() {
           VOCABD_DP(4, 10) VOCABD_DP(5, 11)
       "dec %0\n\t"
       "jnz 1b\n\t"
+      "vzeroupper\n\t"
       : "+r"(iters)
       :
       : "cc", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9",
         "xmm10", "xmm11", "xmm12", "xmm13", "xmm14");
 }
 #undef VOCABD_DP
+
+// The packed kernels' ceiling on the avx512vnni path: vpdpbusd zmm with
+// the float work the kernel adds per 8 of them (one input row, 32 codes;
+// quant_kernel.h): per sub-block of scales (32 codes, or 16 for Q2_K, Q3_K
+// and Q6_K) a vmulps (weight scale x activation scale) and a vfmadd, and one
+// more vfmadd for a min (Q4_1, Q5_1, Q2_K, Q4_K, Q5_K); the convert and the
+// code cuts run on other pipes. Where vmulps and vfmadd share the pipes of
+// vpdpbusd (on a Zen 5 core: 16 vpdpbusd take 8 cycles, 2 vmulps or 2
+// vfmadd more add one), this bounds the many-row kernel below the peak.
+// Per 16 vpdpbusd: F0..F3, the float instructions after each 4 of them.
+#define VOCABD_DP(acc) "vpdpbusd %%zmm17, %%zmm16, %%zmm" #acc "\n\t"
+#define VOCABD_MUL(r) "vmulps %%zmm23, %%zmm22, %%zmm" #r "\n\t"
+#define VOCABD_FMA(r) "vfmadd231ps %%zmm23, %%zmm22, %%zmm" #r "\n\t"
+#define VOCABD_DP4(a, b, c, d) VOCABD_DP(a) VOCABD_DP(b) VOCABD_DP(c) VOCABD_DP(d)
+#define VOCABD_INT8_MIX(Name, F0, F1, F2, F3)                                                  \
+  __attribute__((target("avx512f,avx512bw,avx512vnni"))) void Name() {                        \
+    long iters = kInt8Iters;                                                                   \
+    __asm__ volatile(                                                                          \
+        "vpternlogd $0xff, %%zmm16, %%zmm16, %%zmm16\n\t"                                      \
+        "vpternlogd $0xff, %%zmm17, %%zmm17, %%zmm17\n\t"                                      \
+        "vpxord %%zmm22, %%zmm22, %%zmm22\n\t"                                                 \
+        "vpxord %%zmm23, %%zmm23, %%zmm23\n\t"                                                 \
+        "1:\n\t" VOCABD_DP4(0, 1, 2, 3) F0 VOCABD_DP4(4, 5, 6, 7) F1 VOCABD_DP4(8, 9, 10, 11) F2 \
+            VOCABD_DP4(12, 13, 14, 15) F3 "dec %0\n\t"                                         \
+        "jnz 1b\n\t"                                                                           \
+        "vzeroupper\n\t"                                                                       \
+        : "+r"(iters)                                                                          \
+        :                                                                                      \
+        : "cc", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", \
+          "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "xmm16", "xmm17", "xmm18",     \
+          "xmm19", "xmm20", "xmm21", "xmm22", "xmm23", "xmm24", "xmm25", "xmm26", "xmm27",     \
+          "xmm28", "xmm29", "xmm30", "xmm31");                                                 \
+  }
+// 2 vmulps + 2 vfmadd per 16 vpdpbusd: scales per 32 codes, no min.
+VOCABD_INT8_MIX(Int8MixPer32, VOCABD_MUL(18), VOCABD_FMA(20), VOCABD_MUL(19), VOCABD_FMA(21))
+// + 2 vfmadd: per 32 codes with a min.
+VOCABD_INT8_MIX(Int8MixPer32Min, VOCABD_MUL(18) VOCABD_FMA(20), VOCABD_FMA(24),
+                VOCABD_MUL(19) VOCABD_FMA(21), VOCABD_FMA(25))
+// 4 + 4: scales per 16 codes, no min.
+VOCABD_INT8_MIX(Int8MixPer16, VOCABD_MUL(18) VOCABD_FMA(20), VOCABD_MUL(19) VOCABD_FMA(21),
+                VOCABD_MUL(26) VOCABD_FMA(24), VOCABD_MUL(27) VOCABD_FMA(25))
+// 4 + 8: per 16 codes with a min.
+VOCABD_INT8_MIX(Int8MixPer16Min, VOCABD_MUL(18) VOCABD_FMA(20) VOCABD_FMA(28),
+                VOCABD_MUL(19) VOCABD_FMA(21) VOCABD_FMA(29),
+                VOCABD_MUL(26) VOCABD_FMA(24) VOCABD_FMA(30),
+                VOCABD_MUL(27) VOCABD_FMA(25) VOCABD_FMA(31))
+#undef VOCABD_INT8_MIX
+#undef VOCABD_DP4
+#undef VOCABD_FMA
+#undef VOCABD_MUL
+#undef VOCABD_DP
+
+// The float-work mixes above, by kind: 0 per 32 codes, 1 with a min, 2 per
+// 16, 3 per 16 with a min.
+int PackedMix(vocabd::quant::GgmlType t) {
+  using vocabd::quant::GgmlType;
+  const bool per16 = t == GgmlType::kQ2_K || t == GgmlType::kQ3_K || t == GgmlType::kQ6_K;
+  const bool min = t == GgmlType::kQ4_1 || t == GgmlType::kQ5_1 || t == GgmlType::kQ2_K ||
+                   t == GgmlType::kQ4_K || t == GgmlType::kQ5_K;
+  return (per16 ? 2 : 0) + (min ? 1 : 0);
+}
+const char* const kPackedMixNames[4] = {"per 32 codes", "per 32 with a min", "per 16 codes",
+                                        "per 16 with a min"};
+// 0 without the avx512vnni path.
+double Int8MixPeak(int mix) {
+  if (!vocabd::QuantKernelIsaSupported(vocabd::QuantKernelIsa::kAvx512Vnni)) return 0;
+  const double macs = static_cast<double>(kInt8Iters) * 16 * 64;
+  switch (mix) {
+    case 0: return Int8PeakRun(Int8MixPer32, macs);
+    case 1: return Int8PeakRun(Int8MixPer32Min, macs);
+    case 2: return Int8PeakRun(Int8MixPer16, macs);
+    default: return Int8PeakRun(Int8MixPer16Min, macs);
+  }
+}
 
 double Int8Peak(vocabd::QuantKernelIsa isa) {
   if (!vocabd::QuantKernelIsaSupported(isa)) return 0;
@@ -708,6 +787,8 @@ int main(int argc, char** argv) {
                    vocabd::QuantKernelIsa::kAvx2}) {
     int8_peak[static_cast<int>(isa)] = Int8Peak(isa);
   }
+  double mix_peak[4] = {0, 0, 0, 0};  // by PackedMix
+  for (int mix = 0; mix < 4; ++mix) mix_peak[mix] = Int8MixPeak(mix);
   RowLoadEnd();
   if (fma_peak > 0) {
     std::printf("F32 FMA peak %s GFLOP/s (%s vfmadd, all threads, registers only): the "
@@ -726,12 +807,27 @@ int main(int argc, char** argv) {
     }
   }
   std::printf("\n  (avx512vnni: vpdpbusd zmm, avxvnni: vpdpbusd ymm, avx2: vpmaddubsw + vpmaddwd "
-              "+ vpaddd ymm)\n\n");
+              "+ vpaddd ymm)\n");
+  if (mix_peak[0] > 0) {
+    std::printf("avx512vnni with the packed kernels' float work (vmulps + vfmadd per sub-block "
+                "of scales, + vfmadd for a min; all threads, registers only):");
+    for (int mix = 0; mix < 4; ++mix) {
+      std::printf(" %s %s GMAC/s (%s of the peak);", kPackedMixNames[mix],
+                  Fig("%.1f", mix_peak[mix] / 1e9).c_str(),
+                  Fig("%.0f%%", 100.0 * mix_peak[mix] / int8_peak[0 + static_cast<int>(
+                                                            vocabd::QuantKernelIsa::kAvx512Vnni)])
+                      .c_str());
+    }
+    std::printf("\n  (the ceiling of a type's packed kernel: its N = 64 / 256 rows as a share of "
+                "it in the last column)\n");
+  }
+  std::printf("\n");
 
   if (!quants.empty()) {
     std::printf("| type | N | path | ms | GFLOP/s | floor ms | time / floor | time / N=1 time | "
-                "BF16 time / time | share of the path's int8 peak |\n"
-                "|---|---|---|---|---|---|---|---|---|---|\n");
+                "BF16 time / time | share of the path's int8 peak | share of the type's "
+                "packed ceiling |\n"
+                "|---|---|---|---|---|---|---|---|---|---|---|\n");
     for (QuantCase& q : quants) {
       std::string path = q.head->implementation();
       path = path.substr(0, path.find(' '));
@@ -754,16 +850,44 @@ int main(int argc, char** argv) {
         const double macs = static_cast<double>(n) * v * d;
         const std::string share =
             n >= 64 && peak > 0 ? Fig("%.0f%%", 100.0 * macs / t / peak) : std::string("-");
-        std::printf("| %s | %ld | %s | %s | %s | %s | %s | %s | %s | %s |\n", q.name.c_str(),
+        const double ceiling = q.head->packed_bytes() > 0 ? mix_peak[PackedMix(q.info->type)] : 0;
+        const std::string ceiling_share =
+            n >= 64 && ceiling > 0 ? Fig("%.0f%%", 100.0 * macs / t / ceiling) : std::string("-");
+        std::printf("| %s | %ld | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", q.name.c_str(),
                     static_cast<long>(n), path.c_str(), Fig("%.1f", t * 1e3).c_str(),
                     Fig("%.1f", flop / t / 1e9).c_str(), Fig("%.1f", q.floor * 1e3).c_str(),
                     Fig("%.2fx", t / q.floor).c_str(), Fig("%.2fx", t * 1e3 / q.ms[0]).c_str(),
                     quant_only ? "-" : Fig("%.2fx", bf16_ms[i] / (t * 1e3)).c_str(),
-                    share.c_str());
+                    share.c_str(), ceiling_share.c_str());
         std::fflush(stdout);
       }
     }
     std::printf("load average after the quantized table: %s\n\n", LoadAverage().c_str());
+
+    // The one-row kernel's own rate, with memory out of the way: N = 1 on a
+    // head of the first rows of each type's weights, 8 MiB of them (the L3
+    // cache holds them between calls; median of 51 calls), in weight bytes
+    // per second beside the read-only floor's rate from memory. Where the
+    // rate from L3 is not well above the floor's, the kernel's instructions,
+    // not the memory, bound its N = 1 time.
+    std::printf("| type | N = 1 from L3 (8 MiB of weight rows) | GB/s | floor from memory GB/s | "
+                "L3 rate / floor rate |\n|---|---|---|---|---|\n");
+    RowLoadStart();
+    for (const QuantCase& q : quants) {
+      const int64_t row_bytes = d / q.info->block_size * q.info->block_bytes;
+      const int64_t rows = std::max<int64_t>(16, (int64_t{8} << 20) / row_bytes / 16 * 16);
+      auto small = QuantHead(q.w.data(), q.info->type, rows, d);
+      std::vector<float> o(static_cast<size_t>(rows));
+      for (int i = 0; i < 5; ++i) (void)small->Compute(x.data(), 1, o.data());
+      const double t = MedianSeconds(51, [&] { (void)small->Compute(x.data(), 1, o.data()); });
+      const double gbs = static_cast<double>(rows * row_bytes) / t / 1e9;
+      const double floor_gbs = static_cast<double>(q.head->weight_bytes()) / q.floor / 1e9;
+      std::printf("| %s | %s ms | %s | %s | %s |\n", q.name.c_str(), Fig("%.3f", t * 1e3).c_str(),
+                  Fig("%.0f", gbs).c_str(), Fig("%.0f", floor_gbs).c_str(),
+                  Fig("%.2fx", gbs / floor_gbs).c_str());
+    }
+    RowLoadEnd();
+    std::printf("load average after the L3 table: %s\n\n", LoadAverage().c_str());
   }
 
   if (quant_paths && !quants.empty()) {

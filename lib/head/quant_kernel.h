@@ -106,10 +106,12 @@
 // accumulator started at -offset * s32 (or s16; exact in int32), then a
 // convert, a scale multiply and an fma (twice per 32 codes for Q2_K, Q3_K
 // and Q6_K's per-16 scales, one more fma for a min); the input rows' sums
-// are interleaved (8 independent vpdpbusd chains), one or two rows' split
-// in two chains. The codes of 16 rows are made once per 32 codes for up
-// to 8 input rows: an and per 64 bytes, the high nibbles and the other
-// bit fields by word shifts, masks and bit selects. The few-row
+// are interleaved (one independent vpdpbusd chain per input row of a tile,
+// up to 8), one or two rows' each split in two. The codes of 16 rows are
+// made once per 32 codes for up to 8 input rows: an and per 64 bytes, the
+// high nibbles and the other bit fields by word shifts, masks and bit
+// selects (tiles of one or two input rows on a CPU with GFNI:
+// gf2p8affineqb; the same codes). The few-row
 // kernels above spend 4 instructions per 64 codes and (vocabulary row,
 // input row) pair plus the code cuts; these 11-14 per 512 codes and input
 // row plus the cuts once per tile.
@@ -202,7 +204,8 @@ inline constexpr int kPackedPrefetchMax = 8;
 // out[m * ldo + v], v in [v0, v1), v0 a multiple of kPackedGroupRows.
 // A row's logits do not depend on rows, v0, v1 or prefetch_records.
 // prefetch_records in [0, kPackedPrefetchMax] (clamped): before each
-// 16 x 256-code record of a group's first pass, prefetch (prefetcht0) the
+// 16 x 256-code record (read once per block of up to 64 input rows),
+// prefetch (prefetcht0) the
 // record that many records further on; 0 leaves streaming to the
 // hardware prefetchers. Which distance streams fastest from memory is a
 // property of the core and its memory, not of the instructions (LmHead
@@ -230,7 +233,7 @@ void KernelAvxVnni(const QuantTypeInfo&, const uint8_t*, int64_t, const uint8_t*
 int64_t Avx512GemmScratchBytes(int64_t d);
 void KernelAvx512Vnni(const QuantTypeInfo&, const uint8_t*, int64_t, const uint8_t*, int64_t,
                       int64_t, int64_t, float*, int64_t, uint8_t*, int64_t);
-// Bytes of one packed record (16 rows x 256 codes; quant_kernel_avx512vnni.cc).
+// Bytes of one packed record (16 rows x 256 codes; quant_kernel_avx512packed.cc).
 inline constexpr int64_t kPackedRecordBytesQ8_0 = 4352;
 inline constexpr int64_t kPackedRecordBytesQ4_K = 2368;
 inline constexpr int64_t kPackedRecordBytesQ6_K = 3392;

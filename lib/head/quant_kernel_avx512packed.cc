@@ -1,8 +1,9 @@
 // The packed kernels of the quantized LM head (quant_kernel.h, "The
-// packed kernels"), AVX512-VNNI. Compiled with -mavx512f -mavx512bw
-// -mavx512vl -mavx512vnni -mgfni (CMakeLists); reached only when
-// QuantPackedCovers (the avx512vnni path); gf2p8affineqb runs only on a
-// CPU with GFNI (QuantCpuHasGfni).
+// packed kernels"), AVX512-VNNI. Compiled with -mavx2 -mfma -mf16c
+// -mavx512f -mavx512bw -mavx512vl -mavx512vnni (CMakeLists); reached only
+// when QuantPackedCovers (the avx512vnni path). gf2p8affineqb (Gf) runs
+// only where Avx512PackedKernel's `gfni` says the CPU has GFNI
+// (quant_kernel.cc reads CPUID).
 #include <immintrin.h>
 
 #include <cstddef>
@@ -149,8 +150,13 @@ constexpr int64_t kGfHighNibble = 0x1020408000000000;
 constexpr int64_t kGfTop2To0 = 0x4080000000000000;
 constexpr int64_t kGfTop2To2 = 0x0000408000000000;
 constexpr int64_t kGfTop2To4 = 0x0000000040800000;
+// gf2p8affineqb(v, matrix, 0) in assembly: the file is not compiled with
+// -mgfni (a compiler may then emit GFNI for plain byte shifts, and this
+// file runs on AVX512-VNNI CPUs without it); only the kGf tiles reach it.
 inline __m512i Gf(__m512i v, int64_t matrix) {
-  return _mm512_gf2p8affine_epi64_epi8(v, _mm512_set1_epi64(matrix), 0);
+  __m512i r;
+  __asm__("vgf2p8affineqb $0, %2, %1, %0" : "=v"(r) : "v"(v), "v"(_mm512_set1_epi64(matrix)));
+  return r;
 }
 template <int kShift>
 inline __m512i ShiftBytes(__m512i v) {  // v >> kShift (kShift > 0) or v << -kShift, unmasked
@@ -473,7 +479,8 @@ struct PackedQ5_K {
 
 // ---- The 2- and 3-bit k-quants: per unit two planes T[U][h] (h = 0, 1;
 // 8 x 2 x 64 B) whose byte b of lane r holds the low 2 bits of W[4h + c']'s
-// byte b in bits 2c'..2c'+1 (c' = 0..3), cut by shift and mask; Q3_K's third
+// byte b in bits 2c'..2c'+1 (c' = 0..3), cut by shift and mask (by
+// gf2p8affineqb in tiles of one or two input rows on a CPU with GFNI); Q3_K's third
 // bit in a plane H[U] as the fifth bit of Q5_0. Scales per 16 codes.
 
 // Bits 2C..2C+1 of every byte to bits 0-1.
@@ -649,7 +656,7 @@ inline void PackedUnit(const uint8_t* rec, int U, const typename T::Sb& sb, cons
 // and go back to it. Keeping them in memory between records costs MB loads
 // and stores per 8 x 8 x MB vpdpbusd and lets every input-row tile use the
 // record while it is in L1 (a group of 16 rows x 4,096 codes is 21-70 KB:
-// more than L1 for Q8_0, Q6_K, Q5_K, Q5_1).
+// more than a 48 KiB L1 for Q8_0, Q6_K and Q5_1).
 template <class T, int MB, bool kGf>
 inline void PackedRecord(const uint8_t* rec, int64_t s, const Panel& pn, float* acc_buf) {
   __m512 acc[MB];
@@ -724,7 +731,7 @@ void PackedKernelT(const uint8_t* acts, int64_t rows, const uint8_t* packed, int
             case 5: PackedRecord<T, 5, false>(rec, s, pn, ab); break;
             case 4: PackedRecord<T, 4, false>(rec, s, pn, ab); break;
             case 3: PackedRecord<T, 3, false>(rec, s, pn, ab); break;
-            case 2:  // kGfMaxRows
+            case 2:  // up to 2 rows: gf2p8affineqb where the CPU has it
               if (gfni) {
                 PackedRecord<T, 2, true>(rec, s, pn, ab);
               } else {

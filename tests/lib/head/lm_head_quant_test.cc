@@ -427,6 +427,65 @@ TEST(LmHeadQuant, PackedHeadIsChosenByDefaultAndOverridable) {
             std::string::npos) << bad.status();
 }
 
+// The packed kernels cut the codes two ways: gf2p8affineqb in tiles of one
+// or two input rows on a CPU with GFNI, word shifts and masks in every
+// other tile and on AVX512-VNNI CPUs without GFNI. Avx512PackedKernel with
+// gfni = false runs the shifts in every tile (the path of such a CPU); it
+// agrees bit for bit with gfni = true (where this CPU has GFNI) and with
+// QuantPackedKernel at M = 1, 2 (the tiles that differ) and 9 (8 + 1),
+// every type, a partial last group of 16 rows.
+TEST(LmHeadQuant, PackedCodeCutsAgreeWithAndWithoutGfni) {
+  if (!QuantPackedCovers(QuantKernelIsa::kAvx512Vnni, GgmlType::kQ8_0, 256)) {
+    std::printf("[ SKIPPED  ] no packed kernel on this CPU (avx512vnni)\n");
+    GTEST_SKIP();
+  }
+  __builtin_cpu_init();
+  const bool gfni = __builtin_cpu_supports("gfni");
+  if (!gfni) std::printf("[ SKIPPED  ] part: gfni = true (no GFNI on this CPU)\n");
+  const int64_t vocab = 70, hidden = 512;
+  auto aligned = [](std::vector<uint8_t>& v) {
+    return reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(v.data()) + 63) & ~uintptr_t{63});
+  };
+  for (GgmlType type : kAllTypes) {
+    const QuantTypeInfo& info = *FindQuantTypeInfo(type);
+    SCOPED_TRACE(info.name);
+    const std::vector<uint8_t> w = RandomBlocks(info, vocab, hidden, 13);
+    std::vector<uint8_t> packed_buf(static_cast<size_t>(QuantPackedBytes(info, vocab, hidden)) + 64);
+    uint8_t* packed = aligned(packed_buf);
+    const int64_t groups = (vocab + kPackedGroupRows - 1) / kPackedGroupRows;
+    QuantPackGroups(QuantKernelIsa::kAvx512Vnni, info, w.data(), vocab, hidden, 0, groups, packed);
+    std::vector<uint8_t> scratch_buf(1 << 20);
+    for (int64_t rows : {1, 2, 9}) {
+      const std::vector<float> x = testing::RandomNormal(static_cast<size_t>(rows * hidden), 7);
+      std::vector<uint8_t> acts_buf(static_cast<size_t>(rows * QuantActRowBytes(hidden)) + 64);
+      uint8_t* acts = aligned(acts_buf);
+      QuantizeActivations(x.data(), rows, hidden, acts);
+      auto run = [&](int how) {  // 0: gfni = false, 1: gfni = true, 2: QuantPackedKernel
+        std::vector<float> out(static_cast<size_t>(rows * vocab),
+                               std::numeric_limits<float>::quiet_NaN());
+        if (how == 2) {
+          QuantPackedKernel(QuantKernelIsa::kAvx512Vnni, info, acts, rows, packed, vocab, hidden,
+                            0, vocab, out.data(), vocab, aligned(scratch_buf), 0);
+        } else {
+          quant_kernel_internal::Avx512PackedKernel(info, acts, rows, packed, hidden, 0, vocab,
+                                                    out.data(), vocab, aligned(scratch_buf), 0,
+                                                    how == 1);
+        }
+        return out;
+      };
+      const std::vector<float> shifts = run(0), public_path = run(2);
+      EXPECT_EQ(0, std::memcmp(shifts.data(), public_path.data(), shifts.size() * sizeof(float)))
+          << "rows " << rows;
+      if (gfni) {
+        const std::vector<float> gf = run(1);
+        EXPECT_EQ(0, std::memcmp(shifts.data(), gf.data(), shifts.size() * sizeof(float)))
+            << "rows " << rows;
+      }
+      for (float v : shifts) ASSERT_TRUE(std::isfinite(v)) << "rows " << rows;  // every logit written
+    }
+  }
+}
+
 // The packed kernel's prefetch distance: measured at Create by default (one
 // of the candidates 0, 1, 2, 4, with the times in implementation()), set
 // by Options::quant_prefetch_records or VOCABD_QUANT_PREFETCH (the option
