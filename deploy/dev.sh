@@ -18,7 +18,8 @@
 #   deploy/dev.sh run     build + start vocabd on 127.0.0.1:50051 (VOCABD_LISTEN
 #                         overrides) with the bundled stories260K model + show
 #                         a real call (vocabctl talks to that address)
-#   deploy/dev.sh stop    stop the server started by `run`
+#   deploy/dev.sh stop    stop the server started by `run` (SIGTERM: it drains;
+#                         waits for the process to exit)
 # Each step prints its wall time; a ccache on PATH is used when present
 # (VOCABD_CCACHE=0 turns it off).
 set -euo pipefail
@@ -39,6 +40,7 @@ RUN_PACKAGES=(
   libdnnl-dev ocl-icd-opencl-dev libspdlog-dev libfmt-dev nlohmann-json3-dev libabsl-dev
   libcli11-dev libssl-dev openssl libcpp-httplib-dev prometheus-cpp-dev libpcre2-dev libicu-dev
   python3-grpcio python3-protobuf python3-setuptools python3-numpy
+  curl   # README's HTTP/JSON example
 )
 # The Release test suite (GoogleTest, pytest, the benchmarks' build; nginx
 # and iproute2 for the fleet test, tests/deploy/fleet_test.py).
@@ -178,7 +180,7 @@ sanitizer_tests() {
 
 run_server() {
   deps run
-  configure_and_build "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release -- vocabd vocabctl vocabd_python vocabd_make_gguf
+  configure_and_build "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release -- vocabd vocabctl vocabd_python vocabd_make_gguf generate_text
   local pidfile="$BUILD_DIR/vocabd.pid" log="$BUILD_DIR/vocabd.log"
   if [[ -f $pidfile ]] && kill -0 "$(cat "$pidfile")" 2>/dev/null; then
     echo "vocabd already running (pid $(cat "$pidfile")); deploy/dev.sh stop first"; exit 1
@@ -200,9 +202,19 @@ run_server() {
   echo "stop it with: deploy/dev.sh stop"
 }
 
+# SIGTERM drains the server (in-flight calls finish); waits up to 60 s for
+# the process to exit.
 stop_server() {
   local pidfile="$BUILD_DIR/vocabd.pid"
-  [[ -f $pidfile ]] && kill -TERM "$(cat "$pidfile")" 2>/dev/null && echo "sent SIGTERM to $(cat "$pidfile")"
+  if [[ -f $pidfile ]] && kill -TERM "$(cat "$pidfile")" 2>/dev/null; then
+    local pid; pid="$(cat "$pidfile")"
+    echo "sent SIGTERM to $pid"
+    for _ in $(seq 1 600); do
+      kill -0 "$pid" 2>/dev/null || { echo "vocabd (pid $pid) exited"; break; }
+      sleep 0.1
+    done
+    kill -0 "$pid" 2>/dev/null && echo "vocabd (pid $pid) still running after 60 s"
+  fi
   rm -f "$pidfile"
 }
 

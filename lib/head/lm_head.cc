@@ -167,6 +167,10 @@ struct LmHead::Impl {
   // that was measured (empty: set).
   int quant_prefetch = 0;
   std::string quant_prefetch_how;
+  // Tiles of up to this many input rows cut their codes with gf2p8affineqb
+  // (QuantPackedKernel), and how that was measured (empty: set).
+  int quant_gf_rows_max = 0;
+  std::string quant_gf_how;
   dnnl::engine engine;
   memory::desc weights_md;
   memory::desc scratchpad_md;
@@ -272,6 +276,9 @@ absl::Status LmHead::SwitchWeights(std::shared_ptr<const HugePageBuffer> copy) c
 int LmHead::quant_prefetch_records() const {
   return impl_->packed.data() != nullptr ? impl_->quant_prefetch : -1;
 }
+int LmHead::quant_gf_rows_max() const {
+  return impl_->packed.data() != nullptr ? impl_->quant_gf_rows_max : -1;
+}
 int64_t LmHead::vocab_size() const { return impl_->options.vocab_size; }
 int64_t LmHead::hidden_size() const { return impl_->options.hidden_size; }
 int64_t LmHead::small_rows_max() const { return impl_->small_rows_max; }
@@ -302,7 +309,9 @@ std::string LmHead::implementation() const {
                           impl_->quant_prefetch_how, impl_->quant_prefetch_how.empty() ? "" : ")",
                           "; in-place few-row kernel for rows <= ",
                           impl_->quant_few_rows_max, impl_->quant_crossover.empty() ? "" : ", ",
-                          impl_->quant_crossover, ")");
+                          impl_->quant_crossover, "; codes cut by gf2p8affineqb in tiles of <= ",
+                          impl_->quant_gf_rows_max, " rows",
+                          impl_->quant_gf_how.empty() ? "" : ", ", impl_->quant_gf_how, ")");
     }
     if (impl_->quant_few_rows_max < 0) {
       return absl::StrCat("vocabd:", type, "-", QuantKernelIsaName(impl_->quant_isa),
@@ -354,10 +363,11 @@ absl::StatusOr<std::string> KernelEnv() {
 double TimeKernel(QuantKernelIsa isa, const QuantTypeInfo& type, const uint8_t* acts, int64_t m,
                   const uint8_t* w, const uint8_t* packed, int64_t vocab, int64_t d, int64_t rows,
                   float* out, uint8_t* scratch, int64_t few_rows_max, int64_t chunk = 0,
-                  int prefetch = 0, int reps = 3) {
+                  int prefetch = 0, int reps = 3, int gf_rows_max = 0) {
   auto run = [&](int64_t v0, int64_t v1, uint8_t* s) {
     if (packed != nullptr) {
-      QuantPackedKernel(isa, type, acts, m, packed, vocab, d, v0, v1, out, rows, s, prefetch);
+      QuantPackedKernel(isa, type, acts, m, packed, vocab, d, v0, v1, out, rows, s, prefetch,
+                        gf_rows_max);
     } else {
       QuantHeadKernel(isa, type, acts, m, w, d, v0, v1, out, rows, s, few_rows_max);
     }
@@ -430,20 +440,72 @@ std::mutex& MeasureMutex() {
   return *mu;
 }
 
+// Which tiles of the packed kernel cut their codes with gf2p8affineqb
+// (LmHead::Create's comment), on a CPU with GFNI: M = 1, then 2, through
+// the packed kernel as Compute runs it, on the head's first 8 MiB of
+// records (after an untimed pass the L3 cache holds them, so the
+// instructions set the time: the two ways differ only in instructions),
+// with gf2p8affineqb and with the shifts, 3 interleaved rounds, best of
+// rounds (each the best of 5 calls); gf2p8affineqb for M = 1 .. m while it
+// is strictly faster.
+int MeasuredGfRowsMax(QuantKernelIsa isa, const QuantTypeInfo& type, const uint8_t* packed,
+                      int64_t vocab, int64_t d, int64_t chunk, std::string* how) {
+  struct Result {
+    int rows;
+    std::string how;
+  };
+  static auto* const measured = new std::map<std::tuple<int, int, int64_t, int64_t>, Result>;
+  const int64_t record_row_bytes = QuantPackedBytes(type, kPackedGroupRows, d) / kPackedGroupRows;
+  const int64_t n = std::min(vocab, std::max<int64_t>(kPackedGroupRows, (int64_t{8} << 20) /
+                                                                          record_row_bytes /
+                                                                          kPackedGroupRows *
+                                                                          kPackedGroupRows));
+  const auto key = std::make_tuple(static_cast<int>(isa), static_cast<int>(type.type), d, n);
+  std::lock_guard<std::mutex> lock(MeasureMutex());
+  if (auto it = measured->find(key); it != measured->end()) {
+    *how = it->second.how;
+    return it->second.rows;
+  }
+  MeasureInputs in(d, n);
+  (void)TimeKernel(isa, type, in.acts, 1, nullptr, packed, vocab, d, n, in.out.data(), in.scratch,
+                   0, chunk, 0, /*reps=*/1);
+  int chosen = 0;
+  std::string text = absl::StrCat("measured from L3 on ", n, " weight rows:");
+  for (int m = 1; m <= kPackedGfRowsMax; ++m) {
+    double gf = 1e30, shifts = 1e30;
+    for (int round = 0; round < 3; ++round) {
+      gf = std::min(gf, TimeKernel(isa, type, in.acts, m, nullptr, packed, vocab, d, n,
+                                   in.out.data(), in.scratch, 0, chunk, 0, /*reps=*/5, m));
+      shifts = std::min(shifts, TimeKernel(isa, type, in.acts, m, nullptr, packed, vocab, d, n,
+                                           in.out.data(), in.scratch, 0, chunk, 0, /*reps=*/5, 0));
+    }
+    char part[96];
+    std::snprintf(part, sizeof part, "%s M = %d gf2p8affineqb %.1f us, shifts %.1f us",
+                  m == 1 ? "" : ";", m, gf * 1e6, shifts * 1e6);
+    absl::StrAppend(&text, part);
+    if (!(gf < shifts)) break;
+    chosen = m;
+  }
+  *how = text;
+  (*measured)[key] = {chosen, *how};
+  return chosen;
+}
+
 // The packed kernel's prefetch distance (LmHead::Create's comment): one
 // row (M = 1, the decode step, the most memory-bound call) through the
 // packed kernel as Compute runs it, with prefetch_records 0, 1, 2 and 4,
 // in 3 interleaved rounds (so a change of the machine's load hits every
 // candidate alike); the fastest best-of-rounds wins (ties: the smaller).
 int MeasuredPrefetch(QuantKernelIsa isa, const QuantTypeInfo& type, const uint8_t* packed,
-                     int64_t vocab, int64_t d, int64_t chunk, std::string* how) {
+                     int64_t vocab, int64_t d, int64_t chunk, int gf_rows_max, std::string* how) {
   struct Result {
     int records;
     std::string how;
   };
-  static auto* const measured = new std::map<std::tuple<int, int, int64_t, int64_t>, Result>;
+  static auto* const measured = new std::map<std::tuple<int, int, int64_t, int64_t, int>, Result>;
   const int64_t n = MeasuredRows(type, vocab, d, true);
-  const auto key = std::make_tuple(static_cast<int>(isa), static_cast<int>(type.type), d, n);
+  const auto key =
+      std::make_tuple(static_cast<int>(isa), static_cast<int>(type.type), d, n, gf_rows_max);
   std::lock_guard<std::mutex> lock(MeasureMutex());
   if (auto it = measured->find(key); it != measured->end()) {
     *how = it->second.how;
@@ -456,7 +518,7 @@ int MeasuredPrefetch(QuantKernelIsa isa, const QuantTypeInfo& type, const uint8_
     for (int i = 0; i < 4; ++i) {
       best[i] = std::min(best[i], TimeKernel(isa, type, in.acts, 1, nullptr, packed, vocab, d, n,
                                              in.out.data(), in.scratch, 0, chunk, kCandidates[i],
-                                             /*reps=*/1));
+                                             /*reps=*/1, gf_rows_max));
     }
   }
   int chosen = 0;
@@ -527,16 +589,16 @@ bool MeasuredF32Prefetch(const float* w, int64_t vocab, int64_t d, int64_t chunk
 // instructions with memory, not on its instructions alone.
 int64_t MeasuredFewRowsMax(QuantKernelIsa isa, const QuantTypeInfo& type, const uint8_t* w,
                            const uint8_t* packed, int64_t vocab, int64_t d, int64_t chunk,
-                           int prefetch, std::string* how) {
+                           int prefetch, int gf_rows_max, std::string* how) {
   struct Result {
     int64_t few_rows_max;
     std::string how;
   };
   static auto* const measured =
-      new std::map<std::tuple<int, int, int64_t, int64_t, bool, int>, Result>;
+      new std::map<std::tuple<int, int, int64_t, int64_t, bool, int, int>, Result>;
   const int64_t n = MeasuredRows(type, vocab, d, packed != nullptr);
   const auto key = std::make_tuple(static_cast<int>(isa), static_cast<int>(type.type), d, n,
-                                   packed != nullptr, prefetch);
+                                   packed != nullptr, prefetch, gf_rows_max);
   std::lock_guard<std::mutex> lock(MeasureMutex());
   if (auto it = measured->find(key); it != measured->end()) {
     *how = it->second.how;
@@ -558,7 +620,7 @@ int64_t MeasuredFewRowsMax(QuantKernelIsa isa, const QuantTypeInfo& type, const 
                                        in.out.data(), in.scratch, m, chunk, 0, /*reps=*/1));
         other = std::min(other, TimeKernel(isa, type, in.acts, m, w, packed, vocab, d, n,
                                            in.out.data(), in.scratch, 0, chunk, prefetch,
-                                           /*reps=*/1));
+                                           /*reps=*/1, gf_rows_max));
       }
       if (few >= other) break;
       chosen = m;
@@ -625,6 +687,13 @@ absl::StatusOr<std::unique_ptr<LmHead>> LmHead::CreateQuantized(const Options& o
   }
   absl::StatusOr<int64_t> prefetch_env = RangeEnv("VOCABD_QUANT_PREFETCH", kPackedPrefetchMax);
   if (!prefetch_env.ok()) return prefetch_env.status();
+  if (options.quant_gf_rows_max < -1 || options.quant_gf_rows_max > kPackedGfRowsMax) {
+    return absl::InvalidArgumentError(absl::StrCat("LmHead: quant_gf_rows_max = ",
+                                                   options.quant_gf_rows_max, " must be in [-1, ",
+                                                   kPackedGfRowsMax, "]"));
+  }
+  absl::StatusOr<int64_t> gf_env = RangeEnv("VOCABD_QUANT_GF_ROWS", kPackedGfRowsMax);
+  if (!gf_env.ok()) return gf_env.status();
   auto impl = std::make_unique<Impl>();
   impl->options = options;
   impl->weights.store(options.weights, std::memory_order_relaxed);
@@ -669,12 +738,22 @@ absl::StatusOr<std::unique_ptr<LmHead>> LmHead::CreateQuantized(const Options& o
   // heights: 4 for the in-place kernels, a packed group of 16).
   impl->chunk_rows = std::max<int64_t>(16, (int64_t{1} << 20) / row_bytes / 16 * 16);
   if (impl->packed.data() != nullptr) {
+    impl->quant_gf_rows_max =
+        !QuantCpuHasGfni()                ? 0
+        : options.quant_gf_rows_max >= 0 ? options.quant_gf_rows_max
+        : *gf_env >= 0                    ? static_cast<int>(*gf_env)
+                                          : MeasuredGfRowsMax(impl->quant_isa, *info,
+                                                              impl->packed.data(), options.vocab_size,
+                                                              options.hidden_size, impl->chunk_rows,
+                                                              &impl->quant_gf_how);
+    if (!QuantCpuHasGfni()) impl->quant_gf_how = "no GFNI";
     impl->quant_prefetch =
         options.quant_prefetch_records >= 0 ? options.quant_prefetch_records
         : *prefetch_env >= 0                ? static_cast<int>(*prefetch_env)
                                             : MeasuredPrefetch(impl->quant_isa, *info,
                                                                impl->packed.data(), options.vocab_size,
                                                                options.hidden_size, impl->chunk_rows,
+                                                               impl->quant_gf_rows_max,
                                                                &impl->quant_prefetch_how);
   }
   if (QuantKernelHasCrossover(impl->quant_isa, info->type, options.hidden_size)) {
@@ -686,6 +765,7 @@ absl::StatusOr<std::unique_ptr<LmHead>> LmHead::CreateQuantized(const Options& o
                                                              impl->packed.data(), options.vocab_size,
                                                              options.hidden_size, impl->chunk_rows,
                                                              impl->quant_prefetch,
+                                                             impl->quant_gf_rows_max,
                                                              &impl->quant_crossover);
   }
   // Every M runs vocabd's kernel (oneDNN has no ggml-block matmul).
@@ -877,7 +957,7 @@ absl::Status LmHead::ComputeQuantized(const float* hidden, int64_t rows, float* 
     if (impl.packed.data() != nullptr && rows > impl.quant_few_rows_max) {
       QuantPackedKernel(impl.quant_isa, *impl.quant, acts, rows, impl.packed.data(), vocab, d,
                         t * chunk, std::min(vocab, (t + 1) * chunk), logits, vocab, scratch,
-                        impl.quant_prefetch);
+                        impl.quant_prefetch, impl.quant_gf_rows_max);
       return;
     }
     QuantHeadKernel(impl.quant_isa, *impl.quant, acts, rows, w, d, t * chunk,

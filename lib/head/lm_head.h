@@ -120,6 +120,13 @@ class LmHead {
     // measured at Create (below). The environment variable
     // VOCABD_QUANT_PREFETCH = 0..8 overrides -1 for operators.
     int quant_prefetch_records = -1;
+    // Packed heads on a CPU with GFNI: tiles of up to this many input rows
+    // cut their codes with gf2p8affineqb, wider ones with word shifts and
+    // masks (quant_kernel.h; the same codes, so the same logits), 0..2
+    // (kPackedGfRowsMax); -1 = measured at Create (below). Without GFNI it
+    // is 0. The environment variable VOCABD_QUANT_GF_ROWS = 0..2 overrides
+    // -1 for operators.
+    int quant_gf_rows_max = -1;
     // F32 weights on vocabd's kernel (rows <= small_rows_max): for rows <= 6
     // (one row group) prefetch the next tile of weight rows into L2 while
     // the current one runs (1) or leave streaming to the hardware
@@ -195,13 +202,21 @@ class LmHead {
   // wins. Whether and how far software prefetch helps depends on the core's
   // hardware prefetchers and the memory (on a 2-vCPU Zen 5 VM: one row of
   // a Q4_K head 1.2-1.6x faster with it, Q8_0 unchanged), so it is
-  // measured, not set per CPU. Packing itself is one pass over the weights (a Llama-3 Q8_0 head,
+  // measured, not set per CPU. First of all, on a CPU with GFNI, Create
+  // measures which tiles cut their codes with gf2p8affineqb
+  // (Options::quant_gf_rows_max): one, then two input rows through the
+  // packed kernel as Compute runs it on the head's first 8 MiB of records
+  // (held in L3 after an untimed pass: the two ways differ only in
+  // instructions), both ways, 3 interleaved rounds of best-of-5; gf2p8affineqb
+  // for M = 1 .. m while strictly faster (whether it is depends on the pipes
+  // the core runs it on; a few ms). Packing itself is one pass over the weights (a Llama-3 Q8_0 head,
   // 558 MB: about 0.6 s on 2 cores of a VM, most of it the first touch of
   // the new memory).
   // RESOURCE_EXHAUSTED when the packed copy cannot be allocated.
   // INVALID_ARGUMENT for quant_few_rows_max or VOCABD_QUANT_FEW_ROWS_MAX
   // outside [-1, 8] / [0, 8], quant_prefetch_records or
-  // VOCABD_QUANT_PREFETCH outside [-1, 8] / [0, 8], and for
+  // VOCABD_QUANT_PREFETCH outside [-1, 8] / [0, 8], quant_gf_rows_max or
+  // VOCABD_QUANT_GF_ROWS outside [-1, 2] / [0, 2], and for
   // VOCABD_QUANT_PACK other than 0 or 1.
   static absl::StatusOr<std::unique_ptr<LmHead>> Create(const Options& options);
   ~LmHead();
@@ -242,6 +257,10 @@ class LmHead {
   // Packed heads: the records the packed kernel prefetches ahead (measured
   // or set; Options::quant_prefetch_records); -1 when the head is not packed.
   int quant_prefetch_records() const;
+  // Packed heads: tiles of up to this many input rows cut their codes with
+  // gf2p8affineqb (measured or set; Options::quant_gf_rows_max); -1 when
+  // the head is not packed.
+  int quant_gf_rows_max() const;
   int64_t vocab_size() const;
   int64_t hidden_size() const;
   // Largest M that uses the small-M kernel (0: none, oneDNN for every M).

@@ -213,11 +213,14 @@ void QuantPackGroups(QuantKernelIsa isa, const QuantTypeInfo& type, const uint8_
 void QuantPackedKernel(QuantKernelIsa isa, const QuantTypeInfo& type, const uint8_t* acts,
                        int64_t rows, const uint8_t* packed, int64_t vocab, int64_t d, int64_t v0,
                        int64_t v1, float* out, int64_t ldo, uint8_t* scratch,
-                       int prefetch_records) {
+                       int prefetch_records, int gf_rows_max) {
   if (!QuantPackedCovers(isa, type.type, d)) return;
   prefetch_records = std::clamp(prefetch_records, 0, kPackedPrefetchMax);
+  gf_rows_max = Support().gfni ? std::clamp(gf_rows_max, 0, kPackedGfRowsMax) : 0;
   quant_kernel_internal::Avx512PackedKernel(type, acts, rows, packed, d, v0, v1, out, ldo, scratch,
-                                            prefetch_records, Support().gfni);
+                                            prefetch_records, gf_rows_max);
 }
+
+bool QuantCpuHasGfni() { return Support().gfni; }
 
 }  // namespace vocabd

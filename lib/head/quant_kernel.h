@@ -110,8 +110,8 @@
 // up to 8), one or two rows' each split in two. The codes of 16 rows are
 // made once per 32 codes for up to 8 input rows: an and per 64 bytes, the
 // high nibbles and the other bit fields by word shifts, masks and bit
-// selects (tiles of one or two input rows on a CPU with GFNI:
-// gf2p8affineqb; the same codes). The few-row
+// selects (tiles of one or two input rows on a CPU with GFNI, where LmHead
+// measured it faster: gf2p8affineqb; the same codes). The few-row
 // kernels above spend 4 instructions per 64 codes and (vocabulary row,
 // input row) pair plus the code cuts; these 11-14 per 512 codes and input
 // row plus the cuts once per tile.
@@ -210,10 +210,21 @@ inline constexpr int kPackedPrefetchMax = 8;
 // hardware prefetchers. Which distance streams fastest from memory is a
 // property of the core and its memory, not of the instructions (LmHead
 // measures it at Create).
+// gf_rows_max in [0, kPackedGfRowsMax] (clamped; 0 on a CPU without GFNI,
+// QuantCpuHasGfni): tiles of up to that many input rows cut the codes with
+// gf2p8affineqb, the others with word shifts and masks (the same codes;
+// which is faster depends on which pipes the core runs gf2p8affineqb on, so
+// LmHead measures it at Create).
 void QuantPackedKernel(QuantKernelIsa isa, const QuantTypeInfo& type, const uint8_t* acts,
                        int64_t rows, const uint8_t* packed, int64_t vocab, int64_t d, int64_t v0,
                        int64_t v1, float* out, int64_t ldo, uint8_t* scratch,
-                       int prefetch_records);
+                       int prefetch_records, int gf_rows_max);
+// The most input rows of a packed tile that may cut its codes with
+// gf2p8affineqb (wider tiles share each unit's codes among more rows, so
+// the shifts' extra instructions cost less than gf2p8affineqb's pipes).
+inline constexpr int kPackedGfRowsMax = 2;
+// The CPU has GFNI (gf2p8affineqb): CPUID.(EAX=7,ECX=0):ECX bit 8.
+bool QuantCpuHasGfni();
 
 namespace quant_kernel_internal {
 // The per-ISA entry points (quant_kernel_<isa>.cc, each compiled for its
@@ -247,11 +258,12 @@ inline constexpr int64_t kPackedRecordBytesQ2_K = 1344;
 inline constexpr int64_t kPackedRecordBytesQ3_K = 1856;
 void Avx512PackGroups(const QuantTypeInfo& type, const uint8_t* w, int64_t vocab, int64_t d,
                       int64_t g0, int64_t g1, uint8_t* packed);
-// gfni: the CPU has GFNI (tiles of up to two input rows then cut the
-// codes with gf2p8affineqb; the same codes).
+// gf_rows_max (0..kPackedGfRowsMax; > 0 only on a CPU with GFNI): tiles of
+// up to that many input rows cut the codes with gf2p8affineqb (the same
+// codes).
 void Avx512PackedKernel(const QuantTypeInfo& type, const uint8_t* acts, int64_t rows,
                         const uint8_t* packed, int64_t d, int64_t v0, int64_t v1, float* out,
-                        int64_t ldo, uint8_t* scratch, int prefetch_records, bool gfni);
+                        int64_t ldo, uint8_t* scratch, int prefetch_records, int gf_rows_max);
 }  // namespace quant_kernel_internal
 
 }  // namespace vocabd

@@ -140,8 +140,9 @@ inline void BuildPanel(const uint8_t* const* rows, int64_t mb, int64_t d, int o,
 //   instructions, but on the pipes that run vpdpbusd, vmulps and vfmadd
 //   (4 of them added 0.6 cycles to 16 vpdpbusd there).
 // With 8 input rows a unit's codes serve 64 vpdpbusd and the shifts are
-// faster; with one or two the instruction count decides, and gf2p8affineqb
-// is (up to 2 input rows: PackedKernelT).
+// faster; with one or two the instruction count decides, and which is
+// faster there depends on the core (LmHead measures it at Create:
+// gf_rows_max; on a Zen 5 core gf2p8affineqb was, by up to 1.3x from L1).
 // gf2p8affineqb bit matrices (byte 7 - i of the qword selects the input
 // bits of output bit i): the high nibble to bits 0-3; bits 6-7 to bits 0-1,
 // 2-3 or 4-5; bit c to bit 4 (2): the matrix row of output bit 4 (2), byte
@@ -689,7 +690,7 @@ void PackGroupsT(const uint8_t* w, int64_t vocab, int64_t d, int64_t g0, int64_t
 template <class T>
 void PackedKernelT(const uint8_t* acts, int64_t rows, const uint8_t* packed, int64_t d,
                    int64_t v0, int64_t v1, float* out, int64_t ldo, uint8_t* scratch,
-                   int prefetch_records, bool gfni) {
+                   int prefetch_records, int gf_rows_max) {
   const ActLayout al(d);
   const int64_t nu = d / 32, nsb = d / 256;
   uint8_t* panel = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(scratch) + 63) &
@@ -731,15 +732,15 @@ void PackedKernelT(const uint8_t* acts, int64_t rows, const uint8_t* packed, int
             case 5: PackedRecord<T, 5, false>(rec, s, pn, ab); break;
             case 4: PackedRecord<T, 4, false>(rec, s, pn, ab); break;
             case 3: PackedRecord<T, 3, false>(rec, s, pn, ab); break;
-            case 2:  // up to 2 rows: gf2p8affineqb where the CPU has it
-              if (gfni) {
+            case 2:  // up to kPackedGfRowsMax rows: gf2p8affineqb where measured faster
+              if (gf_rows_max >= 2) {
                 PackedRecord<T, 2, true>(rec, s, pn, ab);
               } else {
                 PackedRecord<T, 2, false>(rec, s, pn, ab);
               }
               break;
             default:
-              if (gfni) {
+              if (gf_rows_max >= 1) {
                 PackedRecord<T, 1, true>(rec, s, pn, ab);
               } else {
                 PackedRecord<T, 1, false>(rec, s, pn, ab);
@@ -799,10 +800,11 @@ void Avx512PackGroups(const QuantTypeInfo& type, const uint8_t* w, int64_t vocab
 }
 void Avx512PackedKernel(const QuantTypeInfo& type, const uint8_t* acts, int64_t rows,
                         const uint8_t* packed, int64_t d, int64_t v0, int64_t v1, float* out,
-                        int64_t ldo, uint8_t* scratch, int prefetch_records, bool gfni) {
+                        int64_t ldo, uint8_t* scratch, int prefetch_records, int gf_rows_max) {
   WithPacked(type.type, [&](auto* t) {
     using T = std::remove_pointer_t<decltype(t)>;
-    PackedKernelT<T>(acts, rows, packed, d, v0, v1, out, ldo, scratch, prefetch_records, gfni);
+    PackedKernelT<T>(acts, rows, packed, d, v0, v1, out, ldo, scratch, prefetch_records,
+                     gf_rows_max);
   });
 }
 }  // namespace quant_kernel_internal

@@ -365,10 +365,12 @@ TEST(LmHeadQuant, PackedHeadIsChosenByDefaultAndOverridable) {
     const std::string packed =
         std::string("vocabd:q8_0-") + QuantKernelIsaName(isa) +
         " (every M; weights packed at Create, 13056 bytes, prefetched 1 records ahead; in-place "
-        "few-row kernel for rows <= 2)";  // 3 x 4352 bytes
+        "few-row kernel for rows <= 2; codes cut by gf2p8affineqb in tiles of <= " +
+        (QuantCpuHasGfni() ? "1 rows)" : "0 rows, no GFNI)");  // 3 x 4352 bytes
     o.quant_pack = true;
     o.quant_few_rows_max = 2;
     o.quant_prefetch_records = 1;
+    o.quant_gf_rows_max = 1;
     absl::StatusOr<std::unique_ptr<LmHead>> h = LmHead::Create(o);
     ASSERT_TRUE(h.ok()) << h.status();
     EXPECT_EQ((*h)->weight_bytes(), vocab * 8 * 34);
@@ -439,9 +441,8 @@ TEST(LmHeadQuant, PackedCodeCutsAgreeWithAndWithoutGfni) {
     std::printf("[ SKIPPED  ] no packed kernel on this CPU (avx512vnni)\n");
     GTEST_SKIP();
   }
-  __builtin_cpu_init();
-  const bool gfni = __builtin_cpu_supports("gfni");
-  if (!gfni) std::printf("[ SKIPPED  ] part: gfni = true (no GFNI on this CPU)\n");
+  const bool gfni = QuantCpuHasGfni();
+  if (!gfni) std::printf("[ SKIPPED  ] part: gf2p8affineqb tiles (no GFNI on this CPU)\n");
   const int64_t vocab = 70, hidden = 512;
   auto aligned = [](std::vector<uint8_t>& v) {
     return reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(v.data()) + 63) & ~uintptr_t{63});
@@ -460,30 +461,122 @@ TEST(LmHeadQuant, PackedCodeCutsAgreeWithAndWithoutGfni) {
       std::vector<uint8_t> acts_buf(static_cast<size_t>(rows * QuantActRowBytes(hidden)) + 64);
       uint8_t* acts = aligned(acts_buf);
       QuantizeActivations(x.data(), rows, hidden, acts);
-      auto run = [&](int how) {  // 0: gfni = false, 1: gfni = true, 2: QuantPackedKernel
+      // gf_rows_max: tiles of up to that many rows use gf2p8affineqb;
+      // internal: Avx512PackedKernel itself (no GFNI check), else
+      // QuantPackedKernel (0 without GFNI).
+      auto run = [&](int gf_rows_max, bool internal) {
         std::vector<float> out(static_cast<size_t>(rows * vocab),
                                std::numeric_limits<float>::quiet_NaN());
-        if (how == 2) {
-          QuantPackedKernel(QuantKernelIsa::kAvx512Vnni, info, acts, rows, packed, vocab, hidden,
-                            0, vocab, out.data(), vocab, aligned(scratch_buf), 0);
-        } else {
+        if (internal) {
           quant_kernel_internal::Avx512PackedKernel(info, acts, rows, packed, hidden, 0, vocab,
                                                     out.data(), vocab, aligned(scratch_buf), 0,
-                                                    how == 1);
+                                                    gf_rows_max);
+        } else {
+          QuantPackedKernel(QuantKernelIsa::kAvx512Vnni, info, acts, rows, packed, vocab, hidden,
+                            0, vocab, out.data(), vocab, aligned(scratch_buf), 0, gf_rows_max);
         }
         return out;
       };
-      const std::vector<float> shifts = run(0), public_path = run(2);
-      EXPECT_EQ(0, std::memcmp(shifts.data(), public_path.data(), shifts.size() * sizeof(float)))
-          << "rows " << rows;
+      const std::vector<float> shifts = run(0, true);
+      for (int gf_rows_max : {0, 1, kPackedGfRowsMax}) {
+        const std::vector<float> public_path = run(gf_rows_max, false);
+        EXPECT_EQ(0, std::memcmp(shifts.data(), public_path.data(), shifts.size() * sizeof(float)))
+            << "rows " << rows << " QuantPackedKernel gf_rows_max " << gf_rows_max;
+      }
       if (gfni) {
-        const std::vector<float> gf = run(1);
-        EXPECT_EQ(0, std::memcmp(shifts.data(), gf.data(), shifts.size() * sizeof(float)))
-            << "rows " << rows;
+        for (int gf_rows_max : {1, kPackedGfRowsMax}) {
+          const std::vector<float> gf = run(gf_rows_max, true);
+          EXPECT_EQ(0, std::memcmp(shifts.data(), gf.data(), shifts.size() * sizeof(float)))
+              << "rows " << rows << " gf_rows_max " << gf_rows_max;
+        }
       }
       for (float v : shifts) ASSERT_TRUE(std::isfinite(v)) << "rows " << rows;  // every logit written
     }
   }
+}
+
+// Which packed tiles cut their codes with gf2p8affineqb: measured at Create
+// on a CPU with GFNI (0..2, the times in implementation()), 0 without; set
+// by Options::quant_gf_rows_max or VOCABD_QUANT_GF_ROWS (the option wins);
+// out-of-range values refused naming the option or variable; -1 for a head
+// that is not packed. Either way the logits are the same bits.
+TEST(LmHeadQuant, PackedGfRowsAreMeasuredOrSetAndChangeNoBit) {
+  if (!QuantPackedCovers(QuantKernelIsa::kAvx512Vnni, GgmlType::kQ8_0, 256)) {
+    std::printf("[ SKIPPED  ] no packed kernel on this CPU (avx512vnni)\n");
+    GTEST_SKIP();
+  }
+  const int64_t vocab = 70, hidden = 512;
+  const QuantTypeInfo& info = *FindQuantTypeInfo(GgmlType::kQ3_K);
+  const std::vector<uint8_t> w = RandomBlocks(info, vocab, hidden, 14);
+  LmHead::Options o;
+  o.weights = w.data();
+  o.vocab_size = vocab;
+  o.hidden_size = hidden;
+  o.weights_quant = GgmlType::kQ3_K;
+  absl::StatusOr<std::unique_ptr<LmHead>> h = LmHead::Create(o);
+  ASSERT_TRUE(h.ok()) << h.status();
+  const int measured = (*h)->quant_gf_rows_max();
+  if (QuantCpuHasGfni()) {
+    EXPECT_TRUE(measured >= 0 && measured <= kPackedGfRowsMax) << measured;
+    EXPECT_NE((*h)->implementation().find(absl::StrCat(
+                  "codes cut by gf2p8affineqb in tiles of <= ", measured,
+                  " rows, measured from L3 on 70 weight rows: M = 1 gf2p8affineqb ")),
+              std::string::npos)
+        << (*h)->implementation();
+  } else {
+    std::printf("[ SKIPPED  ] part: the measurement (no GFNI on this CPU)\n");
+    EXPECT_EQ(measured, 0);
+    EXPECT_NE((*h)->implementation().find("tiles of <= 0 rows, no GFNI"), std::string::npos)
+        << (*h)->implementation();
+  }
+  const std::vector<float> x = testing::RandomNormal(static_cast<size_t>(2 * hidden), 8);
+  std::vector<float> ref(static_cast<size_t>(2 * vocab)), out(ref.size());
+  ASSERT_TRUE((*h)->Compute(x.data(), 2, ref.data()).ok());
+  {
+    ScopedEnv env("VOCABD_QUANT_GF_ROWS", "1");
+    h = LmHead::Create(o);
+    ASSERT_TRUE(h.ok()) << h.status();
+    EXPECT_EQ((*h)->quant_gf_rows_max(), QuantCpuHasGfni() ? 1 : 0);
+    o.quant_gf_rows_max = 2;  // the option wins over the variable
+    h = LmHead::Create(o);
+    ASSERT_TRUE(h.ok()) << h.status();
+    EXPECT_EQ((*h)->quant_gf_rows_max(), QuantCpuHasGfni() ? 2 : 0);
+    ASSERT_TRUE((*h)->Compute(x.data(), 2, out.data()).ok());
+    EXPECT_EQ(0, std::memcmp(out.data(), ref.data(), out.size() * sizeof(float)));
+    o.quant_gf_rows_max = 0;
+    h = LmHead::Create(o);
+    ASSERT_TRUE(h.ok()) << h.status();
+    EXPECT_EQ((*h)->quant_gf_rows_max(), 0);
+    ASSERT_TRUE((*h)->Compute(x.data(), 2, out.data()).ok());
+    EXPECT_EQ(0, std::memcmp(out.data(), ref.data(), out.size() * sizeof(float)));
+  }
+  for (int bad : {-2, 3}) {
+    o.quant_gf_rows_max = bad;
+    h = LmHead::Create(o);
+    ASSERT_FALSE(h.ok());
+    EXPECT_EQ(h.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(std::string(h.status().message())
+                  .find(absl::StrCat("quant_gf_rows_max = ", bad, " must be in [-1, 2]")),
+              std::string::npos)
+        << h.status();
+  }
+  o.quant_gf_rows_max = -1;
+  for (const char* bad : {"3", "-1", "one"}) {
+    ScopedEnv env("VOCABD_QUANT_GF_ROWS", bad);
+    h = LmHead::Create(o);
+    ASSERT_FALSE(h.ok());
+    EXPECT_EQ(h.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(std::string(h.status().message())
+                  .find(absl::StrCat("VOCABD_QUANT_GF_ROWS = '", bad,
+                                     "' (want an integer in [0, 2])")),
+              std::string::npos)
+        << h.status();
+  }
+  o.quant_pack = false;
+  h = LmHead::Create(o);
+  ASSERT_TRUE(h.ok()) << h.status();
+  EXPECT_EQ((*h)->quant_gf_rows_max(), -1);
+  EXPECT_EQ((*h)->implementation().find("gf2p8affineqb"), std::string::npos);
 }
 
 // The packed kernel's prefetch distance: measured at Create by default (one
