@@ -233,6 +233,14 @@ std::vector<uint8_t> RandomBlocks(const QuantTypeInfo& info, int64_t vocab, int6
   return w;
 }
 
+// LmHead::Create(o) fails with INVALID_ARGUMENT naming `what`.
+void ExpectInvalid(const LmHead::Options& o, const std::string& what) {
+  absl::StatusOr<std::unique_ptr<LmHead>> h = LmHead::Create(o);
+  ASSERT_FALSE(h.ok());
+  EXPECT_EQ(h.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(std::string(h.status().message()).find(what), std::string::npos) << h.status();
+}
+
 constexpr GgmlType kAllTypes[] = {GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ4_1,
                                   GgmlType::kQ5_0, GgmlType::kQ5_1, GgmlType::kIQ4_NL,
                                   GgmlType::kQ2_K, GgmlType::kQ3_K, GgmlType::kQ4_K,
@@ -552,25 +560,12 @@ TEST(LmHeadQuant, PackedGfRowsAreMeasuredOrSetAndChangeNoBit) {
   }
   for (int bad : {-2, 3}) {
     o.quant_gf_rows_max = bad;
-    h = LmHead::Create(o);
-    ASSERT_FALSE(h.ok());
-    EXPECT_EQ(h.status().code(), absl::StatusCode::kInvalidArgument);
-    EXPECT_NE(std::string(h.status().message())
-                  .find(absl::StrCat("quant_gf_rows_max = ", bad, " must be in [-1, 2]")),
-              std::string::npos)
-        << h.status();
+    ExpectInvalid(o, absl::StrCat("quant_gf_rows_max = ", bad, " must be in [-1, 2]"));
   }
   o.quant_gf_rows_max = -1;
   for (const char* bad : {"3", "-1", "one"}) {
     ScopedEnv env("VOCABD_QUANT_GF_ROWS", bad);
-    h = LmHead::Create(o);
-    ASSERT_FALSE(h.ok());
-    EXPECT_EQ(h.status().code(), absl::StatusCode::kInvalidArgument);
-    EXPECT_NE(std::string(h.status().message())
-                  .find(absl::StrCat("VOCABD_QUANT_GF_ROWS = '", bad,
-                                     "' (want an integer in [0, 2])")),
-              std::string::npos)
-        << h.status();
+    ExpectInvalid(o, absl::StrCat("VOCABD_QUANT_GF_ROWS = '", bad, "' (want an integer in [0, 2])"));
   }
   o.quant_pack = false;
   h = LmHead::Create(o);
@@ -635,25 +630,12 @@ TEST(LmHeadQuant, PackedPrefetchIsMeasuredOrSetAndChangesNoBit) {
   }
   for (int bad : {-2, 9}) {
     o.quant_prefetch_records = bad;
-    h = LmHead::Create(o);
-    ASSERT_FALSE(h.ok());
-    EXPECT_EQ(h.status().code(), absl::StatusCode::kInvalidArgument);
-    EXPECT_NE(std::string(h.status().message())
-                  .find(absl::StrCat("quant_prefetch_records = ", bad, " must be in [-1, 8]")),
-              std::string::npos)
-        << h.status();
+    ExpectInvalid(o, absl::StrCat("quant_prefetch_records = ", bad, " must be in [-1, 8]"));
   }
   o.quant_prefetch_records = -1;
   for (const char* bad : {"9", "-1", "two"}) {
     ScopedEnv env("VOCABD_QUANT_PREFETCH", bad);
-    h = LmHead::Create(o);
-    ASSERT_FALSE(h.ok());
-    EXPECT_EQ(h.status().code(), absl::StatusCode::kInvalidArgument);
-    EXPECT_NE(std::string(h.status().message())
-                  .find(absl::StrCat("VOCABD_QUANT_PREFETCH = '", bad,
-                                     "' (want an integer in [0, 8])")),
-              std::string::npos)
-        << h.status();
+    ExpectInvalid(o, absl::StrCat("VOCABD_QUANT_PREFETCH = '", bad, "' (want an integer in [0, 8])"));
   }
   o.quant_pack = false;
   h = LmHead::Create(o);
