@@ -189,7 +189,7 @@ run_server() {
   local listen="${VOCABD_LISTEN:-127.0.0.1:50051}"
   "$BUILD_DIR/server/vocabd" --listen "$listen" \
     --model stories260K=models/stories260K/stories260K.bin \
-    --model stories260K-hf=models/stories260K-hf >"$log" 2>&1 &
+    --model stories260K-hf=models/stories260K-hf >>"$log" 2>&1 &
   echo $! >"$pidfile"
   export VOCABD_TARGET="$listen"
   for _ in $(seq 1 100); do
