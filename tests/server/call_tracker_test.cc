@@ -27,7 +27,7 @@ std::unique_ptr<CallTracker> MakeTracker(int max_concurrent_requests) {
 TEST(CallTrackerTest, SlotsGoInArrivalOrderAndOnlyHeldSlotsAreGivenBack) {
   auto tracker = MakeTracker(2);
   ASSERT_NE(tracker, nullptr);
-  int a, b, c, d, e;
+  int a = 0, b = 0, c = 0, d = 0, e = 0;  // only their addresses are used
   tracker->CallStarted(Ctx(a));
   tracker->CallStarted(Ctx(b));
   tracker->CallStarted(Ctx(c));  // third of 2
