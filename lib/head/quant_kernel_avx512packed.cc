@@ -485,9 +485,14 @@ struct PackedQ5_K {
 // bit in a plane H[U] as the fifth bit of Q5_0. Scales per 16 codes.
 
 // Bits 2C..2C+1 of every byte to bits 0-1.
+// gf2p8affineqb's matrix for it: bits 2c, 2c + 1 to output bits 0, 1 (the
+// matrix rows of output bits 0 and 1: bytes 7 and 6).
+constexpr int64_t GfBits2To0(int c) {
+  return (int64_t{1} << (2 * c)) << 56 | (int64_t{1} << (2 * c + 1)) << 48;
+}
 template <int C, bool kGf>
 inline __m512i Cut2(__m512i t) {
-  if constexpr (kGf) return Gf(t, (int64_t{1} << (2 * C)) << 56 | (int64_t{1} << (2 * C + 1)) << 48);
+  if constexpr (kGf) return Gf(t, GfBits2To0(C));
   return _mm512_and_si512(ShiftBytes<2 * C>(t), _mm512_set1_epi8(0x03));
 }
 
@@ -558,9 +563,9 @@ struct PackedQ3_K : NoMin {
     if constexpr (kGf) {
 #pragma GCC unroll 4
       for (int c = 0; c < 4; ++c) {
-        w[c] = _mm512_or_si512(Gf(t0, (int64_t{1} << (2 * c)) << 56 | (int64_t{1} << (2 * c + 1)) << 48),
+        w[c] = _mm512_or_si512(Gf(t0, GfBits2To0(c)),
                                Gf(hb, int64_t{1} << (40 + c)));
-        w[c + 4] = _mm512_or_si512(Gf(t1, (int64_t{1} << (2 * c)) << 56 | (int64_t{1} << (2 * c + 1)) << 48),
+        w[c + 4] = _mm512_or_si512(Gf(t1, GfBits2To0(c)),
                                    Gf(hb, int64_t{1} << (40 + c + 4)));
       }
       return;
