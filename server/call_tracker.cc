@@ -283,6 +283,19 @@ RequestInfo CallTracker::TakeRequestInfo(const grpc::ServerContextBase* context)
   return info;
 }
 
+absl::Status CheckCallWanted(grpc::CallbackServerContext* context, Metrics* metrics,
+                             const char* when) {
+  if (context->deadline() < std::chrono::system_clock::now()) {
+    if (metrics != nullptr) metrics->RecordSkippedWork("deadline_exceeded");
+    return absl::DeadlineExceededError(absl::StrCat("deadline exceeded ", when));
+  }
+  if (context->IsCancelled()) {
+    if (metrics != nullptr) metrics->RecordSkippedWork("cancelled");
+    return absl::CancelledError(absl::StrCat("call cancelled ", when));
+  }
+  return absl::OkStatus();
+}
+
 std::string CallTracker::NextRequestId() {
   return absl::StrCat("srv-", next_id_.fetch_add(1, std::memory_order_relaxed));
 }
@@ -296,16 +309,10 @@ int64_t CallTracker::RefusedInFlight(const grpc::ServerContextBase* context) {
 
 grpc::Status CallTracker::Admit(grpc::CallbackServerContext* context,
                                 const google::protobuf::Message& request) {
-  if (context->IsCancelled()) {
+  if (absl::Status wanted = CheckCallWanted(context, metrics_, "before the call started");
+      !wanted.ok()) {
     SaveRequestInfo(context, GetRequestInfo(request));
-    if (metrics_ != nullptr) metrics_->RecordSkippedWork("cancelled");
-    return grpc::Status(grpc::StatusCode::CANCELLED, "call cancelled before it started");
-  }
-  if (context->deadline() < std::chrono::system_clock::now()) {
-    SaveRequestInfo(context, GetRequestInfo(request));
-    if (metrics_ != nullptr) metrics_->RecordSkippedWork("deadline_exceeded");
-    return grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
-                        "deadline exceeded before the call started");
+    return ToGrpcStatus(wanted);
   }
   RequestInfo info = GetRequestInfo(request);
   {

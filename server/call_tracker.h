@@ -60,8 +60,8 @@ class CallTracker {
   std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface> MakeInterceptorFactory();
 
   // OK, or the status to finish the call with before doing any work:
-  //   CANCELLED           the client already cancelled
   //   DEADLINE_EXCEEDED   the deadline passed before the handler ran
+  //   CANCELLED           the client already cancelled
   //   RESOURCE_EXHAUSTED  more than max_concurrent_requests calls in flight, or
   //                       the request has more than max_tokens_per_request tokens
   //   INVALID_ARGUMENT    a request id outside the bounds (CheckRequestId)
@@ -121,6 +121,15 @@ class CallTracker {
   bool draining_ = false;  // guarded by mu_
   std::condition_variable admitted_cv_;
 };
+
+// Whether a call is still wanted before work on it starts: DEADLINE_EXCEEDED
+// when its deadline has passed ("deadline exceeded <when>"), else CANCELLED
+// when the client cancelled ("call cancelled <when>"); each counted in
+// `metrics` (may be null) as skipped work. The deadline is checked first:
+// gRPC marks a call whose deadline passed as cancelled too, and the caller
+// should see the reason.
+absl::Status CheckCallWanted(grpc::CallbackServerContext* context, Metrics* metrics,
+                             const char* when);
 
 // Finishes `reactor` and returns true when `tracker` (may be null) rejects
 // the call; handlers call it first:

@@ -181,15 +181,8 @@ void PositionServiceImpl::Run(const char* rpc, grpc::CallbackServerContext* call
   absl::Status submitted = context_.compute_pool->Submit([call, reactor, metrics,
                                                           work = std::move(work)]() {
     // Checked again when a worker picks the call up (scoring does the same).
-    if (call->IsCancelled()) {
-      if (metrics != nullptr) metrics->RecordSkippedWork("cancelled");
-      reactor->Finish(ToGrpcStatus(
-          absl::CancelledError("call cancelled or deadline exceeded before compute")));
-      return;
-    }
-    if (call->deadline() < std::chrono::system_clock::now()) {
-      if (metrics != nullptr) metrics->RecordSkippedWork("deadline_exceeded");
-      reactor->Finish(ToGrpcStatus(absl::DeadlineExceededError("deadline exceeded while queued")));
+    if (absl::Status wanted = CheckCallWanted(call, metrics, "while queued"); !wanted.ok()) {
+      reactor->Finish(ToGrpcStatus(wanted));
       return;
     }
     reactor->Finish(ToGrpcStatus(work(/*on_pool=*/true)));

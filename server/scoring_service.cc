@@ -142,14 +142,7 @@ std::function<absl::Status()> ComputeCheck(grpc::CallbackServerContext* context,
                                            const Model& model, int64_t rows) {
   const bool batched = model.batcher() != nullptr;
   return [context, metrics, batched, rows]() -> absl::Status {
-    if (context->IsCancelled()) {
-      if (metrics != nullptr) metrics->RecordSkippedWork("cancelled");
-      return absl::CancelledError("call cancelled or deadline exceeded before compute");
-    }
-    if (context->deadline() < std::chrono::system_clock::now()) {
-      if (metrics != nullptr) metrics->RecordSkippedWork("deadline_exceeded");
-      return absl::DeadlineExceededError("deadline exceeded while queued");
-    }
+    RETURN_IF_ERROR(CheckCallWanted(context, metrics, "while queued"));
     // Batched GEMM sizes are reported by the batcher's on_batch hook.
     if (!batched && metrics != nullptr) metrics->ObserveBatchSize(rows);
     return absl::OkStatus();

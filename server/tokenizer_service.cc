@@ -214,16 +214,9 @@ void TokenizerServiceImpl::Run(grpc::CallbackServerContext* call,
   Metrics* metrics = context_.metrics;
   absl::Status submitted =
       pool->Submit([call, reactor, metrics, finish = std::move(finish)] {
-        if (call->IsCancelled()) {
-          if (metrics != nullptr) metrics->RecordSkippedWork("cancelled");
-          reactor->Finish(ToGrpcStatus(
-              absl::CancelledError("call cancelled or deadline exceeded before compute")));
-          return;
-        }
-        if (call->deadline() < std::chrono::system_clock::now()) {
-          if (metrics != nullptr) metrics->RecordSkippedWork("deadline_exceeded");
-          reactor->Finish(
-              ToGrpcStatus(absl::DeadlineExceededError("deadline exceeded while queued")));
+        if (absl::Status wanted = CheckCallWanted(call, metrics, "while queued");
+            !wanted.ok()) {
+          reactor->Finish(ToGrpcStatus(wanted));
           return;
         }
         finish();

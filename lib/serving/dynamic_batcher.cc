@@ -8,6 +8,7 @@
 #include <deque>
 #include <mutex>
 #include <new>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -21,10 +22,19 @@ using Clock = std::chrono::steady_clock;
 // An item in the queue: the rows not yet taken into a batch start at
 // next_row. `failed` is set (outside the lock, by the batch that saw the
 // error) once finish got an error; its remaining slices are then skipped.
+//
+// `in_flight` (guarded by State::mu) is set while a slice of the item runs
+// in a batch and the item's later slices wait at the queue's front.
+// `dropped` (guarded by State::mu) holds the check status of such an item
+// when a Submit found its call cancelled while the slice ran: its remaining
+// rows no longer count in queued_rows, and the batch loop finishes it with
+// that status once the slice is done.
 struct QueuedItem {
   DynamicBatcher::Item item;
   int64_t next_row = 0;
   std::atomic<bool> failed{false};
+  bool in_flight = false;
+  std::optional<absl::Status> dropped;
 };
 
 struct DynamicBatcher::State {
@@ -56,6 +66,56 @@ struct Slice {
 void Fail(Slice& slice, const absl::Status& status) {
   slice.item->failed.store(true);
   slice.item->item.finish(status, slice.first_row, 0, nullptr);
+}
+
+// An item taken out of the queue by ReleaseCancelled, finished with `status`
+// outside the lock.
+struct Released {
+  std::shared_ptr<QueuedItem> item;
+  absl::Status status;
+};
+
+void FinishReleased(std::vector<Released>& released) {
+  for (Released& r : released) {
+    r.item->failed.store(true);
+    r.item->item.finish(r.status, r.item->next_row, 0, nullptr);
+  }
+  released.clear();
+}
+
+// Called under s.mu by a Submit that would overflow the queue: every queued
+// item whose check fails (its call was cancelled or its deadline passed
+// while it waited) stops counting in queued_rows. Items with no slice in a
+// running batch leave the queue and are appended to `released`; the front
+// item whose slice is running is marked `dropped` for the batch loop. So
+// abandoned calls never hold the queue's room until the loop reaches them.
+void ReleaseCancelled(DynamicBatcher::State& s, std::vector<Released>& released) {
+  for (auto it = s.queue.begin(); it != s.queue.end();) {
+    QueuedItem& q = *it->item;
+    const int64_t remaining = q.item.rows - q.next_row;
+    if (q.dropped.has_value() || !q.item.check) {
+      ++it;
+      continue;
+    }
+    if (q.failed.load()) {
+      // A slice failed and finished the item already; the loop pops it.
+      ++it;
+      continue;
+    }
+    absl::Status st = q.item.check();
+    if (st.ok()) {
+      ++it;
+      continue;
+    }
+    s.queued_rows -= remaining;
+    if (q.in_flight) {
+      q.dropped = std::move(st);
+      ++it;
+      continue;
+    }
+    released.push_back({it->item, std::move(st)});
+    it = s.queue.erase(it);
+  }
 }
 
 void FailAll(std::vector<Slice*>& slices, const absl::Status& status) {
@@ -148,11 +208,22 @@ void RunBatch(DynamicBatcher::State& s, std::vector<Slice>& batch) {
 void BatchLoop(std::shared_ptr<DynamicBatcher::State> s) {
   std::unique_lock<std::mutex> lock(s->mu);
   while (true) {
-    // Items whose earlier slice failed leave the queue without computing.
-    while (!s->queue.empty() && s->queue.front().item->failed.load()) {
+    // Items whose earlier slice failed leave the queue without computing;
+    // an item dropped by a Submit while its slice ran (its rows already
+    // uncounted) leaves and is finished with its check status.
+    while (!s->queue.empty()) {
       QueuedItem& q = *s->queue.front().item;
-      s->queued_rows -= q.item.rows - q.next_row;
+      if (q.failed.load()) {
+        if (!q.dropped.has_value()) s->queued_rows -= q.item.rows - q.next_row;
+        s->queue.pop_front();
+        continue;
+      }
+      if (!q.dropped.has_value()) break;
+      std::vector<Released> released{{s->queue.front().item, *q.dropped}};
       s->queue.pop_front();
+      lock.unlock();
+      FinishReleased(released);
+      lock.lock();
     }
     if (s->queue.empty()) {
       s->scheduled = false;
@@ -188,12 +259,16 @@ void BatchLoop(std::shared_ptr<DynamicBatcher::State> s) {
         // at the front for the next batches.
         batch.push_back({e.item, q.next_row, max_rows});
         q.next_row += max_rows;
+        q.in_flight = true;
         s->queued_rows -= max_rows;
       }
       break;
     }
     lock.unlock();
     RunBatch(*s, batch);
+    lock.lock();
+    for (Slice& slice : batch) slice.item->in_flight = false;
+    lock.unlock();
     batch.clear();  // release the items' captures outside the lock
     lock.lock();
     if (!s->queue.empty() && !s->stopping) {
@@ -239,25 +314,27 @@ absl::StatusOr<std::unique_ptr<DynamicBatcher>> DynamicBatcher::Create(
   return std::unique_ptr<DynamicBatcher>(new DynamicBatcher(std::move(state)));
 }
 
-absl::Status DynamicBatcher::Submit(Item item) {
-  if (item.rows < 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("dynamic batcher: item rows = ", item.rows, " must be >= 1"));
-  }
-  if (!item.prepare || !item.finish) {
-    return absl::InvalidArgumentError("dynamic batcher: item needs prepare and finish");
-  }
-  State& s = *state_;
+namespace {
+
+// Submit's work under the lock; items it releases are finished by the caller
+// after the lock is released.
+absl::Status SubmitLocked(const std::shared_ptr<DynamicBatcher::State>& state,
+                          DynamicBatcher::Item item, std::vector<Released>& released) {
+  DynamicBatcher::State& s = *state;
   std::lock_guard<std::mutex> lock(s.mu);
   if (s.stopping) return absl::UnavailableError("dynamic batcher is shutting down");
   // An item larger than the queue may enter an empty one (see the header).
-  if (s.queued_rows > 0 && s.queued_rows + item.rows > s.options.max_queue_rows) {
+  const auto overflows = [&s, &item] {
+    return s.queued_rows > 0 && s.queued_rows + item.rows > s.options.max_queue_rows;
+  };
+  if (overflows()) ReleaseCancelled(s, released);
+  if (overflows()) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "LM-head queue is full: ", s.queued_rows, " rows queued + ", item.rows,
         " requested > max_queue_rows = ", s.options.max_queue_rows, " (--max-queue-rows)"));
   }
   if (!s.scheduled) {
-    std::shared_ptr<State> shared = state_;
+    std::shared_ptr<DynamicBatcher::State> shared = state;
     absl::Status submitted = s.pool->Submit([shared] { BatchLoop(shared); });
     if (!submitted.ok()) return submitted;
     s.scheduled = true;
@@ -268,6 +345,22 @@ absl::Status DynamicBatcher::Submit(Item item) {
   s.queue.push_back({std::move(queued), Clock::now()});
   if (s.queued_rows >= s.options.max_batch_rows) s.cv.notify_all();
   return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status DynamicBatcher::Submit(Item item) {
+  if (item.rows < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("dynamic batcher: item rows = ", item.rows, " must be >= 1"));
+  }
+  if (!item.prepare || !item.finish) {
+    return absl::InvalidArgumentError("dynamic batcher: item needs prepare and finish");
+  }
+  std::vector<Released> released;  // finished after the lock is released
+  absl::Status status = SubmitLocked(state_, std::move(item), released);
+  FinishReleased(released);
+  return status;
 }
 
 int64_t DynamicBatcher::queued_rows() const {

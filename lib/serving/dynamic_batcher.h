@@ -35,6 +35,14 @@
 // rows waiting until they drain below the bound; this keeps one request
 // larger than the queue servable while the bound still limits what waits).
 //
+// Cancelled calls do not hold the queue: when an item would push queued
+// rows over max_queue_rows, Submit first runs the `check` of every queued
+// item; those that fail (call cancelled, deadline passed while waiting) stop
+// counting at once and are finished with their check status -- on the
+// submitting thread, after the batcher's lock is released, or, for the
+// item whose slice is running in a batch, by the batch loop when that slice
+// is done. Only then is the new item refused if it still does not fit.
+//
 // Errors: Submit returns RESOURCE_EXHAUSTED (naming max_queue_rows and the
 // queued rows) when the item would push queued rows over max_queue_rows on a
 // non-empty queue, or when the pool refuses the batch loop; UNAVAILABLE
@@ -84,7 +92,9 @@ class DynamicBatcher {
     // during the call); the item is complete when first_row + rows equals
     // the item's rows. On an error (check, prepare, allocation, GEMM) it is
     // called once with that status, rows 0 and nullptr, and never again
-    // (the item's remaining slices are dropped). Must not block or throw.
+    // (the item's remaining slices are dropped); for an item whose check
+    // failed in another item's Submit, that call runs on the submitting
+    // thread (see "Cancelled calls" above). Must not block or throw.
     // Required. The OK calls of one batch's items run concurrently on the
     // OpenMP threads (lib/core/parallel.h), so `finish` of different items
     // must not share unsynchronised state (slices of one item never run

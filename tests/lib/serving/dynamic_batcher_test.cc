@@ -1,6 +1,7 @@
 // DynamicBatcher: batched results are deterministic and equal to unbatched
 // ones (up to oneDNN's M-dependent f32 summation order), the
 // queue bound answers RESOURCE_EXHAUSTED, cancelled items are never computed
+// and give their queue room back to the next Submit
 // (counted through the on_batch hook), options are validated. Deterministic:
 // the single pool worker is held by a gate task while items are queued, so
 // batch composition never depends on timing.
@@ -283,6 +284,75 @@ TEST_F(DynamicBatcherTest, CancelledItemsAreDroppedBeforeCompute) {
   std::vector<float> five(5 * kVocab);
   ASSERT_TRUE(head_->Compute(batch.data(), 5, five.data()).ok());
   EXPECT_EQ(d.logits, std::vector<float>(five.begin() + 2 * kVocab, five.end()));
+}
+
+TEST_F(DynamicBatcherTest, CancelledItemsDoNotHoldTheQueue) {
+  auto batcher = MakeBatcher({4, 0, /*max_queue_rows=*/6, nullptr});
+  const std::vector<float> h = Rows(4, 9);
+  Result a, b, c;
+  std::atomic<bool> a_cancelled{false};
+  DynamicBatcher::Item item = MakeItem(&h, 4, &a);
+  item.check = [&a_cancelled] {
+    return a_cancelled ? absl::CancelledError("call cancelled") : absl::OkStatus();
+  };
+  CloseGate();
+  ASSERT_TRUE(batcher->Submit(std::move(item)).ok());
+  ASSERT_TRUE(batcher->Submit(MakeItem(&h, 2, &b)).ok());
+  // Full while a's call is live.
+  EXPECT_EQ(batcher->Submit(MakeItem(&h, 1, &c)).code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(c.prepared, 0);
+  // a's caller goes away: the next Submit finds it, finishes it (before any
+  // batch runs: the only worker is still held) and takes its room.
+  a_cancelled = true;
+  Result c2;
+  ASSERT_TRUE(batcher->Submit(MakeItem(&h, 1, &c2)).ok());
+  auto fa = a.status.get_future();
+  ASSERT_EQ(fa.wait_for(std::chrono::seconds(0)), std::future_status::ready);
+  EXPECT_EQ(fa.get().code(), absl::StatusCode::kCancelled);
+  EXPECT_EQ(batcher->queued_rows(), 3);
+  OpenGate();
+  EXPECT_TRUE(b.status.get_future().get().ok());
+  EXPECT_TRUE(c2.status.get_future().get().ok());
+  EXPECT_EQ(a.prepared, 0);
+  EXPECT_THAT(Batches(), ElementsAre(3));
+}
+
+TEST_F(DynamicBatcherTest, ItemCancelledWhileItsSliceRunsIsFinishedAfterTheSlice) {
+  auto batcher = MakeBatcher({4, 0, /*max_queue_rows=*/8, nullptr});
+  const std::vector<float> h = Rows(10, 10);
+  Result r, d;
+  std::atomic<bool> cancelled{false};
+  std::promise<void> slice_started, slice_may_go;
+  auto may_go = slice_may_go.get_future().share();
+  DynamicBatcher::Item item = MakeItem(&h, 10, &r);
+  auto prepare = item.prepare;
+  item.prepare = [&, prepare, may_go](int64_t first, int64_t n, float* dst) {
+    if (first == 0) {
+      slice_started.set_value();
+      may_go.wait();
+    }
+    return prepare(first, n, dst);
+  };
+  item.check = [&cancelled] {
+    return cancelled ? absl::CancelledError("call cancelled") : absl::OkStatus();
+  };
+  ASSERT_TRUE(batcher->Submit(std::move(item)).ok());
+  slice_started.get_future().wait();  // rows [0, 4) are in a running batch
+  EXPECT_EQ(batcher->queued_rows(), 6);
+  // 6 waiting + 4 > 8, but the 6 belong to a cancelled call: they stop
+  // counting, and the item is finished only once its running slice is done.
+  cancelled = true;
+  ASSERT_TRUE(batcher->Submit(MakeItem(&h, 4, &d)).ok());
+  EXPECT_EQ(batcher->queued_rows(), 4);
+  auto fr = r.status.get_future();
+  EXPECT_EQ(fr.wait_for(std::chrono::seconds(0)), std::future_status::timeout);
+  slice_may_go.set_value();
+  EXPECT_EQ(fr.get().code(), absl::StatusCode::kCancelled);
+  EXPECT_EQ(r.logits.size(), 4u * kVocab);  // the running slice's rows arrived first
+  EXPECT_TRUE(d.status.get_future().get().ok());
+  EXPECT_EQ(r.prepared, 1);
+  EXPECT_EQ(batcher->queued_rows(), 0);
+  EXPECT_THAT(Batches(), ElementsAre(4, 4));
 }
 
 TEST_F(DynamicBatcherTest, QueueDelayWaitsForMoreRows) {
