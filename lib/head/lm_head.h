@@ -194,9 +194,10 @@ class LmHead {
   // faster depends on how each overlaps its instructions with memory:
   // Create times them as Compute runs them (all threads, ~1 MiB tasks, each
   // thread streaming its own contiguous share: ParallelForStreams) on up
-  // to 64 MiB of the head's rows, alternating in 3 rounds, M = 1, 2, ...
-  // while the in-place kernel is faster (few_rows_max = the last such M, 0
-  // if none; tens of ms). Before that, Create measures the packed kernel's prefetch
+  // to 64 MiB of the head's rows, back to back in 3 rounds, M = 1, 2, ...
+  // while the in-place kernel is faster in every round (few_rows_max = the
+  // last such M, 0 if none; tens of ms; implementation() shows each
+  // kernel's best round). Before that, Create measures the packed kernel's prefetch
   // distance (Options::quant_prefetch_records): on the same rows, one input
   // row at 0, 1, 2 and 4 records ahead, 3 interleaved rounds, the fastest
   // wins. Whether and how far software prefetch helps depends on the core's
