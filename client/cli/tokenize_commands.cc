@@ -91,7 +91,11 @@ absl::StatusOr<int> RunDetokenize(VocabdClient& client, const GlobalOptions& g,
     request.set_incremental(true);
   }
   if (o.end_of_stream) request.set_incremental(true);
-  for (const std::string& list : o.ids) {
+  // The stream's last call may bring no new ids (it only flushes what the
+  // previous ids held back): one sequence with none.
+  std::vector<std::string> lists = o.ids;
+  if (lists.empty()) lists.push_back("");
+  for (const std::string& list : lists) {
     ASSIGN_OR_RETURN(std::vector<int64_t> ids, ParseIdList(list));
     v1::DetokenizeSequence* s = request.add_sequences();
     s->mutable_ids()->Assign(ids.begin(), ids.end());
@@ -151,6 +155,14 @@ absl::StatusOr<int> RunVocab(VocabdClient& client, const GlobalOptions& g, const
   return kExitOk;
 }
 
+// ids may be left out only on the stream's last call (--end-of-stream).
+void CheckDetokenize(const DetokenizeOptions& o) {
+  if (o.ids.empty() && !o.end_of_stream) {
+    throw CLI::ValidationError("ids", "give at least one id list (only --end-of-stream, the "
+                                      "stream's last call, may have no new ids)");
+  }
+}
+
 }  // namespace
 
 void RegisterTokenizeCommand(CLI::App& app, CommandContext& context) {
@@ -164,9 +176,11 @@ void RegisterTokenizeCommand(CLI::App& app, CommandContext& context) {
 }
 
 void RegisterDetokenizeCommand(CLI::App& app, CommandContext& context) {
-  auto [cmd, o] = context.AddCommand(app, "detokenize", "token ids -> text", RunDetokenize);
-  cmd->add_option("ids", o->ids, "comma-separated token ids; several lists = several texts")
-      ->required()
+  auto [cmd, o] =
+      context.AddCommand(app, "detokenize", "token ids -> text", RunDetokenize, CheckDetokenize);
+  cmd->add_option("ids", o->ids,
+                  "comma-separated token ids; several lists = several texts (none with "
+                  "--end-of-stream: flush what --previous held back)")
       ->check(IdListValidator());
   cmd->add_flag("--skip-special", o->skip_special, "drop BOS/EOS and other control tokens");
   cmd->add_option("--previous", o->previous,

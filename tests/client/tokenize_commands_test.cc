@@ -80,6 +80,16 @@ TEST_F(VocabctlTokenizeTest, DetokenizeAndIncremental) {
   j = nlohmann::json::parse(out);
   EXPECT_EQ(j["results"][0]["text"], "\xEF\xBF\xBD");
   EXPECT_EQ(j["results"][0]["held_back_bytes"], 0);
+  // The last call may bring no new ids: it flushes the held-back bytes.
+  std::tie(code, out) = Vocabctl("--json detokenize --end-of-stream --previous 403,243,162,147");
+  ASSERT_EQ(code, 0) << out;
+  j = nlohmann::json::parse(out);
+  EXPECT_EQ(j["results"][0]["text"], "\xEF\xBF\xBD");
+  EXPECT_EQ(j["results"][0]["held_back_bytes"], 0);
+  // Without --end-of-stream the ids are required (a usage error, exit 2).
+  std::tie(code, out) = Vocabctl("detokenize --previous 403,243");
+  EXPECT_EQ(code, 2);
+  EXPECT_THAT(out, HasSubstr("only --end-of-stream"));
   std::tie(code, out) = Vocabctl("detokenize 1,512");
   EXPECT_EQ(code, 1);
   EXPECT_THAT(out, HasSubstr("INVALID_ARGUMENT: sequences[0].ids[1] = 512 is outside [0, 512)"));
