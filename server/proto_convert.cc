@@ -245,6 +245,7 @@ v1::ModelInfo ModelToProto(const Model& model, bool is_default) {
   }
   info.set_dtype_fallback_reason(model.fallback_reason());
   info.set_lm_head_implementation(model.lm_head_implementation());
+  info.set_lm_head_memory(model.head_memory());
   if (const Tokenizer* t = model.tokenizer(); t != nullptr) {
     v1::TokenizerInfo* out = info.mutable_tokenizer();
     out->set_kind(t->kind());

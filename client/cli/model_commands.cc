@@ -106,6 +106,7 @@ void PrintModelDetail(const v1::ModelInfo& m) {
   if (!m.lm_head_implementation().empty()) {
     rows.push_back({"lm head kernels:", m.lm_head_implementation()});
   }
+  if (!m.lm_head_memory().empty()) rows.push_back({"lm head memory:", m.lm_head_memory()});
   rows.push_back(
       {"batching:", m.has_batching()
                         ? absl::StrCat("max_batch_rows ", m.batching().max_batch_rows(),
