@@ -118,7 +118,7 @@ std::string ReplaceInvalidUtf8(std::string_view text) {
 absl::StatusOr<IncrementalText> DecodeIncremental(const Tokenizer& tokenizer,
                                                   absl::Span<const int32_t> previous_ids,
                                                   absl::Span<const int32_t> new_ids,
-                                                  bool skip_special_tokens) {
+                                                  bool skip_special_tokens, bool end_of_stream) {
   const int64_t vocab = tokenizer.vocab_size();
   RETURN_IF_ERROR(CheckIds(previous_ids, vocab, "previous_ids"));
   RETURN_IF_ERROR(CheckIds(new_ids, vocab, "ids"));
@@ -143,6 +143,12 @@ absl::StatusOr<IncrementalText> DecodeIncremental(const Tokenizer& tokenizer,
   out.held_back_bytes = static_cast<int64_t>(after.size() - complete);
   if (complete > sent) {
     out.text = ReplaceInvalidUtf8(std::string_view(after).substr(sent, complete - sent));
+  }
+  if (end_of_stream) {
+    // The held-back tail (after a character boundary, so it is the same
+    // bytes however far back the window starts).
+    out.text += ReplaceInvalidUtf8(std::string_view(after).substr(std::max(sent, complete)));
+    out.held_back_bytes = 0;
   }
   return out;
 }

@@ -86,11 +86,16 @@ struct IncrementalText {
 // INVALID_ARGUMENT `previous_ids[i] = v is outside [0, vocab_size)` or
 // `ids[j] = ...` for an id out of range. Decoders that rewrite earlier text
 // when more tokens arrive (WordPiece cleanup such as " ." -> ".") never
-// retract what was sent: only bytes past it are returned.
+// retract what was sent: only bytes past it are returned. With
+// `end_of_stream` (the stream's last call) the text also ends with what
+// would be held back, each incomplete sequence as U+FFFD, and
+// held_back_bytes is 0: the same as appending FlushIncremental(previous +
+// new) but from the same two decodes.
 absl::StatusOr<IncrementalText> DecodeIncremental(const Tokenizer& tokenizer,
                                                   absl::Span<const int32_t> previous_ids,
                                                   absl::Span<const int32_t> new_ids,
-                                                  bool skip_special_tokens);
+                                                  bool skip_special_tokens,
+                                                  bool end_of_stream = false);
 
 // End of stream: the text DecodeIncremental held back after `previous_ids`
 // (the stream's ids so far), each incomplete sequence as U+FFFD, so that

@@ -111,16 +111,9 @@ absl::StatusOr<std::vector<IncrementalText>> DetokenizeSequences(
       continue;
     }
     absl::StatusOr<IncrementalText> text =
-        DecodeIncremental(tokenizer, previous, ids, skip_special_tokens);
+        DecodeIncremental(tokenizer, previous, ids, skip_special_tokens, item.end_of_stream);
     if (!text.ok()) return Prefixed(text.status(), prefix);
     out[b] = *std::move(text);
-    if (item.end_of_stream) {
-      previous.insert(previous.end(), ids.begin(), ids.end());
-      absl::StatusOr<std::string> tail = FlushIncremental(tokenizer, previous, skip_special_tokens);
-      if (!tail.ok()) return Prefixed(tail.status(), prefix);
-      out[b].text += *tail;
-      out[b].held_back_bytes = 0;
-    }
   }
   return out;
 }

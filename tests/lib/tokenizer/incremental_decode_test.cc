@@ -138,6 +138,33 @@ TEST(DecodeIncrementalTest, FirstTokenLeadingSpaceIsDroppedOnce) {
   EXPECT_THAT(Stream(tok, {1, 1, 11}, true), ::testing::ElementsAre("A", " A", " \xC3\xA9"));
 }
 
+// end_of_stream: the step's text plus the held-back tail as U+FFFD, the
+// same as the step followed by FlushIncremental, for every cut of every
+// prefix (held-back tails of 1-3 bytes, none, ill-formed bytes, a window
+// longer than the context).
+TEST(DecodeIncrementalTest, EndOfStreamEqualsStepThenFlush) {
+  const FakeTokenizer tok = MakeFake();
+  std::vector<int32_t> ids = {1, 3, 4, 5, 2, 6, 7, 8, 10, 3, 11, 6, 7};
+  for (int i = 0; i < 20; ++i) ids.insert(ids.begin(), 2);
+  int tails = 0;
+  for (size_t end = 1; end <= ids.size(); ++end) {
+    for (size_t cut = 0; cut <= end; ++cut) {
+      for (bool skip : {true, false}) {
+        const auto prev = absl::MakeConstSpan(ids.data(), cut);
+        const auto next = absl::MakeConstSpan(ids.data() + cut, end - cut);
+        auto step = DecodeIncremental(tok, prev, next, skip);
+        auto last = DecodeIncremental(tok, prev, next, skip, /*end_of_stream=*/true);
+        auto flush = FlushIncremental(tok, absl::MakeConstSpan(ids.data(), end), skip);
+        ASSERT_TRUE(step.ok() && last.ok() && flush.ok());
+        EXPECT_EQ(last->text, step->text + *flush) << end << " " << cut;
+        EXPECT_EQ(last->held_back_bytes, 0);
+        tails += !flush->empty();
+      }
+    }
+  }
+  EXPECT_GT(tails, 0);
+}
+
 TEST(DecodeIncrementalTest, IdsOutOfRange) {
   const FakeTokenizer tok = MakeFake();
   const std::vector<int32_t> prev = {1, 12};
