@@ -63,8 +63,14 @@ struct Slice {
   int64_t rows = 0;
 };
 
-void Fail(Slice& slice, const absl::Status& status) {
-  slice.item->failed.store(true);
+// `failed` is set under s.mu: a Submit's ReleaseCancelled (which holds it)
+// then either sees it and leaves the item alone, or has finished calling
+// the item's check before finish ends the call (and frees what check reads).
+void Fail(DynamicBatcher::State& s, Slice& slice, const absl::Status& status) {
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    slice.item->failed.store(true);
+  }
   slice.item->item.finish(status, slice.first_row, 0, nullptr);
 }
 
@@ -118,27 +124,37 @@ void ReleaseCancelled(DynamicBatcher::State& s, std::vector<Released>& released)
   }
 }
 
-void FailAll(std::vector<Slice*>& slices, const absl::Status& status) {
-  for (Slice* slice : slices) Fail(*slice, status);
+void FailAll(DynamicBatcher::State& s, std::vector<Slice*>& slices, const absl::Status& status) {
+  for (Slice* slice : slices) Fail(s, *slice, status);
   slices.clear();
 }
 
 // Computes one batch outside the lock. Every slice's finish is called once.
 void RunBatch(DynamicBatcher::State& s, std::vector<Slice>& batch) {
+  // The checks run under s.mu, as ReleaseCancelled's do, so one call's
+  // check never runs on two threads and a failed one is counted once.
   std::vector<Slice*> live;
+  std::vector<std::pair<Slice*, absl::Status>> dropped;  // finished outside the lock
   live.reserve(batch.size());
-  for (Slice& slice : batch) {
-    if (slice.item->failed.load()) continue;  // an earlier slice failed: finished already
-    const DynamicBatcher::Item& item = slice.item->item;
-    if (item.check) {
-      absl::Status st = item.check();
-      if (!st.ok()) {
-        Fail(slice, st);  // dropped: never computed
-        continue;
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    for (Slice& slice : batch) {
+      QueuedItem& q = *slice.item;
+      // Finished already (an earlier slice failed), or dropped by a Submit
+      // after this slice was taken (the batch loop finishes it).
+      if (q.failed.load() || q.dropped.has_value()) continue;
+      if (q.item.check) {
+        absl::Status st = q.item.check();
+        if (!st.ok()) {
+          q.failed.store(true);
+          dropped.emplace_back(&slice, std::move(st));  // never computed
+          continue;
+        }
       }
+      live.push_back(&slice);
     }
-    live.push_back(&slice);
   }
+  for (auto& [slice, st] : dropped) slice->item->item.finish(st, slice->first_row, 0, nullptr);
   if (live.empty()) return;
   const int64_t hidden = s.head->hidden_size();
   const int64_t vocab = s.head->vocab_size();
@@ -150,7 +166,7 @@ void RunBatch(DynamicBatcher::State& s, std::vector<Slice>& batch) {
   std::unique_ptr<float[]> input(new (std::nothrow) float[static_cast<size_t>(total * hidden)]);
   std::unique_ptr<float[]> logits;
   if (input == nullptr) {
-    FailAll(live, absl::ResourceExhaustedError(absl::StrCat(
+    FailAll(s, live, absl::ResourceExhaustedError(absl::StrCat(
                       "dynamic batcher: out of memory for ", total, " rows x hidden_size ",
                       hidden, " x 4 bytes of GEMM input")));
     return;
@@ -163,7 +179,7 @@ void RunBatch(DynamicBatcher::State& s, std::vector<Slice>& batch) {
     absl::Status st =
         slice->item->item.prepare(slice->first_row, slice->rows, input.get() + offset * hidden);
     if (!st.ok()) {
-      Fail(*slice, st);
+      Fail(s, *slice, st);
       continue;
     }
     offset += slice->rows;
@@ -172,7 +188,7 @@ void RunBatch(DynamicBatcher::State& s, std::vector<Slice>& batch) {
   if (ready.empty()) return;
   logits.reset(new (std::nothrow) float[static_cast<size_t>(offset * vocab)]);
   if (logits == nullptr) {
-    FailAll(ready, absl::ResourceExhaustedError(absl::StrCat(
+    FailAll(s, ready, absl::ResourceExhaustedError(absl::StrCat(
                        "dynamic batcher: out of memory for ", offset, " rows x vocab_size ",
                        vocab, " x 4 bytes of logits")));
     return;
@@ -180,7 +196,7 @@ void RunBatch(DynamicBatcher::State& s, std::vector<Slice>& batch) {
   if (s.options.on_batch) s.options.on_batch(offset);
   absl::Status st = s.head->Compute(input.get(), offset, logits.get());
   if (!st.ok()) {
-    FailAll(ready, st);
+    FailAll(s, ready, st);
     return;
   }
   std::vector<int64_t> first_row(ready.size());
@@ -229,9 +245,12 @@ void BatchLoop(std::shared_ptr<DynamicBatcher::State> s) {
       s->scheduled = false;
       return;
     }
+    // An item whose first slices have run does not wait for company: its
+    // call is being served, and waiting would only delay its last slice.
+    const bool started = s->queue.front().item->next_row > 0;
     const Clock::time_point deadline =
         s->queue.front().enqueued + std::chrono::microseconds(s->options.max_queue_delay_us);
-    while (!s->stopping && s->queued_rows < s->options.max_batch_rows &&
+    while (!started && !s->stopping && s->queued_rows < s->options.max_batch_rows &&
            Clock::now() < deadline) {
       s->cv.wait_until(lock, deadline);
     }

@@ -13,8 +13,9 @@
 // Scheduling: Submit never blocks. The first item queued while no batch
 // loop is scheduled schedules one on the ComputePool; that loop waits until
 // max_batch_rows rows are queued or the oldest item has waited
-// max_queue_delay_us, takes items in FIFO order while their rows fit in
-// max_batch_rows, drops items whose `check` fails (their `finish` gets that
+// max_queue_delay_us (not at all when the oldest item is a large one whose
+// first slices have run: its last, shorter slice goes at once), takes items
+// in FIFO order while their rows fit in max_batch_rows, drops items whose `check` fails (their `finish` gets that
 // status and their rows are never computed), runs one GEMM, calls every
 // `finish`, and repeats while items are queued. At most one batch per
 // batcher runs at a time.

@@ -46,6 +46,7 @@ namespace {
 namespace fs = std::filesystem;
 using ::google::protobuf::Message;
 using ::google::protobuf::util::MessageDifferencer;
+using ::testing::AnyOf;
 using ::testing::HasSubstr;
 using json = nlohmann::json;
 
@@ -285,6 +286,13 @@ TEST_F(HttpGatewayTest, LoadAndUnloadModelOverHttp) {
   ASSERT_TRUE(info.status.ok()) << info.status.error_message();
   v1::ModelInfo from_grpc;
   ASSERT_TRUE(from_grpc.ParseFromString(info.bytes));
+  // lm_head_memory may change in between: LoadModel answers while the
+  // head's background huge-page copy runs, GetModel may come after it.
+  EXPECT_THAT(from_http.lm_head_memory(), AnyOf("file mapping, copying to huge pages",
+                                                "huge pages (copied at load)"));
+  EXPECT_EQ(from_grpc.lm_head_memory().empty(), false);
+  from_http.clear_lm_head_memory();
+  from_grpc.clear_lm_head_memory();
   EXPECT_TRUE(MessageDifferencer::Equals(from_http, from_grpc));
 
   auto unloaded = Post("/v1/ModelService/UnloadModel", R"({"name": "repo-hf"})");

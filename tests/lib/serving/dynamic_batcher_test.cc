@@ -445,6 +445,21 @@ TEST_F(DynamicBatcherTest, ConcurrentCancellationsFinishEveryItemOnce) {
   std::printf("accepted %d (of which cancelled %d), refused %d\n", accepted, failed, refused);
 }
 
+// The delay is for gathering rows: once a large item's slices have started,
+// its last, shorter slice does not wait for more (it used to wait out the
+// whole delay: a 10-row item with max_batch_rows 4 took max_queue_delay_us).
+TEST_F(DynamicBatcherTest, LastSliceOfAStartedItemDoesNotWaitForTheDelay) {
+  auto batcher = MakeBatcher({4, /*max_queue_delay_us=*/60'000'000, 64, nullptr});
+  const std::vector<float> h = Rows(10, 12);
+  Result r;
+  ASSERT_TRUE(batcher->Submit(MakeItem(&h, 10, &r)).ok());
+  auto fr = r.status.get_future();
+  ASSERT_EQ(fr.wait_for(std::chrono::seconds(30)), std::future_status::ready);
+  EXPECT_TRUE(fr.get().ok());
+  EXPECT_EQ(r.logits.size(), 10u * kVocab);
+  EXPECT_THAT(Batches(), ElementsAre(4, 4, 2));
+}
+
 TEST_F(DynamicBatcherTest, QueueDelayWaitsForMoreRows) {
   // A long delay: the first item waits until max_batch_rows rows are queued.
   auto batcher = MakeBatcher({3, /*max_queue_delay_us=*/60'000'000, 64, nullptr});
