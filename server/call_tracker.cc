@@ -114,6 +114,10 @@ class CallInterceptor final : public grpc::experimental::Interceptor {
         } else if (unary && counted_) {
           parse_error_ = absl::StrCat("the request is not a valid ", RequestTypeName(method_),
                                       " message (protobuf parse failed)");
+          // Or the call ended while its request was still arriving (the
+          // client's deadline, a cancel): gRPC gives no message either way,
+          // and the context does not say which yet. POST_RECV_CLOSE does.
+          no_message_ = true;
         }
       }
     }
@@ -125,6 +129,26 @@ class CallInterceptor final : public grpc::experimental::Interceptor {
         // message (a stream's reactor sees the end of its reads).
         status = grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, parse_error_);
         methods->ModifySendStatus(status);
+      }
+      if (no_message_ && !ended_) {
+        deferred_status_ = status;  // recorded at POST_RECV_CLOSE
+      } else {
+        Finished(status);
+      }
+    }
+    if (methods->QueryInterceptionHookPoint(InterceptionHookPoints::POST_RECV_CLOSE) &&
+        no_message_ && !ended_) {
+      // The call is over: IsCancelled() now says whether the status could be
+      // sent. If not, the client went away (its deadline or a cancel) before
+      // its request had arrived: not a parse failure.
+      grpc::Status status = deferred_status_;
+      grpc::ServerContextBase* context = info_->server_context();
+      if (context != nullptr && context->IsCancelled()) {
+        status = context->deadline() < std::chrono::system_clock::now()
+                     ? grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
+                                    "deadline exceeded while the request was arriving")
+                     : grpc::Status(grpc::StatusCode::CANCELLED,
+                                    "call ended by the client while the request was arriving");
       }
       Finished(status);
     }
@@ -185,6 +209,8 @@ class CallInterceptor final : public grpc::experimental::Interceptor {
   const std::chrono::steady_clock::time_point start_;
   bool ended_ = false;
   std::string parse_error_;  // the request could not be parsed (see above)
+  bool no_message_ = false;   // a unary call got no request message
+  grpc::Status deferred_status_;  // its sent status, recorded at POST_RECV_CLOSE
 };
 
 class CallInterceptorFactory final

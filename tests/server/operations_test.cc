@@ -33,6 +33,7 @@
 namespace vocabd::testing {
 namespace {
 
+using ::testing::AnyOf;
 using ::testing::HasSubstr;
 using ::testing::Optional;
 
@@ -403,6 +404,46 @@ TEST(DeadlineTest, QueuedCallsThatExpireOrAreCancelledAreNotComputed) {
     EXPECT_EQ(skipped(), skipped_before + 2);
   }
   EXPECT_TRUE(qualified) << "in 5 rounds the blocker never outlived the two queued calls";
+  r.server->Shutdown();
+}
+
+// A unary call whose client goes away (its deadline) while its request is
+// still arriving reaches the server with no message. That is not a parse
+// failure: it was counted INVALID_ARGUMENT "protobuf parse failed"
+// (thousands per minute under a load of 8 MiB requests with ms deadlines);
+// it is CANCELLED (the client reset the stream before the server's own
+// deadline) or DEADLINE_EXCEEDED. A request that is no protobuf stays
+// INVALID_ARGUMENT (grpc_hardening_test).
+TEST(MetricsEndpointTest, CallsEndingWhileTheirRequestArrivesAreNotParseFailures) {
+  VocabdServer::Options options;
+  options.metrics_listen = "127.0.0.1:0";
+  Running r = Start(options);
+  ASSERT_NE(r.server, nullptr);
+  auto stub = v1::ScoringService::NewStub(r.client->channel());
+  const v1::ScoreRequest big = ScoreRows(32768);  // 8 MiB of hidden rows
+  for (int i = 0; i < 40; ++i) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::microseconds(200 + 100 * i));
+    v1::ScoreResponse res;
+    const grpc::Status s = stub->Score(&ctx, big, &res);
+    if (!s.ok()) {
+      EXPECT_THAT(s.error_code(), AnyOf(grpc::StatusCode::DEADLINE_EXCEEDED,
+                                        grpc::StatusCode::CANCELLED))
+          << s.error_message();
+    }
+  }
+  ASSERT_TRUE(WaitFor([&] { return r.server->metrics().in_flight() == 0; },
+                      std::chrono::seconds(60)));
+  ASSERT_TRUE(r.client->Score(ScoreRows(3)).ok());
+  const PrometheusText p(Scrape(r.server->metrics_port()));
+  const auto score = [&p](const std::string& code) {
+    return p.Value("vocabd_requests_total",
+                   {{"method", "/vocabd.v1.ScoringService/Score"}, {"code", code}})
+        .value_or(0.0);
+  };
+  EXPECT_EQ(score("INVALID_ARGUMENT"), 0.0);
+  EXPECT_EQ(score("UNIMPLEMENTED"), 0.0);
+  EXPECT_GE(score("OK"), 1.0);
   r.server->Shutdown();
 }
 
