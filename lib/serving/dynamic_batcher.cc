@@ -20,8 +20,10 @@ namespace vocabd {
 using Clock = std::chrono::steady_clock;
 
 // An item in the queue: the rows not yet taken into a batch start at
-// next_row. `failed` is set (outside the lock, by the batch that saw the
-// error) once finish got an error; its remaining slices are then skipped.
+// next_row. `failed` is set once finish got (or is about to get) an error;
+// its remaining slices are then skipped. It is set under State::mu while
+// the item may still be in the queue (Fail, RunBatch's checks), so that a
+// Submit's ReleaseCancelled never runs the check of a call being finished.
 //
 // `in_flight` (guarded by State::mu) is set while a slice of the item runs
 // in a batch and the item's later slices wait at the queue's front.
