@@ -619,15 +619,15 @@ int64_t MeasuredFewRowsMax(QuantKernelIsa isa, const QuantTypeInfo& type, const 
       at = m;
       few = other = 1e30;
       int few_wins = 0;
+      auto time_few = [&] {
+        return TimeKernel(isa, type, in.acts, m, w, nullptr, vocab, d, n, in.out.data(),
+                          in.scratch, m, chunk, 0, /*reps=*/1);
+      };
+      auto time_packed = [&] {
+        return TimeKernel(isa, type, in.acts, m, w, packed, vocab, d, n, in.out.data(),
+                          in.scratch, 0, chunk, prefetch, /*reps=*/1, gf_rows_max);
+      };
       for (int round = 0; round < 3; ++round) {
-        auto time_few = [&] {
-          return TimeKernel(isa, type, in.acts, m, w, nullptr, vocab, d, n, in.out.data(),
-                            in.scratch, m, chunk, 0, /*reps=*/1);
-        };
-        auto time_packed = [&] {
-          return TimeKernel(isa, type, in.acts, m, w, packed, vocab, d, n, in.out.data(),
-                            in.scratch, 0, chunk, prefetch, /*reps=*/1, gf_rows_max);
-        };
         double f, p;
         if (round % 2 == 0) {
           f = time_few();

@@ -100,13 +100,9 @@ void FinishReleased(std::vector<Released>& released) {
 void ReleaseCancelled(DynamicBatcher::State& s, std::vector<Released>& released) {
   for (auto it = s.queue.begin(); it != s.queue.end();) {
     QueuedItem& q = *it->item;
-    const int64_t remaining = q.item.rows - q.next_row;
-    if (q.dropped.has_value() || !q.item.check) {
-      ++it;
-      continue;
-    }
-    if (q.failed.load()) {
-      // A slice failed and finished the item already; the loop pops it.
+    // Dropped already, or failed (finished by a failed slice; the loop pops
+    // it), or nothing to check.
+    if (q.dropped.has_value() || q.failed.load() || !q.item.check) {
       ++it;
       continue;
     }
@@ -115,7 +111,7 @@ void ReleaseCancelled(DynamicBatcher::State& s, std::vector<Released>& released)
       ++it;
       continue;
     }
-    s.queued_rows -= remaining;
+    s.queued_rows -= q.item.rows - q.next_row;
     if (q.in_flight) {
       q.dropped = std::move(st);
       ++it;
