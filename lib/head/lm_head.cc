@@ -76,6 +76,12 @@ ScratchBuffer& ThreadQuantUnpack() {
   thread_local ScratchBuffer buffer;
   return buffer;
 }
+// The packed kernel's activation panel of a call (QuantBuildPackedPanel),
+// built by the calling thread and read by every thread of the call.
+ScratchBuffer& ThreadPackedPanel() {
+  thread_local ScratchBuffer buffer;
+  return buffer;
+}
 
 // Per-thread buffer for the hidden rows packed as AMX B tiles.
 ScratchBuffer& ThreadAmxPacked() {
@@ -364,9 +370,15 @@ double TimeKernel(QuantKernelIsa isa, const QuantTypeInfo& type, const uint8_t* 
                   const uint8_t* w, const uint8_t* packed, int64_t vocab, int64_t d, int64_t rows,
                   float* out, uint8_t* scratch, int64_t few_rows_max, int64_t chunk = 0,
                   int prefetch = 0, int reps = 3, int gf_rows_max = 0) {
+  uint8_t* panel = nullptr;
+  if (packed != nullptr) {
+    panel = static_cast<uint8_t*>(
+        ThreadPackedPanel().Get(static_cast<size_t>(QuantPackedPanelBytes(m, d))));
+    if (panel == nullptr) return 1e30;
+  }
   auto run = [&](int64_t v0, int64_t v1, uint8_t* s) {
     if (packed != nullptr) {
-      QuantPackedKernel(isa, type, acts, m, packed, vocab, d, v0, v1, out, rows, s, prefetch,
+      QuantPackedKernel(isa, type, panel, m, packed, vocab, d, v0, v1, out, rows, prefetch,
                         gf_rows_max);
     } else {
       QuantHeadKernel(isa, type, acts, m, w, d, v0, v1, out, rows, s, few_rows_max);
@@ -375,6 +387,7 @@ double TimeKernel(QuantKernelIsa isa, const QuantTypeInfo& type, const uint8_t* 
   double best = 1e30;
   for (int rep = 0; rep < reps; ++rep) {
     const auto t0 = std::chrono::steady_clock::now();
+    if (panel != nullptr) QuantBuildPackedPanel(isa, type, acts, m, d, panel);  // as Compute does
     if (chunk > 0) {
       const size_t bytes = static_cast<size_t>(QuantUnpackScratchBytes(d));
       ParallelForStreams((rows + chunk - 1) / chunk, [&](int64_t t) {
@@ -961,21 +974,31 @@ absl::Status LmHead::ComputeQuantized(const float* hidden, int64_t rows, float* 
         absl::StrCat("LmHead: cannot allocate ", act_bytes, " bytes for quantized rows"));
   }
   QuantizeActivations(hidden, rows, d, acts);
-  const size_t scratch_bytes = static_cast<size_t>(QuantUnpackScratchBytes(d));
   const int64_t chunk = impl.chunk_rows;
   const int64_t tasks = (vocab + chunk - 1) / chunk;
+  if (impl.packed.data() != nullptr && rows > impl.quant_few_rows_max) {
+    // The activation panel once per call; every task reads it.
+    const size_t panel_bytes = static_cast<size_t>(QuantPackedPanelBytes(rows, d));
+    auto* panel = static_cast<uint8_t*>(ThreadPackedPanel().Get(panel_bytes));
+    if (panel == nullptr) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("LmHead: cannot allocate ", panel_bytes, " bytes for the packed panel"));
+    }
+    QuantBuildPackedPanel(impl.quant_isa, *impl.quant, acts, rows, d, panel);
+    ParallelForStreams(tasks, [&](int64_t t) {
+      QuantPackedKernel(impl.quant_isa, *impl.quant, panel, rows, impl.packed.data(), vocab, d,
+                        t * chunk, std::min(vocab, (t + 1) * chunk), logits, vocab,
+                        impl.quant_prefetch, impl.quant_gf_rows_max);
+    });
+    return absl::OkStatus();
+  }
+  const size_t scratch_bytes = static_cast<size_t>(QuantUnpackScratchBytes(d));
   const auto* w = static_cast<const uint8_t*>(impl.options.weights);
   std::atomic<bool> oom{false};
   ParallelForStreams(tasks, [&](int64_t t) {
     auto* scratch = static_cast<uint8_t*>(ThreadQuantUnpack().Get(scratch_bytes));
     if (scratch == nullptr) {
       oom.store(true);
-      return;
-    }
-    if (impl.packed.data() != nullptr && rows > impl.quant_few_rows_max) {
-      QuantPackedKernel(impl.quant_isa, *impl.quant, acts, rows, impl.packed.data(), vocab, d,
-                        t * chunk, std::min(vocab, (t + 1) * chunk), logits, vocab, scratch,
-                        impl.quant_prefetch, impl.quant_gf_rows_max);
       return;
     }
     QuantHeadKernel(impl.quant_isa, *impl.quant, acts, rows, w, d, t * chunk,

@@ -102,8 +102,10 @@ int64_t QuantActRowBytes(int64_t d) { return ActLayout(d).bytes; }
 int64_t QuantUnpackScratchBytes(int64_t d) {
   const int64_t a = UnpackLayout(d).bytes();
   const int64_t b = quant_kernel_internal::Avx512GemmScratchBytes(d);
-  const int64_t c = PackedScratchBytes(d);
-  return a > b ? (a > c ? a : c) : (b > c ? b : c);
+  return a > b ? a : b;
+}
+int64_t QuantPackedPanelBytes(int64_t rows, int64_t d) {
+  return rows * (d / 32) * kPackedPanelBytesPer32 + 64;
 }
 
 void QuantizeActivations(const float* x, int64_t rows, int64_t d, uint8_t* acts) {
@@ -210,14 +212,20 @@ void QuantPackGroups(QuantKernelIsa isa, const QuantTypeInfo& type, const uint8_
   quant_kernel_internal::Avx512PackGroups(type, w, vocab, d, g0, g1, packed);
 }
 
-void QuantPackedKernel(QuantKernelIsa isa, const QuantTypeInfo& type, const uint8_t* acts,
+void QuantBuildPackedPanel(QuantKernelIsa isa, const QuantTypeInfo& type, const uint8_t* acts,
+                           int64_t rows, int64_t d, uint8_t* panel) {
+  if (!QuantPackedCovers(isa, type.type, d)) return;
+  quant_kernel_internal::Avx512BuildPanels(type, acts, rows, d, panel);
+}
+
+void QuantPackedKernel(QuantKernelIsa isa, const QuantTypeInfo& type, const uint8_t* panel,
                        int64_t rows, const uint8_t* packed, int64_t vocab, int64_t d, int64_t v0,
-                       int64_t v1, float* out, int64_t ldo, uint8_t* scratch,
-                       int prefetch_records, int gf_rows_max) {
+                       int64_t v1, float* out, int64_t ldo, int prefetch_records,
+                       int gf_rows_max) {
   if (!QuantPackedCovers(isa, type.type, d)) return;
   prefetch_records = std::clamp(prefetch_records, 0, kPackedPrefetchMax);
   gf_rows_max = Support().gfni ? std::clamp(gf_rows_max, 0, kPackedGfRowsMax) : 0;
-  quant_kernel_internal::Avx512PackedKernel(type, acts, rows, packed, d, v0, v1, out, ldo, scratch,
+  quant_kernel_internal::Avx512PackedKernel(type, panel, rows, packed, d, v0, v1, out, ldo,
                                             prefetch_records, gf_rows_max);
 }
 

@@ -200,7 +200,20 @@ void QuantPackGroups(QuantKernelIsa isa, const QuantTypeInfo& type, const uint8_
                      int64_t vocab, int64_t d, int64_t g0, int64_t g1, uint8_t* packed);
 // The most records a packed kernel prefetches ahead (QuantPackedKernel).
 inline constexpr int kPackedPrefetchMax = 8;
-// QuantHeadKernel's contract on packed weights (all `vocab` rows packed):
+// Bytes of the packed kernel's activation panel for `rows` input rows
+// (QuantBuildPackedPanel), 64 bytes of alignment slack included.
+int64_t QuantPackedPanelBytes(int64_t rows, int64_t d);
+// Lays out the quantized rows `acts` (rows x QuantActRowBytes(d),
+// QuantizeActivations) as the packed kernel reads them, in `panel`
+// (QuantPackedPanelBytes(rows, d) bytes; the panel starts at its first
+// 64-byte boundary). Built once per call and read by every thread's
+// QuantPackedKernel (quant_kernel_avx512packed.cc draws it: per tile of up
+// to 8 rows the codes interleaved per 32, then da and the offset and min
+// terms' sums). Same path and type as the QuantPackedKernel calls.
+void QuantBuildPackedPanel(QuantKernelIsa isa, const QuantTypeInfo& type, const uint8_t* acts,
+                           int64_t rows, int64_t d, uint8_t* panel);
+// QuantHeadKernel's contract on packed weights (all `vocab` rows packed)
+// and the `rows` input rows of `panel` (QuantBuildPackedPanel):
 // out[m * ldo + v], v in [v0, v1), v0 a multiple of kPackedGroupRows.
 // A row's logits do not depend on rows, v0, v1 or prefetch_records.
 // prefetch_records in [0, kPackedPrefetchMax] (clamped): before each
@@ -215,10 +228,10 @@ inline constexpr int kPackedPrefetchMax = 8;
 // gf2p8affineqb, the others with word shifts and masks (the same codes;
 // which is faster depends on which pipes the core runs gf2p8affineqb on, so
 // LmHead measures it at Create).
-void QuantPackedKernel(QuantKernelIsa isa, const QuantTypeInfo& type, const uint8_t* acts,
+void QuantPackedKernel(QuantKernelIsa isa, const QuantTypeInfo& type, const uint8_t* panel,
                        int64_t rows, const uint8_t* packed, int64_t vocab, int64_t d, int64_t v0,
-                       int64_t v1, float* out, int64_t ldo, uint8_t* scratch,
-                       int prefetch_records, int gf_rows_max);
+                       int64_t v1, float* out, int64_t ldo, int prefetch_records,
+                       int gf_rows_max);
 // The most input rows of a packed tile that may cut its codes with
 // gf2p8affineqb (wider tiles share each unit's codes among more rows, so
 // the shifts' extra instructions cost less than gf2p8affineqb's pipes).
@@ -261,9 +274,11 @@ void Avx512PackGroups(const QuantTypeInfo& type, const uint8_t* w, int64_t vocab
 // gf_rows_max (0..kPackedGfRowsMax; > 0 only on a CPU with GFNI): tiles of
 // up to that many input rows cut the codes with gf2p8affineqb (the same
 // codes).
-void Avx512PackedKernel(const QuantTypeInfo& type, const uint8_t* acts, int64_t rows,
+void Avx512BuildPanels(const QuantTypeInfo& type, const uint8_t* acts, int64_t rows, int64_t d,
+                       uint8_t* panel);
+void Avx512PackedKernel(const QuantTypeInfo& type, const uint8_t* panel, int64_t rows,
                         const uint8_t* packed, int64_t d, int64_t v0, int64_t v1, float* out,
-                        int64_t ldo, uint8_t* scratch, int prefetch_records, int gf_rows_max);
+                        int64_t ldo, int prefetch_records, int gf_rows_max);
 }  // namespace quant_kernel_internal
 
 }  // namespace vocabd

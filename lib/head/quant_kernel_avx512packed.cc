@@ -72,9 +72,10 @@ constexpr __mmask16 kAll = 0xFFFF;
 // dw = d x scale and mw = -dmin x min are the canonical ones (exact in
 // float). 8 vpdpbusd (their activation operand a broadcast load) and 3 or 4
 // float instructions per 512 codes and input row; W and the scales are made
-// once per unit for a tile of up to 8 input rows. The tile's activations
-// are copied per call into a panel interleaved per unit (every operand one
-// pointer plus a constant). Units are summed in order: a row's logits do
+// once per unit for a tile of up to 8 input rows. The tiles' activations
+// are copied once per call (QuantBuildPackedPanel, before the threads
+// split the vocabulary) into a panel interleaved per unit (every operand
+// one pointer plus a constant). Units are summed in order: a row's logits do
 // not depend on M or on the vocabulary range of the call.
 constexpr int kPackedMb = 8;
 
@@ -174,6 +175,13 @@ inline __m512i MoveBit(__m512i v) {
 inline __m512i AndOr(__m512i a, __m512i b, __m512i low) { return _mm512_ternarylogic_epi32(a, b, low, 0xEC); }
 // m ? a : b bit by bit: vpternlogd's A ? B : C.
 inline __m512i Select(__m512i m, __m512i a, __m512i b) { return _mm512_ternarylogic_epi32(m, a, b, 0xCA); }
+
+// sum += vpdpbusd(w, the 4 bytes at p broadcast to every lane), with the
+// broadcast folded into the instruction's memory operand ({1to16}): one
+// instruction where the intrinsics give a vpbroadcastd and a vpdpbusd.
+inline void DpbusdBroadcast(__m512i& sum, __m512i w, const int8_t* p) {
+  __asm__("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(sum) : "v"(w), "m"(*reinterpret_cast<const int32_t*>(p)));
+}
 
 inline __m512 ScaleU8(const uint8_t* p16, __m512 f) {
   return _mm512_mul_ps(f, _mm512_maskz_cvtepi32_ps(
@@ -638,10 +646,8 @@ inline void PackedUnit(const uint8_t* rec, int U, const typename T::Sb& sb, cons
     for (int c = 0; c < kC; ++c) {
 #pragma GCC unroll 8
       for (int m = 0; m < MB; ++m) {
-        int32_t four;
-        std::memcpy(&four, ab + m * 32 + 16 * h + 4 * c, 4);
         __m512i& sum = isum[c % kSplit][m];
-        sum = _mm512_dpbusd_epi32(sum, w[kC * h + c], _mm512_set1_epi32(four));
+        DpbusdBroadcast(sum, w[kC * h + c], ab + m * 32 + 16 * h + 4 * c);
       }
     }
     if constexpr (kSplit == 2) {
@@ -692,22 +698,33 @@ void PackGroupsT(const uint8_t* w, int64_t vocab, int64_t d, int64_t g0, int64_t
   }
 }
 
-template <class T>
-void PackedKernelT(const uint8_t* acts, int64_t rows, const uint8_t* packed, int64_t d,
-                   int64_t v0, int64_t v1, float* out, int64_t ldo, uint8_t* scratch,
-                   int prefetch_records, int gf_rows_max) {
+// The panel's first 64-byte boundary (QuantPackedPanelBytes leaves room).
+inline uint8_t* PanelBase(const uint8_t* p) {
+  return reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(p) + 63) & ~uintptr_t{63});
+}
+
+// The panels of `rows` input rows for a type of offset o: tiles of
+// kPackedMb rows, the tile at row m at m * (d / 32) * kPackedPanelBytesPer32.
+void BuildPanels(const uint8_t* acts, int64_t rows, int64_t d, int o, uint8_t* panel) {
   const ActLayout al(d);
+  const int64_t nu = d / 32;
+  uint8_t* base = PanelBase(panel);
+  for (int64_t m = 0; m < rows; m += kPackedMb) {
+    const int64_t mb = Min64(kPackedMb, rows - m);
+    const uint8_t* r[kPackedMb] = {};
+    for (int64_t i = 0; i < mb; ++i) r[i] = acts + (m + i) * al.bytes;
+    BuildPanel(r, mb, d, o, base + m * nu * kPackedPanelBytesPer32);
+  }
+}
+
+template <class T>
+void PackedKernelT(const uint8_t* panels, int64_t rows, const uint8_t* packed, int64_t d,
+                   int64_t v0, int64_t v1, float* out, int64_t ldo, int prefetch_records,
+                   int gf_rows_max) {
   const int64_t nu = d / 32, nsb = d / 256;
-  uint8_t* panel = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(scratch) + 63) &
-                                              ~uintptr_t{63});
   for (int64_t m0 = 0; m0 < rows; m0 += kPackedRowBlock) {
     const int64_t mrows = Min64(kPackedRowBlock, rows - m0);
-    for (int64_t m = 0; m < mrows; m += kPackedMb) {
-      const int64_t mb = Min64(kPackedMb, mrows - m);
-      const uint8_t* r[kPackedMb];
-      for (int64_t i = 0; i < mb; ++i) r[i] = acts + (m0 + m + i) * al.bytes;
-      BuildPanel(r, mb, d, T::kOffset, panel + m * nu * kPackedPanelBytesPer32);
-    }
+    const uint8_t* panel = PanelBase(panels) + m0 * nu * kPackedPanelBytesPer32;
     // Per group, record by record, every tile of input rows (the record
     // stays in L1 between them); prefetch_records > 0: before each record,
     // prefetch (prefetcht0, every 64-byte line) the record that far ahead,
@@ -803,13 +820,19 @@ void Avx512PackGroups(const QuantTypeInfo& type, const uint8_t* w, int64_t vocab
     PackGroupsT<T>(w, vocab, d, g0, g1, row_bytes, packed);
   });
 }
-void Avx512PackedKernel(const QuantTypeInfo& type, const uint8_t* acts, int64_t rows,
+void Avx512BuildPanels(const QuantTypeInfo& type, const uint8_t* acts, int64_t rows, int64_t d,
+                       uint8_t* panel) {
+  int offset = 0;
+  if (WithPacked(type.type, [&](auto* t) { offset = std::remove_pointer_t<decltype(t)>::kOffset; })) {
+    BuildPanels(acts, rows, d, offset, panel);
+  }
+}
+void Avx512PackedKernel(const QuantTypeInfo& type, const uint8_t* panel, int64_t rows,
                         const uint8_t* packed, int64_t d, int64_t v0, int64_t v1, float* out,
-                        int64_t ldo, uint8_t* scratch, int prefetch_records, int gf_rows_max) {
+                        int64_t ldo, int prefetch_records, int gf_rows_max) {
   WithPacked(type.type, [&](auto* t) {
     using T = std::remove_pointer_t<decltype(t)>;
-    PackedKernelT<T>(acts, rows, packed, d, v0, v1, out, ldo, scratch, prefetch_records,
-                     gf_rows_max);
+    PackedKernelT<T>(panel, rows, packed, d, v0, v1, out, ldo, prefetch_records, gf_rows_max);
   });
 }
 }  // namespace quant_kernel_internal

@@ -50,15 +50,14 @@ struct UnpackLayout {
   int64_t bytes() const { return kMaxTileRows * row_bytes + 64; }
 };
 
-// The packed kernel's scratch: up to kPackedRowBlock input rows
-// interleaved per 32 codes, 60 bytes per row and 32 codes (the codes, da,
-// the offset term's starting values per 32 and per 16, the quantized sums
-// per 32 and per 16), plus alignment.
+// The packed kernel's activation panel (QuantBuildPackedPanel): the input
+// rows interleaved per 32 codes, 60 bytes per row and 32 codes (the codes,
+// da, the offset term's starting values per 32 and per 16, the quantized
+// sums per 32 and per 16), plus 64 bytes of alignment. The kernel runs
+// blocks of kPackedRowBlock rows (each block's panel stays in L2 while a
+// thread's vocabulary range streams past it).
 constexpr int64_t kPackedRowBlock = 64;
 constexpr int64_t kPackedPanelBytesPer32 = 60;
-inline int64_t PackedScratchBytes(int64_t d) {
-  return kPackedRowBlock * (d / 32) * kPackedPanelBytesPer32 + 64;
-}
 
 // IEEE binary16 -> binary32 (ggml_half), exact.
 inline float H2F(uint16_t h) {

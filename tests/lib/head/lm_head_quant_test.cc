@@ -463,12 +463,13 @@ TEST(LmHeadQuant, PackedCodeCutsAgreeWithAndWithoutGfni) {
     uint8_t* packed = aligned(packed_buf);
     const int64_t groups = (vocab + kPackedGroupRows - 1) / kPackedGroupRows;
     QuantPackGroups(QuantKernelIsa::kAvx512Vnni, info, w.data(), vocab, hidden, 0, groups, packed);
-    std::vector<uint8_t> scratch_buf(1 << 20);
     for (int64_t rows : {1, 2, 9}) {
       const std::vector<float> x = testing::RandomNormal(static_cast<size_t>(rows * hidden), 7);
       std::vector<uint8_t> acts_buf(static_cast<size_t>(rows * QuantActRowBytes(hidden)) + 64);
       uint8_t* acts = aligned(acts_buf);
       QuantizeActivations(x.data(), rows, hidden, acts);
+      std::vector<uint8_t> panel(static_cast<size_t>(QuantPackedPanelBytes(rows, hidden)));
+      QuantBuildPackedPanel(QuantKernelIsa::kAvx512Vnni, info, acts, rows, hidden, panel.data());
       // gf_rows_max: tiles of up to that many rows use gf2p8affineqb;
       // internal: Avx512PackedKernel itself (no GFNI check), else
       // QuantPackedKernel (0 without GFNI).
@@ -476,16 +477,26 @@ TEST(LmHeadQuant, PackedCodeCutsAgreeWithAndWithoutGfni) {
         std::vector<float> out(static_cast<size_t>(rows * vocab),
                                std::numeric_limits<float>::quiet_NaN());
         if (internal) {
-          quant_kernel_internal::Avx512PackedKernel(info, acts, rows, packed, hidden, 0, vocab,
-                                                    out.data(), vocab, aligned(scratch_buf), 0,
-                                                    gf_rows_max);
+          quant_kernel_internal::Avx512PackedKernel(info, panel.data(), rows, packed, hidden, 0,
+                                                    vocab, out.data(), vocab, 0, gf_rows_max);
         } else {
-          QuantPackedKernel(QuantKernelIsa::kAvx512Vnni, info, acts, rows, packed, vocab, hidden,
-                            0, vocab, out.data(), vocab, aligned(scratch_buf), 0, gf_rows_max);
+          QuantPackedKernel(QuantKernelIsa::kAvx512Vnni, info, panel.data(), rows, packed, vocab,
+                            hidden, 0, vocab, out.data(), vocab, 0, gf_rows_max);
         }
         return out;
       };
       const std::vector<float> shifts = run(0, true);
+      // The packed kernel on the panel agrees with the scalar path's
+      // in-place kernel on the file's rows (to float summation order).
+      std::vector<uint8_t> scratch(static_cast<size_t>(QuantUnpackScratchBytes(hidden)) + 64);
+      std::vector<float> scalar(static_cast<size_t>(rows * vocab));
+      QuantHeadKernel(QuantKernelIsa::kScalar, info, acts, rows, w.data(), hidden, 0, vocab,
+                      scalar.data(), vocab, aligned(scratch), 0);
+      for (int64_t m = 0; m < rows; ++m) {
+        std::vector<double> ref(scalar.begin() + m * vocab, scalar.begin() + (m + 1) * vocab);
+        std::vector<float> got(shifts.begin() + m * vocab, shifts.begin() + (m + 1) * vocab);
+        ASSERT_LE(RelativeError(got, ref), 1e-5) << "rows " << rows << ", row " << m;
+      }
       for (int gf_rows_max : {0, 1, kPackedGfRowsMax}) {
         const std::vector<float> public_path = run(gf_rows_max, false);
         EXPECT_EQ(0, std::memcmp(shifts.data(), public_path.data(), shifts.size() * sizeof(float)))
