@@ -109,6 +109,15 @@ int64_t QuantPackedPanelBytes(int64_t rows, int64_t d) {
 }
 
 void QuantizeActivations(const float* x, int64_t rows, int64_t d, uint8_t* acts) {
+  if (Support().avx512vnni) {
+    quant_kernel_internal::Avx512QuantizeActivations(x, rows, d, acts);
+  } else {
+    quant_kernel_internal::QuantizeActivationsScalar(x, rows, d, acts);
+  }
+}
+
+void quant_kernel_internal::QuantizeActivationsScalar(const float* x, int64_t rows, int64_t d,
+                                                      uint8_t* acts) {
   const ActLayout al(d);
   for (int64_t m = 0; m < rows; ++m) {
     const float* xr = x + m * d;

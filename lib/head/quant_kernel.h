@@ -255,6 +255,10 @@ bool Avx2FusedCovers(quant::GgmlType type, int64_t d);
 void KernelAvxVnni(const QuantTypeInfo&, const uint8_t*, int64_t, const uint8_t*, int64_t,
                    int64_t, int64_t, float*, int64_t, uint8_t*, int64_t);
 int64_t Avx512GemmScratchBytes(int64_t d);
+// QuantizeActivations in plain C++ (every CPU), and the same bits 16 lanes
+// at a time (AVX-512 F/BW; QuantizeActivations takes it on avx512vnni CPUs).
+void QuantizeActivationsScalar(const float* x, int64_t rows, int64_t d, uint8_t* acts);
+void Avx512QuantizeActivations(const float* x, int64_t rows, int64_t d, uint8_t* acts);
 void KernelAvx512Vnni(const QuantTypeInfo&, const uint8_t*, int64_t, const uint8_t*, int64_t,
                       int64_t, int64_t, float*, int64_t, uint8_t*, int64_t);
 // Bytes of one packed record (16 rows x 256 codes; quant_kernel_avx512packed.cc).

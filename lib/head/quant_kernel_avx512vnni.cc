@@ -13,6 +13,7 @@
 // then logit = sum of acc's lanes + sum_j mw[r][j] * S[m][j].
 #include <immintrin.h>
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -34,6 +35,23 @@ inline float Reduce16(__m512 v) {
   v = _mm512_add_ps(v, _mm512_maskz_permute_ps(kAll, v, 0x4E));
   v = _mm512_add_ps(v, _mm512_maskz_permute_ps(kAll, v, 0xB1));
   return _mm512_cvtss_f32(v);
+}
+
+// The largest of the 16 lanes (any order gives the same value).
+inline float Max16(__m512 v) {
+  v = _mm512_maskz_max_ps(kAll, v, _mm512_maskz_shuffle_f32x4(kAll, v, v, 0x4E));
+  v = _mm512_maskz_max_ps(kAll, v, _mm512_maskz_shuffle_f32x4(kAll, v, v, 0xB1));
+  v = _mm512_maskz_max_ps(kAll, v, _mm512_maskz_permute_ps(kAll, v, 0x4E));
+  v = _mm512_maskz_max_ps(kAll, v, _mm512_maskz_permute_ps(kAll, v, 0xB1));
+  return _mm512_cvtss_f32(v);
+}
+// Sum of the 16 int32 lanes (exact).
+inline int32_t SumI16(__m512i v) {
+  v = _mm512_add_epi32(v, _mm512_maskz_shuffle_i32x4(kAll, v, v, 0x4E));
+  v = _mm512_add_epi32(v, _mm512_maskz_shuffle_i32x4(kAll, v, v, 0xB1));
+  v = _mm512_add_epi32(v, _mm512_maskz_shuffle_epi32(kAll, v, _MM_PERM_BADC));
+  v = _mm512_add_epi32(v, _mm512_maskz_shuffle_epi32(kAll, v, _MM_PERM_CDAB));
+  return _mm_cvtsi128_si32(_mm512_maskz_extracti32x4_epi32(0xF, v, 0));
 }
 
 // ---- AVX-512 unpackers of the hot types (same results as UnpackRow's).
@@ -808,6 +826,60 @@ void RunGemm(const QuantTypeInfo& type, const uint8_t* acts, int64_t rows, const
 
 namespace quant_kernel_internal {
 int64_t Avx512GemmScratchBytes(int64_t d) { return GemmLayout(d).bytes; }
+
+// QuantizeActivationsScalar's arithmetic 16 lanes at a time: the same
+// amax (max of |x|; the order of a max does not change it), the same
+// scalar scale and inverse, x * inv rounded to nearest-even by vcvtps2dq
+// (std::nearbyint in the default rounding mode), the same integer sums.
+void Avx512QuantizeActivations(const float* x, int64_t rows, int64_t d, uint8_t* acts) {
+  const ActLayout al(d);
+  const __m512i exp_mask = _mm512_set1_epi32(0x7F800000);
+  for (int64_t m = 0; m < rows; ++m) {
+    const float* xr = x + m * d;
+    uint8_t* row = acts + m * al.bytes;
+    auto* aq = reinterpret_cast<int8_t*>(row);
+    auto* dal = reinterpret_cast<float*>(row + al.dal);
+    auto* da = reinterpret_cast<float*>(row + al.da);
+    auto* qs16 = reinterpret_cast<float*>(row + al.qs16);
+    auto* qs32 = reinterpret_cast<float*>(row + al.qs32);
+    auto* s32 = reinterpret_cast<int32_t*>(row + al.s32);
+    auto* s16 = reinterpret_cast<int32_t*>(row + al.s16);
+    for (int64_t b = 0; b < d / 32; ++b) {
+      const __m512 x0 = _mm512_loadu_ps(xr + 32 * b), x1 = _mm512_loadu_ps(xr + 32 * b + 16);
+      // A lane is non-finite when its exponent bits are all set.
+      const __m512i e0 = _mm512_and_si512(_mm512_castps_si512(x0), exp_mask);
+      const __m512i e1 = _mm512_and_si512(_mm512_castps_si512(x1), exp_mask);
+      const bool finite = (_mm512_cmpeq_epi32_mask(e0, exp_mask) | _mm512_cmpeq_epi32_mask(e1, exp_mask)) == 0;
+      // As the scalar form: a NaN scale and codes 0 in a non-finite block.
+      float scale = std::nanf("");
+      __m512i q0 = _mm512_setzero_si512(), q1 = _mm512_setzero_si512();
+      if (finite) {
+        const __m512i abs_mask = _mm512_set1_epi32(0x7FFFFFFF);
+        auto abs = [&](__m512 v) {
+          return _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(v), abs_mask));
+        };
+        const float amax = Max16(_mm512_maskz_max_ps(kAll, abs(x0), abs(x1)));
+        scale = amax / 127.0f;
+        const __m512 inv = _mm512_set1_ps(amax > 0.0f ? 127.0f / amax : 0.0f);
+        q0 = _mm512_maskz_cvtps_epi32(kAll, _mm512_mul_ps(x0, inv));
+        q1 = _mm512_maskz_cvtps_epi32(kAll, _mm512_mul_ps(x1, inv));
+      }
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(aq + 32 * b), _mm512_maskz_cvtepi32_epi8(kAll, q0));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(aq + 32 * b + 16),
+                       _mm512_maskz_cvtepi32_epi8(kAll, q1));
+      const int32_t i0 = SumI16(q0), i1 = SumI16(q1);
+      da[b] = scale;
+      _mm256_storeu_ps(dal + 8 * b, _mm256_set1_ps(scale));
+      qs16[2 * b] = scale * static_cast<float>(i0);
+      qs16[2 * b + 1] = scale * static_cast<float>(i1);
+      qs32[b] = scale * static_cast<float>(i0 + i1);
+      s32[b] = i0 + i1;
+      s16[2 * b] = i0;
+      s16[2 * b + 1] = i1;
+    }
+  }
+}
+
 void KernelAvx512Vnni(const QuantTypeInfo& type, const uint8_t* acts, int64_t rows,
                       const uint8_t* w, int64_t d, int64_t v0, int64_t v1, float* out,
                       int64_t ldo, uint8_t* scratch, int64_t few_rows_max) {

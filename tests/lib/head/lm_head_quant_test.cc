@@ -775,6 +775,50 @@ TEST(LmHeadQuant, NonFiniteHiddenGivesNaNLogits) {
   }
 }
 
+// The activations are quantized 16 lanes at a time on AVX-512 CPUs
+// (Avx512QuantizeActivations) and in plain C++ elsewhere: the same bytes,
+// on random rows and on blocks made to hit every edge: x * inv exactly
+// halfway between two codes (nearest-even), all zeros, -0.0, a NaN or an
+// infinity (scale NaN, codes 0), subnormals, the largest floats.
+TEST(LmHeadQuant, ActivationQuantizationIsTheSameOnEveryPath) {
+  if (!QuantKernelIsaSupported(QuantKernelIsa::kAvx512Vnni)) {
+    std::printf("[ SKIPPED  ] Avx512QuantizeActivations: no avx512vnni on this CPU\n");
+    GTEST_SKIP();
+  }
+  const int64_t d = 512, rows = 12;
+  std::vector<float> x = testing::RandomNormal(static_cast<size_t>(rows * d), 21);
+  float* r = x.data() + d;  // row 1: crafted blocks
+  for (int i = 0; i < 32; ++i) r[i] = (static_cast<float>(i % 8) - 3.5f) * 2.0f;  // ties of x * 127 / 7
+  r[0] = 127.0f;                                                                    // amax 127: inv 1
+  for (int i = 0; i < 32; ++i) r[32 + i] = static_cast<float>(i) + 0.5f;          // halves at inv 1?
+  r[63] = 127.0f;
+  for (int i = 0; i < 32; ++i) r[64 + i] = 0.0f;
+  for (int i = 0; i < 32; ++i) r[96 + i] = -0.0f;
+  r[128 + 5] = std::nanf("");
+  r[160 + 31] = std::numeric_limits<float>::infinity();
+  r[192 + 2] = -std::numeric_limits<float>::infinity();
+  for (int i = 0; i < 32; ++i) r[224 + i] = std::numeric_limits<float>::denorm_min() * static_cast<float>(i);
+  for (int i = 0; i < 32; ++i) r[256 + i] = std::numeric_limits<float>::max() * (i % 2 ? 1.0f : -0.5f);
+  const int64_t bytes = QuantActRowBytes(d);
+  std::vector<uint8_t> a(static_cast<size_t>(rows * bytes) + 64, 0xAB), b = a;
+  auto aligned = [](std::vector<uint8_t>& v) {
+    return reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(v.data()) + 63) & ~uintptr_t{63});
+  };
+  quant_kernel_internal::QuantizeActivationsScalar(x.data(), rows, d, aligned(a));
+  quant_kernel_internal::Avx512QuantizeActivations(x.data(), rows, d, aligned(b));
+  EXPECT_EQ(0, std::memcmp(aligned(a), aligned(b), static_cast<size_t>(rows * bytes)));
+  // The public entry takes the AVX-512 form here.
+  std::vector<uint8_t> c = a;
+  QuantizeActivations(x.data(), rows, d, aligned(c));
+  EXPECT_EQ(0, std::memcmp(aligned(a), aligned(c), static_cast<size_t>(rows * bytes)));
+  // The crafted ties did round to even: block 1 of row 1 has amax 127 (inv
+  // exactly 1), so 0.5 -> 0, 1.5 -> 2, 2.5 -> 2.
+  const auto* codes = reinterpret_cast<const int8_t*>(aligned(b) + bytes);
+  EXPECT_EQ(codes[32 + 0], 0);
+  EXPECT_EQ(codes[32 + 1], 2);
+  EXPECT_EQ(codes[32 + 2], 2);
+}
+
 TEST(LmHeadQuant, CreateRejectsBadOptions) {
   std::vector<uint8_t> w(1 << 16);
   LmHead::Options o;
