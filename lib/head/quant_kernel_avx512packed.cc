@@ -639,7 +639,7 @@ inline void PackedUnit(const uint8_t* rec, int U, const typename T::Sb& sb, cons
     __m512i isum[kSplit][MB];
 #pragma GCC unroll 8
     for (int m = 0; m < MB; ++m) {
-      isum[0][m] = T::kOffset != 0 ? _mm512_set1_epi32(init[si + m]) : _mm512_setzero_si512();
+      isum[0][m] = _mm512_setzero_si512();
       if constexpr (kSplit == 2) isum[kSplit - 1][m] = _mm512_setzero_si512();
     }
 #pragma GCC unroll 8
@@ -653,6 +653,10 @@ inline void PackedUnit(const uint8_t* rec, int U, const typename T::Sb& sb, cons
     if constexpr (kSplit == 2) {
 #pragma GCC unroll 8
       for (int m = 0; m < MB; ++m) isum[0][m] = _mm512_add_epi32(isum[0][m], isum[kSplit - 1][m]);
+    }
+    if constexpr (T::kOffset != 0) {
+#pragma GCC unroll 8
+      for (int m = 0; m < MB; ++m) isum[0][m] = _mm512_add_epi32(isum[0][m], _mm512_set1_epi32(init[si + m]));
     }
 #pragma GCC unroll 8
     for (int m = 0; m < MB; ++m) {
@@ -675,7 +679,7 @@ inline void PackedRecord(const uint8_t* rec, int64_t s, const Panel& pn, float* 
 #pragma GCC unroll 8
   for (int m = 0; m < MB; ++m) acc[m] = s == 0 ? _mm512_setzero_ps() : _mm512_load_ps(acc_buf + 16 * m);
   const typename T::Sb sb = T::Prepare(rec);
-#pragma GCC unroll 1
+#pragma GCC unroll 2
   for (int U = 0; U < 8; ++U) PackedUnit<T, MB, kGf>(rec, U, sb, pn, 8 * s + U, acc);
 #pragma GCC unroll 8
   for (int m = 0; m < MB; ++m) _mm512_store_ps(acc_buf + 16 * m, acc[m]);
