@@ -364,7 +364,8 @@ absl::StatusOr<std::string> KernelEnv() {
 // Seconds of one kernel call over weight rows [0, rows), best of `reps`: the
 // packed kernel on `packed` (all `vocab` rows) when set, else
 // QuantHeadKernel on w. parallel: the rows split in chunks of `chunk` over
-// the threads, as Compute runs them (each thread its own scratch);
+// the threads, as Compute runs them (each thread its own scratch; the
+// packed kernel's panel built once per call, inside the timed part);
 // prefetch: the packed kernel's prefetch_records.
 double TimeKernel(QuantKernelIsa isa, const QuantTypeInfo& type, const uint8_t* acts, int64_t m,
                   const uint8_t* w, const uint8_t* packed, int64_t vocab, int64_t d, int64_t rows,

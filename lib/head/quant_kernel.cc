@@ -123,12 +123,7 @@ void quant_kernel_internal::QuantizeActivationsScalar(const float* x, int64_t ro
     const float* xr = x + m * d;
     uint8_t* row = acts + m * al.bytes;
     auto* aq = reinterpret_cast<int8_t*>(row);
-    auto* dal = reinterpret_cast<float*>(row + al.dal);
-    auto* da = reinterpret_cast<float*>(row + al.da);
-    auto* qs16 = reinterpret_cast<float*>(row + al.qs16);
-    auto* qs32 = reinterpret_cast<float*>(row + al.qs32);
-    auto* s32 = reinterpret_cast<int32_t*>(row + al.s32);
-    auto* s16 = reinterpret_cast<int32_t*>(row + al.s16);
+    const ActRowSums sums(row, al);
     for (int64_t b = 0; b < d / 32; ++b) {
       const float* xb = xr + 32 * b;
       float amax = 0.0f;
@@ -141,22 +136,19 @@ void quant_kernel_internal::QuantizeActivationsScalar(const float* x, int64_t ro
       // A NaN or infinity makes the block's scale NaN (codes 0), so the
       // row's logits come out NaN, as with F32 weights, not silently finite.
       const float scale = finite ? amax / 127.0f : std::nanf("");
-      const float inv = finite && amax > 0.0f ? 127.0f / amax : 0.0f;
+      // 127 / amax overflows below amax = 127 / FLT_MAX (about 2^-121): such
+      // a block is scaled by 2^64 first. x * 2^64 and amax * 2^64 are exact,
+      // so wherever 127 / amax is finite the codes are the same either way.
+      const float pre = amax < 0x1p-64f ? 0x1p64f : 1.0f;
+      const float inv = finite && amax > 0.0f ? 127.0f / (amax * pre) : 0.0f;
       int32_t isum[2] = {0, 0};
       for (int i = 0; i < 32; ++i) {
         // Codes are 0 in a non-finite block (NaN * 0 is NaN: no conversion of it).
-        const int q = finite ? static_cast<int>(std::nearbyint(xb[i] * inv)) : 0;
+        const int q = finite ? static_cast<int>(std::nearbyint((xb[i] * pre) * inv)) : 0;
         aq[32 * b + i] = static_cast<int8_t>(q);
         isum[i / 16] += q;
       }
-      da[b] = scale;
-      for (int l = 0; l < 8; ++l) dal[8 * b + l] = scale;
-      qs16[2 * b] = scale * static_cast<float>(isum[0]);
-      qs16[2 * b + 1] = scale * static_cast<float>(isum[1]);
-      qs32[b] = scale * static_cast<float>(isum[0] + isum[1]);
-      s32[b] = isum[0] + isum[1];
-      s16[2 * b] = isum[0];
-      s16[2 * b + 1] = isum[1];
+      sums.Put(b, scale, isum[0], isum[1]);
     }
   }
 }

@@ -212,8 +212,9 @@ int64_t QuantPackedPanelBytes(int64_t rows, int64_t d);
 // terms' sums). Same path and type as the QuantPackedKernel calls.
 void QuantBuildPackedPanel(QuantKernelIsa isa, const QuantTypeInfo& type, const uint8_t* acts,
                            int64_t rows, int64_t d, uint8_t* panel);
-// QuantHeadKernel's contract on packed weights (all `vocab` rows packed)
-// and the `rows` input rows of `panel` (QuantBuildPackedPanel):
+// QuantPackedKernel: QuantHeadKernel's contract on packed weights (all
+// `vocab` rows packed) and the `rows` input rows of `panel`
+// (QuantBuildPackedPanel), no scratch:
 // out[m * ldo + v], v in [v0, v1), v0 a multiple of kPackedGroupRows.
 // A row's logits do not depend on rows, v0, v1 or prefetch_records.
 // prefetch_records in [0, kPackedPrefetchMax] (clamped): before each
@@ -275,11 +276,11 @@ inline constexpr int64_t kPackedRecordBytesQ2_K = 1344;
 inline constexpr int64_t kPackedRecordBytesQ3_K = 1856;
 void Avx512PackGroups(const QuantTypeInfo& type, const uint8_t* w, int64_t vocab, int64_t d,
                       int64_t g0, int64_t g1, uint8_t* packed);
+void Avx512BuildPanels(const QuantTypeInfo& type, const uint8_t* acts, int64_t rows, int64_t d,
+                       uint8_t* panel);
 // gf_rows_max (0..kPackedGfRowsMax; > 0 only on a CPU with GFNI): tiles of
 // up to that many input rows cut the codes with gf2p8affineqb (the same
 // codes).
-void Avx512BuildPanels(const QuantTypeInfo& type, const uint8_t* acts, int64_t rows, int64_t d,
-                       uint8_t* panel);
 void Avx512PackedKernel(const QuantTypeInfo& type, const uint8_t* panel, int64_t rows,
                         const uint8_t* packed, int64_t d, int64_t v0, int64_t v1, float* out,
                         int64_t ldo, int prefetch_records, int gf_rows_max);

@@ -838,12 +838,7 @@ void Avx512QuantizeActivations(const float* x, int64_t rows, int64_t d, uint8_t*
     const float* xr = x + m * d;
     uint8_t* row = acts + m * al.bytes;
     auto* aq = reinterpret_cast<int8_t*>(row);
-    auto* dal = reinterpret_cast<float*>(row + al.dal);
-    auto* da = reinterpret_cast<float*>(row + al.da);
-    auto* qs16 = reinterpret_cast<float*>(row + al.qs16);
-    auto* qs32 = reinterpret_cast<float*>(row + al.qs32);
-    auto* s32 = reinterpret_cast<int32_t*>(row + al.s32);
-    auto* s16 = reinterpret_cast<int32_t*>(row + al.s16);
+    const ActRowSums sums(row, al);
     for (int64_t b = 0; b < d / 32; ++b) {
       const __m512 x0 = _mm512_loadu_ps(xr + 32 * b), x1 = _mm512_loadu_ps(xr + 32 * b + 16);
       // A lane is non-finite when its exponent bits are all set.
@@ -860,22 +855,16 @@ void Avx512QuantizeActivations(const float* x, int64_t rows, int64_t d, uint8_t*
         };
         const float amax = Max16(_mm512_maskz_max_ps(kAll, abs(x0), abs(x1)));
         scale = amax / 127.0f;
-        const __m512 inv = _mm512_set1_ps(amax > 0.0f ? 127.0f / amax : 0.0f);
-        q0 = _mm512_maskz_cvtps_epi32(kAll, _mm512_mul_ps(x0, inv));
-        q1 = _mm512_maskz_cvtps_epi32(kAll, _mm512_mul_ps(x1, inv));
+        const float pre = amax < 0x1p-64f ? 0x1p64f : 1.0f;  // as the scalar form
+        const __m512 vpre = _mm512_set1_ps(pre);
+        const __m512 inv = _mm512_set1_ps(amax > 0.0f ? 127.0f / (amax * pre) : 0.0f);
+        q0 = _mm512_maskz_cvtps_epi32(kAll, _mm512_mul_ps(_mm512_mul_ps(x0, vpre), inv));
+        q1 = _mm512_maskz_cvtps_epi32(kAll, _mm512_mul_ps(_mm512_mul_ps(x1, vpre), inv));
       }
       _mm_storeu_si128(reinterpret_cast<__m128i*>(aq + 32 * b), _mm512_maskz_cvtepi32_epi8(kAll, q0));
       _mm_storeu_si128(reinterpret_cast<__m128i*>(aq + 32 * b + 16),
                        _mm512_maskz_cvtepi32_epi8(kAll, q1));
-      const int32_t i0 = SumI16(q0), i1 = SumI16(q1);
-      da[b] = scale;
-      _mm256_storeu_ps(dal + 8 * b, _mm256_set1_ps(scale));
-      qs16[2 * b] = scale * static_cast<float>(i0);
-      qs16[2 * b + 1] = scale * static_cast<float>(i1);
-      qs32[b] = scale * static_cast<float>(i0 + i1);
-      s32[b] = i0 + i1;
-      s16[2 * b] = i0;
-      s16[2 * b + 1] = i1;
+      sums.Put(b, scale, SumI16(q0), SumI16(q1));
     }
   }
 }

@@ -37,6 +37,32 @@ struct ActLayout {
   }
 };
 
+// The scale and sums of a quantized activation row, block by block: both
+// quantizers (QuantizeActivationsScalar, Avx512QuantizeActivations) write
+// the codes aq themselves and a block's rest through Put.
+struct ActRowSums {
+  float *dal, *da, *qs16, *qs32;
+  int32_t *s32, *s16;
+  ActRowSums(uint8_t* row, const ActLayout& al)
+      : dal(reinterpret_cast<float*>(row + al.dal)),
+        da(reinterpret_cast<float*>(row + al.da)),
+        qs16(reinterpret_cast<float*>(row + al.qs16)),
+        qs32(reinterpret_cast<float*>(row + al.qs32)),
+        s32(reinterpret_cast<int32_t*>(row + al.s32)),
+        s16(reinterpret_cast<int32_t*>(row + al.s16)) {}
+  // Block b (32 codes): its scale and the integer sums of its two halves.
+  void Put(int64_t b, float scale, int32_t sum_lo, int32_t sum_hi) const {
+    da[b] = scale;
+    for (int l = 0; l < 8; ++l) dal[8 * b + l] = scale;
+    qs16[2 * b] = scale * static_cast<float>(sum_lo);
+    qs16[2 * b + 1] = scale * static_cast<float>(sum_hi);
+    qs32[b] = scale * static_cast<float>(sum_lo + sum_hi);
+    s32[b] = sum_lo + sum_hi;
+    s16[2 * b] = sum_lo;
+    s16[2 * b + 1] = sum_hi;
+  }
+};
+
 // Unpacked weight rows: kMaxTileRows rows of [u: d x u8], [dw: d/16 f32],
 // [mw: d/16 f32], 64-byte aligned, plus 64 bytes of slack.
 constexpr int kMaxTileRows = 4;

@@ -87,7 +87,9 @@ template <typename T>
 double RelativeError(const std::vector<T>& a, const std::vector<double>& ref) {
   double err = 0, scale = 0;
   for (size_t i = 0; i < ref.size(); ++i) {
-    err = std::max(err, std::fabs(static_cast<double>(a[i]) - ref[i]));
+    const double e = std::fabs(static_cast<double>(a[i]) - ref[i]);
+    if (std::isnan(e)) return e;  // an unwritten (NaN) or NaN logit fails every bound
+    err = std::max(err, e);
     scale = std::max(scale, std::fabs(ref[i]));
   }
   return err / scale;
@@ -788,16 +790,21 @@ TEST(LmHeadQuant, ActivationQuantizationIsTheSameOnEveryPath) {
   const int64_t d = 512, rows = 12;
   std::vector<float> x = testing::RandomNormal(static_cast<size_t>(rows * d), 21);
   float* r = x.data() + d;  // row 1: crafted blocks
-  for (int i = 0; i < 32; ++i) r[i] = (static_cast<float>(i % 8) - 3.5f) * 2.0f;  // ties of x * 127 / 7
-  r[0] = 127.0f;                                                                    // amax 127: inv 1
-  for (int i = 0; i < 32; ++i) r[32 + i] = static_cast<float>(i) + 0.5f;          // halves at inv 1?
+  // Blocks 0 and 1: amax 127, so inv is exactly 1 and x + 0.5 are ties.
+  for (int i = 0; i < 32; ++i) r[i] = -(static_cast<float>(i) + 0.5f);
+  r[31] = -127.0f;
+  for (int i = 0; i < 32; ++i) r[32 + i] = static_cast<float>(i) + 0.5f;
   r[63] = 127.0f;
   for (int i = 0; i < 32; ++i) r[64 + i] = 0.0f;
   for (int i = 0; i < 32; ++i) r[96 + i] = -0.0f;
   r[128 + 5] = std::nanf("");
   r[160 + 31] = std::numeric_limits<float>::infinity();
   r[192 + 2] = -std::numeric_limits<float>::infinity();
+  // Block 7: all subnormal (127 / amax overflows a float); block 9: a normal
+  // amax with subnormal lanes.
   for (int i = 0; i < 32; ++i) r[224 + i] = std::numeric_limits<float>::denorm_min() * static_cast<float>(i);
+  for (int i = 0; i < 32; ++i) r[288 + i] = std::numeric_limits<float>::denorm_min() * static_cast<float>(i + 1);
+  r[288 + 7] = 1.0f;
   for (int i = 0; i < 32; ++i) r[256 + i] = std::numeric_limits<float>::max() * (i % 2 ? 1.0f : -0.5f);
   const int64_t bytes = QuantActRowBytes(d);
   std::vector<uint8_t> a(static_cast<size_t>(rows * bytes) + 64, 0xAB), b = a;
@@ -808,15 +815,25 @@ TEST(LmHeadQuant, ActivationQuantizationIsTheSameOnEveryPath) {
   quant_kernel_internal::Avx512QuantizeActivations(x.data(), rows, d, aligned(b));
   EXPECT_EQ(0, std::memcmp(aligned(a), aligned(b), static_cast<size_t>(rows * bytes)));
   // The public entry takes the AVX-512 form here.
-  std::vector<uint8_t> c = a;
+  std::vector<uint8_t> c(a.size(), 0x5C);
   QuantizeActivations(x.data(), rows, d, aligned(c));
   EXPECT_EQ(0, std::memcmp(aligned(a), aligned(c), static_cast<size_t>(rows * bytes)));
-  // The crafted ties did round to even: block 1 of row 1 has amax 127 (inv
-  // exactly 1), so 0.5 -> 0, 1.5 -> 2, 2.5 -> 2.
+  // The crafted ties did round to even: 0.5 -> 0, 1.5 -> 2, 2.5 -> 2, and
+  // the same below zero.
   const auto* codes = reinterpret_cast<const int8_t*>(aligned(b) + bytes);
   EXPECT_EQ(codes[32 + 0], 0);
   EXPECT_EQ(codes[32 + 1], 2);
   EXPECT_EQ(codes[32 + 2], 2);
+  EXPECT_EQ(codes[0], 0);
+  EXPECT_EQ(codes[1], -2);
+  EXPECT_EQ(codes[2], -2);
+  // The all-subnormal block has codes round(x * 127 / amax) as for any other
+  // amax (here i * 127 / 31), not the garbage of an infinite inverse.
+  for (int i = 0; i < 32; ++i) {
+    EXPECT_EQ(codes[224 + i], static_cast<int8_t>(std::nearbyint(static_cast<float>(i) * (127.0f / 31.0f))))
+        << "lane " << i;
+  }
+  for (int i = 0; i < 32; ++i) EXPECT_EQ(codes[288 + i], i == 7 ? 127 : 0) << "lane " << i;
 }
 
 TEST(LmHeadQuant, CreateRejectsBadOptions) {
