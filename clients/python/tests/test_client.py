@@ -110,6 +110,24 @@ def test_compute_logits_and_log_softmax(client):
     np.testing.assert_allclose(lp, want, atol=1e-4)
 
 
+def test_answers_above_grpc_default_4_mib_arrive(client):
+    # 2,100 rows x 512 logits x 4 bytes = 4.3 MB, above gRPC's default
+    # receive limit of 4 MiB (the client lifts it).
+    hidden = np.random.default_rng(5).standard_normal((2100, 64)).astype(np.float32)
+    logits = client.compute_logits(hidden)
+    assert logits.shape == (2100, 512)
+    np.testing.assert_allclose(logits[-3:], numpy_head(hidden[-3:]), atol=1e-4, rtol=1e-5)
+
+
+def test_receive_limit_set_by_options_is_kept(vocabd_server):
+    hidden = np.zeros((2, 64), dtype=np.float32)  # 4 KB of logits
+    with VocabdClient(vocabd_server.target, model="stories260K",
+                      options=[("grpc.max_receive_message_length", 1024)]) as c:
+        with pytest.raises(VocabdError) as e:
+            c.compute_logits(hidden)
+    assert e.value.code == grpc.StatusCode.RESOURCE_EXHAUSTED
+
+
 def test_apply_rope_matches_numpy(client):
     rng = np.random.default_rng(11)
     q = rng.standard_normal((1, 8, 4, 8)).astype(np.float32)   # BHSD, 8 q heads

@@ -349,7 +349,10 @@ class VocabdClient:
     None = gRPC's default, pick_first. service_config: gRPC service config
     JSON (default DEFAULT_SERVICE_CONFIG: retries UNAVAILABLE and
     server-side CANCELLED on the RPCs that are safe to retry); None = every
-    call sent once. options: extra gRPC channel arguments.
+    call sent once. options: extra gRPC channel arguments. Answers of any
+    size are accepted (grpc.max_receive_message_length -1 unless options
+    sets it): gRPC's default of 4 MiB would refuse, for example, the logits
+    of 9 rows of a 128,256-token vocabulary.
     """
 
     def __init__(self, target, tls=False, token=None, *, timeout=None, model="",
@@ -365,6 +368,8 @@ class VocabdClient:
         self._timeout = timeout
         self._model = model
         opts = list(options or [])
+        if not any(key == "grpc.max_receive_message_length" for key, _ in opts):
+            opts.append(("grpc.max_receive_message_length", -1))
         if service_config is not None:
             opts.append(("grpc.service_config", service_config))
         if lb_policy is not None:
