@@ -12,6 +12,8 @@ namespace vocabd {
 //   y[r, j] = weight[j] * (x[r, j] * inv)   (fp32, HF's operation order)
 // x, y: [rows, hidden_size] row-major F32 (may alias: in place is fine);
 // weight: [hidden_size] F32. rows <= 0 or hidden_size <= 0 is a no-op.
+// A row whose var exceeds FLT_MAX (|x| from about 1.8e19) gets inv = 0 and
+// y = 0, as torch's fp32 x.pow(2).mean() overflowing to inf does.
 void RmsNorm(const float* x, int64_t rows, int64_t hidden_size, const float* weight,
              double eps, float* y);
 
@@ -22,7 +24,8 @@ void RmsNorm(const float* x, int64_t rows, int64_t hidden_size, const float* wei
 //   y[r, j] = (x[r, j] - mean) * rstd * weight[j] + bias[j]   (fp32)
 // Used by gpt2 (ln_f), gpt_neox (final_layer_norm) and phi
 // (final_layernorm). x, y: [rows, hidden_size] F32 (may alias); weight:
-// [hidden_size]; bias: [hidden_size] or nullptr (zero bias).
+// [hidden_size]; bias: [hidden_size] or nullptr (zero bias). A row whose
+// var exceeds FLT_MAX gets rstd = 0 and y = bias, as torch's fp32 does.
 void LayerNorm(const float* x, int64_t rows, int64_t hidden_size, const float* weight,
                const float* bias, double eps, float* y);
 

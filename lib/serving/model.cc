@@ -1,6 +1,7 @@
 #include "lib/serving/model.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -558,6 +559,20 @@ HeadInput SliceOf(const HeadInput& input, int64_t first, int64_t rows) {
   return out;
 }
 
+// A call whose finish met an error in one slice (its logits refused, a
+// checkpoint file changed) is over: `done` has run. Its later slices are
+// dropped before compute (this check fails) and their finish calls return
+// at once, so done runs exactly once.
+std::function<absl::Status()> CheckUnlessFailed(std::shared_ptr<std::atomic<bool>> failed,
+                                                std::function<absl::Status()> check) {
+  return [failed = std::move(failed), check = std::move(check)]() -> absl::Status {
+    if (failed->load(std::memory_order_acquire)) {
+      return absl::AbortedError("an earlier slice of this call failed");
+    }
+    return check ? check() : absl::OkStatus();
+  };
+}
+
 }  // namespace
 
 absl::Status Model::ValidateHead(const HeadInput& input) const {
@@ -620,8 +635,10 @@ absl::Status Model::PrepareRows(const HeadInput& input, float* dst) const {
   return absl::OkStatus();
 }
 
-void Model::FinishLogits(const HeadInput& input, bool log_softmax, float* logits) const {
+absl::Status Model::FinishLogits(const HeadInput& input, int64_t first, int64_t rows,
+                                 bool log_softmax, float* logits) const {
   const int64_t vocab = config().vocab_size;
+  const int64_t scored = input.vocab_limit > 0 ? input.vocab_limit : vocab;  // unmasked ids
   const WeightTensor* head_bias = checkpoint_->Find(kLmHeadBias);  // phi: lm_head.bias
   const float* bias = head_bias != nullptr ? head_bias->f32() : nullptr;
   // Several rows: in parallel over rows (one parallel region; each row is then
@@ -634,25 +651,55 @@ void Model::FinishLogits(const HeadInput& input, bool log_softmax, float* logits
   transform.logit_scale = t.logit_scale;
   transform.logits_scaling = t.logits_scaling;
   transform.final_logit_softcapping = t.final_logit_softcapping;
-  ParallelFor(input.rows, [&](int64_t r) {
+  // A finite row whose logits are not all finite left float32's range on
+  // the way (its true logits do, or the head's arithmetic did): refused,
+  // never answered with inf/NaN. Looked for after the transform and
+  // temperature, and before a softcap too (tanh maps +-inf to +-cap).
+  // Log-softmax works in float64 (a -inf log-prob is a rounded underflow).
+  const bool softcap = transform.final_logit_softcapping > 0.0;
+  std::vector<int64_t> bad(static_cast<size_t>(rows), -1);
+  std::vector<float> bad_value(static_cast<size_t>(rows), 0.0f);
+  ParallelFor(rows, [&](int64_t r) {
     float* row = logits + r * vocab;
+    const bool finite_row =
+        !input.allow_non_finite || FirstNonFinite(input.hidden + (first + r) * input.width,
+                                                  input.width) < 0;
+    if (finite_row && softcap) bad[r] = FirstNonFinite(row, scored);
+    if (bad[r] >= 0) bad_value[r] = row[bad[r]];
     PrepareLogits(row, vocab, input.temperature, input.vocab_limit, bias, &transform);
+    if (finite_row && bad[r] < 0) {
+      bad[r] = FirstNonFinite(row, scored);
+      if (bad[r] >= 0) bad_value[r] = row[bad[r]];
+    }
     if (log_softmax) LogSoftmaxInPlace(row, vocab);
   });
+  for (int64_t r = 0; r < rows; ++r) {
+    if (bad[r] < 0) continue;
+    return absl::InvalidArgumentError(absl::StrCat(
+        "hidden[", first + r, "] is finite but logits[", first + r, ", ", bad[r],
+        "] = ", bad_value[r],
+        ": the row's logits leave float32's range (values this large overflow the head, the "
+        "logit transform or temperature = ", input.temperature, ")"));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status Model::ComputeLogits(const HeadInput& input, bool log_softmax,
                                   std::vector<float>* logits) const {
   RETURN_IF_ERROR(ValidateHead(input));
+  return ComputeLogitsSlice(input, 0, input.rows, log_softmax, logits);
+}
+
+absl::Status Model::ComputeLogitsSlice(const HeadInput& input, int64_t first, int64_t rows,
+                                       bool log_softmax, std::vector<float>* logits) const {
   const int64_t vocab = config().vocab_size;
-  logits->resize(static_cast<size_t>(input.rows * vocab));
-  if (input.rows == 0) return absl::OkStatus();
-  std::vector<float> rows(static_cast<size_t>(input.rows * input.width));
-  RETURN_IF_ERROR(PrepareRows(input, rows.data()));
-  RETURN_IF_ERROR(lm_head_->Compute(rows.data(), input.rows, logits->data()));
+  logits->resize(static_cast<size_t>(rows * vocab));
+  if (rows == 0) return absl::OkStatus();
+  std::vector<float> prepared(static_cast<size_t>(rows * input.width));
+  RETURN_IF_ERROR(PrepareRows(SliceOf(input, first, rows), prepared.data()));
+  RETURN_IF_ERROR(lm_head_->Compute(prepared.data(), rows, logits->data()));
   RETURN_IF_ERROR(checkpoint_->CheckFiles());
-  FinishLogits(input, log_softmax, logits->data());
-  return absl::OkStatus();
+  return FinishLogits(input, first, rows, log_softmax, logits->data());
 }
 
 absl::Status Model::ValidateScore(const ScoreInput& input) const {
@@ -721,7 +768,7 @@ absl::Status Model::Score(const ScoreInput& input, ScoreOutput* output) const {
   std::vector<float> logits;
   for (int64_t first = 0; first < input.head.rows; first += kDefaultHeadSliceRows) {
     const int64_t n = std::min(kDefaultHeadSliceRows, input.head.rows - first);
-    RETURN_IF_ERROR(ComputeLogits(SliceOf(input.head, first, n), /*log_softmax=*/false, &logits));
+    RETURN_IF_ERROR(ComputeLogitsSlice(input.head, first, n, /*log_softmax=*/false, &logits));
     ScoreRows(input, first, n, logits.data(), output);
   }
   SumTargets(input, output);
@@ -808,25 +855,29 @@ void Model::ComputeLogitsAsync(const HeadInput& input, bool log_softmax,
   auto shared_done = std::make_shared<StatusDone>(std::move(done));
   DynamicBatcher::Item item;
   std::shared_ptr<LogitsRowsSink> shared_sink;
+  std::shared_ptr<std::atomic<bool>> failed;
   try {
     shared_sink = std::make_shared<LogitsRowsSink>(std::move(sink));
+    failed = std::make_shared<std::atomic<bool>>(false);
   } catch (const std::bad_alloc&) {
     (*shared_done)(absl::ResourceExhaustedError("out of memory starting the LM-head call"));
     return;
   }
   item.rows = input.rows;
-  item.check = std::move(check);
+  item.check = CheckUnlessFailed(failed, std::move(check));
   item.prepare = [this, input](int64_t first, int64_t rows, float* dst) {
     return PrepareRows(SliceOf(input, first, rows), dst);
   };
-  item.finish = [this, input, log_softmax, shared_done, shared_sink](
+  item.finish = [this, input, log_softmax, shared_done, shared_sink, failed](
                     absl::Status st, int64_t first, int64_t rows, float* logits) {
+    if (failed->load(std::memory_order_acquire)) return;
     if (st.ok()) st = checkpoint_->CheckFiles();
+    if (st.ok()) st = FinishLogits(input, first, rows, log_softmax, logits);
     if (!st.ok()) {
+      failed->store(true, std::memory_order_release);
       (*shared_done)(std::move(st));
       return;
     }
-    FinishLogits(SliceOf(input, first, rows), log_softmax, logits);
     (*shared_sink)(first, rows, logits);
     if (first + rows == input.rows) (*shared_done)(absl::OkStatus());
   };
@@ -876,7 +927,9 @@ void Model::ScoreAsync(const ScoreInput& input, std::function<absl::Status()> ch
   // at a time.
   std::shared_ptr<const ScoreInput> shared_input;
   std::shared_ptr<ScoreOutput> output;
+  std::shared_ptr<std::atomic<bool>> failed;
   try {
+    failed = std::make_shared<std::atomic<bool>>(false);
     shared_input = std::make_shared<const ScoreInput>(input);
     output = std::make_shared<ScoreOutput>();
     output->rows.resize(static_cast<size_t>(input.head.rows));
@@ -888,19 +941,23 @@ void Model::ScoreAsync(const ScoreInput& input, std::function<absl::Status()> ch
   }
   DynamicBatcher::Item item;
   item.rows = input.head.rows;
-  item.check = std::move(check);
+  item.check = CheckUnlessFailed(failed, std::move(check));
   item.prepare = [this, shared_input](int64_t first, int64_t rows, float* dst) {
     return PrepareRows(SliceOf(shared_input->head, first, rows), dst);
   };
   auto shared_done = std::make_shared<ScoreDone>(std::move(done));
-  item.finish = [this, shared_input, shared_done, output](absl::Status st, int64_t first,
-                                                          int64_t rows, float* logits) {
+  item.finish = [this, shared_input, shared_done, output, failed](
+                    absl::Status st, int64_t first, int64_t rows, float* logits) {
+    if (failed->load(std::memory_order_acquire)) return;
     if (st.ok()) st = checkpoint_->CheckFiles();
+    if (st.ok()) {
+      st = FinishLogits(shared_input->head, first, rows, /*log_softmax=*/false, logits);
+    }
     if (!st.ok()) {
+      failed->store(true, std::memory_order_release);
       (*shared_done)(std::move(st), {});
       return;
     }
-    FinishLogits(SliceOf(shared_input->head, first, rows), /*log_softmax=*/false, logits);
     ScoreRows(*shared_input, first, rows, logits, output.get());
     if (first + rows == shared_input->head.rows) {
       SumTargets(*shared_input, output.get());

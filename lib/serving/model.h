@@ -251,7 +251,11 @@ class Model {
   int64_t head_slice_rows() const;
 
   // logits [rows, vocab_size] (tempered, masked; log-softmax if asked).
-  // INVALID_ARGUMENT names `hidden.shape` / `temperature` / `vocab_limit`;
+  // INVALID_ARGUMENT names `hidden.shape` / `temperature` / `vocab_limit`,
+  // or the first finite row whose logits are not finite before log-softmax
+  // ("hidden[r] is finite but logits[r, j] = inf: the row's logits leave
+  // float32's range ..."; huge hidden values, a tiny temperature): such a
+  // row is refused, never answered with inf/NaN;
   // FAILED_PRECONDITION naming the model and the reason when its LM head is
   // not served (config().lm_head_unsupported_reason, e.g. RoBERTa).
   absl::Status ComputeLogits(const HeadInput& input, bool log_softmax,
@@ -259,8 +263,9 @@ class Model {
 
   // Per-row scores, computed slice by slice (one slice of logits held at a
   // time). INVALID_ARGUMENT names `target_ids[i]` / `top_k` /
-  // `candidate_ids[i]` / `candidate_ids` (count);
-  // FAILED_PRECONDITION as ComputeLogits.
+  // `candidate_ids[i]` / `candidate_ids` (count), and finite rows whose
+  // logits are not finite as ComputeLogits; FAILED_PRECONDITION as
+  // ComputeLogits.
   absl::Status Score(const ScoreInput& input, ScoreOutput* output) const;
 
   // Asynchronous forms for servers: validate now, run the GEMM on the
@@ -306,8 +311,16 @@ class Model {
   absl::Status ValidateScore(const ScoreInput& input) const;
   // Writes the GEMM input rows (final norm applied if asked) to dst.
   absl::Status PrepareRows(const HeadInput& input, float* dst) const;
-  // Temperature, vocab mask, log-softmax on logits [rows, vocab], in place.
-  void FinishLogits(const HeadInput& input, bool log_softmax, float* logits) const;
+  // ComputeLogits of rows [first, first + rows) of a validated `input`.
+  absl::Status ComputeLogitsSlice(const HeadInput& input, int64_t first, int64_t rows,
+                                  bool log_softmax, std::vector<float>* logits) const;
+  // The head's logits of rows [first, first + rows) of `input` ([rows,
+  // vocab_size], in place): bias, the family's transform, temperature, vocab
+  // mask, log-softmax. INVALID_ARGUMENT naming the first row whose hidden
+  // values are finite but whose logits are not (before log-softmax):
+  // "hidden[r] is finite but logits[r, j] = inf: ...".
+  absl::Status FinishLogits(const HeadInput& input, int64_t first, int64_t rows,
+                            bool log_softmax, float* logits) const;
   // Scores of rows [first, first + rows) from their prepared-and-finished
   // logits [rows, vocab] into output->rows (sized by the caller).
   void ScoreRows(const ScoreInput& input, int64_t first, int64_t rows, const float* logits,

@@ -714,5 +714,39 @@ TEST_F(RequestBoundsTest, NonFiniteHiddenAndQkAreInvalidArgumentUnlessAllowed) {
   }
 }
 
+TEST_F(RequestBoundsTest, FiniteRowsWhoseLogitsOverflowAreInvalidArgument) {
+  // temperature 1e-40 (> 0, accepted) puts logits / T past FLT_MAX.
+  const std::vector<float> h(2 * 64, 0.25f);
+  v1::ScoreRequest score;
+  *score.mutable_hidden() = EncodeFloatTensor(h, {2, 64});
+  score.set_temperature(1e-40f);
+  score.set_top_k(3);
+  score.set_allow_non_finite(true);  // the rows are finite: refused either way
+  {
+    grpc::ClientContext ctx;
+    v1::ScoreResponse response;
+    grpc::Status st = live().scoring->Score(&ctx, score, &response);
+    EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_THAT(st.error_message(), ::testing::StartsWith("hidden[0] is finite but logits[0, "));
+  }
+  v1::ComputeLogitsRequest logits;
+  *logits.mutable_hidden() = EncodeFloatTensor(h, {2, 64});
+  logits.set_temperature(1e-40f);
+  logits.set_log_softmax(true);
+  {
+    grpc::ClientContext ctx;
+    v1::ComputeLogitsResponse response;
+    grpc::Status st = live().scoring->ComputeLogits(&ctx, logits, &response);
+    EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_THAT(st.error_message(), ::testing::HasSubstr("leave float32's range"));
+  }
+  logits.set_temperature(0.5f);
+  {
+    grpc::ClientContext ctx;
+    v1::ComputeLogitsResponse response;
+    EXPECT_TRUE(live().scoring->ComputeLogits(&ctx, logits, &response).ok());
+  }
+}
+
 }  // namespace
 }  // namespace vocabd

@@ -151,6 +151,19 @@ TEST(RmsNormTest, HandComputedRow) {
   RmsNorm(zeros, 1, 2, w, 1e-5, y);
   EXPECT_EQ(y[0], 0.0f);
   EXPECT_EQ(y[1], 0.0f);
+  // mean(x^2) = 1e40 > FLT_MAX: var = inf, inv = 0, y = +0 / -0 (torch's
+  // fp32 gives the same: x.pow(2).mean() is inf, rsqrt(inf) = 0).
+  const float huge[2] = {1e20f, -1e20f};
+  RmsNorm(huge, 1, 2, w, 1e-5, y);
+  EXPECT_EQ(std::signbit(y[0]), false);
+  EXPECT_EQ(y[0], 0.0f);
+  EXPECT_EQ(std::signbit(y[1]), true);
+  EXPECT_EQ(y[1], 0.0f);
+  // Just below: finite and normalized (mean(x^2) = 1e36).
+  const float large[2] = {1e18f, -1e18f};
+  RmsNorm(large, 1, 2, w, 1e-5, y);
+  EXPECT_FLOAT_EQ(y[0], 1.0f);
+  EXPECT_FLOAT_EQ(y[1], -2.0f);
 }
 
 TEST_F(LmHeadTest, LogitsMatchGoldenWithAndWithoutNorm) {

@@ -129,6 +129,33 @@ TEST(ModelQuantTest, GoldenFilesServedNativelyNeedsQuantHead) {
   }
 }
 
+// A finite row at the edge of float32 (one value FLT_MAX, no final norm):
+// every quantized head answers finite logits or refuses the row naming it,
+// never inf/NaN with OK (the types with a min overflow their activation
+// sums da * sum(codes) there: refused).
+TEST(ModelQuantTest, EdgeOfRangeRowIsAnsweredFiniteOrRefusedNeedsQuantHead) {
+  for (const std::string& stem : testing::QuantGoldenStems()) {
+    SCOPED_TRACE(stem);
+    auto model = LoadQuantModel({"q", testing::QuantGoldenPath(stem, ".gguf")});
+    ASSERT_NE(model, nullptr);
+    for (float edge : {3.4028235e38f, -3.4028235e38f, 1e37f}) {
+      std::vector<float> hidden(2 * 512, 0.0f);
+      hidden[512 + 5] = edge;
+      for (int j = 0; j < 512; ++j) hidden[j] = 0.01f * static_cast<float>(j % 7);
+      HeadInput in{hidden.data(), 2, 512};
+      in.apply_final_norm = false;
+      std::vector<float> logits;
+      const absl::Status st = model->ComputeLogits(in, false, &logits);
+      if (st.ok()) {
+        for (float v : logits) ASSERT_TRUE(std::isfinite(v)) << edge;
+      } else {
+        EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
+        EXPECT_THAT(st.message(), HasSubstr("hidden[1] is finite but logits[1, "));
+      }
+    }
+  }
+}
+
 // --weights-dtype q8_0: every weight within the stated bound of the F32
 // table (quant::QuantizeRow q8_0, ggml's reference rounding):
 //   |w - q8_0(w)| <= max|w of its block of 32| * (1/254 + 1/2048)

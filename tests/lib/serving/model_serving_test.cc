@@ -4,10 +4,12 @@
 // batcher (identical to the synchronous calls, per-request options kept,
 // cancelled calls never computed, queue full).
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <future>
 #include <memory>
 #include <mutex>
@@ -16,6 +18,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+
+#include "absl/strings/str_cat.h"
 
 #include "lib/core/dtype.h"
 #include "lib/serving/model.h"
@@ -342,6 +346,157 @@ TEST_F(ModelBatchingTest, FullQueueAndBadInputAnswerInline) {
   EXPECT_THAT(bad.message(), HasSubstr("top_k = 1025"));
   gate_.set_value();
   EXPECT_TRUE(p1.get_future().get().ok());
+}
+
+// A finite row whose logits leave float32's range is refused, naming the
+// row and the logit; other rows and calls are unaffected.
+std::vector<float> OverflowingRows(const Model& m, int rows, int bad_row) {
+  // bad_row: +-3e38 with the signs of token 0's weights, so logit 0 is
+  // 3e38 * sum_j |w[0, j]| (> FLT_MAX when that sum is > 1.14).
+  const std::vector<float> table = TableF32(m);
+  double sum_abs = 0;
+  for (int64_t j = 0; j < kServingHidden; ++j) sum_abs += std::fabs(table[j]);
+  EXPECT_GT(sum_abs, 2.0);
+  std::vector<float> h = ServingHidden(rows);
+  for (int64_t j = 0; j < kServingHidden; ++j) {
+    h[bad_row * kServingHidden + j] = std::copysign(3e38f, table[j]);
+  }
+  return h;
+}
+
+TEST(ModelLogitRangeTest, FiniteRowWithOverflowingLogitsIsRefused) {
+  auto m = LoadServingModel({"m", testing::Stories260KBin()});
+  ASSERT_NE(m, nullptr);
+  const std::vector<float> h = OverflowingRows(*m, 3, 1);
+  for (bool allow_non_finite : {false, true}) {
+    for (bool log_softmax : {false, true}) {
+      HeadInput in{h.data(), 3, kServingHidden};
+      in.apply_final_norm = false;
+      in.allow_non_finite = allow_non_finite;
+      std::vector<float> logits;
+      const absl::Status st = m->ComputeLogits(in, log_softmax, &logits);
+      EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
+      EXPECT_THAT(st.message(), HasSubstr("hidden[1] is finite but logits[1, "));
+      EXPECT_THAT(st.message(), HasSubstr("leave float32's range"));
+    }
+  }
+  // The final norm brings the row back into range: answered.
+  HeadInput normed{h.data(), 3, kServingHidden};
+  std::vector<float> logits;
+  ASSERT_TRUE(m->ComputeLogits(normed, false, &logits).ok());
+  for (float v : logits) ASSERT_TRUE(std::isfinite(v));
+  // Score too, past its first slice of rows.
+  std::vector<float> long_h = ServingHidden(kDefaultHeadSliceRows + 10);
+  std::copy(h.begin() + kServingHidden, h.begin() + 2 * kServingHidden,
+            long_h.begin() + (kDefaultHeadSliceRows + 3) * kServingHidden);
+  ScoreInput s;
+  s.head = HeadInput{long_h.data(), kDefaultHeadSliceRows + 10, kServingHidden};
+  s.head.apply_final_norm = false;
+  s.top_k = 3;
+  ScoreOutput out;
+  const absl::Status st = m->Score(s, &out);
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
+  EXPECT_THAT(st.message(),
+              HasSubstr(absl::StrCat("hidden[", kDefaultHeadSliceRows + 3, "] is finite")));
+}
+
+TEST(ModelLogitRangeTest, TinyTemperatureIsRefusedWhereItOverflows) {
+  auto m = LoadServingModel({"m", testing::Stories260KBin()});
+  ASSERT_NE(m, nullptr);
+  const std::vector<float> h = ServingHidden(2);
+  HeadInput in{h.data(), 2, kServingHidden};
+  in.temperature = 1e-40f;  // subnormal, > 0: accepted, but logits / T overflow
+  std::vector<float> logits;
+  absl::Status st = m->ComputeLogits(in, false, &logits);
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
+  EXPECT_THAT(st.message(), HasSubstr("hidden[0] is finite but logits[0, "));
+  EXPECT_THAT(st.message(), HasSubstr("temperature = "));
+  in.temperature = 1e-3f;  // large but finite logits: answered
+  ASSERT_TRUE(m->ComputeLogits(in, true, &logits).ok());
+}
+
+TEST(ModelLogitRangeTest, NonFiniteRowsAllowedAreStillAnswered) {
+  auto m = LoadServingModel({"m", testing::Stories260KBin()});
+  ASSERT_NE(m, nullptr);
+  std::vector<float> h = ServingHidden(2);
+  h[kServingHidden + 5] = std::numeric_limits<float>::quiet_NaN();
+  HeadInput in{h.data(), 2, kServingHidden};
+  in.allow_non_finite = true;
+  std::vector<float> logits;
+  ASSERT_TRUE(m->ComputeLogits(in, false, &logits).ok());
+  EXPECT_TRUE(std::isfinite(logits[0]));
+  EXPECT_TRUE(std::isnan(logits[kServingVocab]));
+}
+
+// Through the batcher: the refused call's done runs once, after its first
+// slice went through and with its last slice dropped; a call in the same
+// batches is answered (as the synchronous call, within ExpectClose: the
+// GEMM's row count differs).
+TEST(ModelLogitRangeTest, RefusedSliceEndsOnlyItsOwnCall) {
+  auto pool = ComputePool::Create({1, 64});
+  ASSERT_TRUE(pool.ok());
+  Model::Options o{"batched", testing::Stories260KBin()};
+  o.compute_pool = pool->get();
+  DynamicBatcher::Options b;
+  b.max_batch_rows = 16;
+  b.max_queue_rows = 256;
+  std::vector<int64_t> batches;
+  std::mutex mu;
+  b.on_batch = [&](int64_t rows) {
+    std::lock_guard<std::mutex> lock(mu);
+    batches.push_back(rows);
+  };
+  o.batching = b;
+  auto batched = LoadServingModel(o);
+  ASSERT_NE(batched, nullptr);
+  auto sync = LoadServingModel({"sync", testing::Stories260KBin()});
+  ASSERT_NE(sync, nullptr);
+  const std::vector<float> bad = OverflowingRows(*sync, 40, 20);  // slices 0-15, 16-31, 32-39
+  const std::vector<float> good = ServingHidden(20, 1.3);
+  std::promise<void> gate;
+  ASSERT_TRUE((*pool)->Submit([f = gate.get_future().share()] { f.wait(); }).ok());
+  std::atomic<int> logits_done{0}, score_done{0}, sunk_rows{0};
+  absl::Status logits_status, score_status;
+  HeadInput bad_in{bad.data(), 40, kServingHidden};
+  bad_in.apply_final_norm = false;
+  batched->ComputeLogitsAsync(
+      bad_in, false, nullptr,
+      [&](int64_t, int64_t rows, const float*) { sunk_rows += static_cast<int>(rows); },
+      [&](absl::Status st) {
+        logits_status = st;
+        ++logits_done;
+      });
+  ScoreInput score_in;
+  score_in.head = bad_in;
+  score_in.top_k = 2;
+  batched->ScoreAsync(score_in, nullptr, [&](absl::Status st, ScoreOutput) {
+    score_status = st;
+    ++score_done;
+  });
+  std::promise<std::vector<float>> good_logits;
+  batched->ComputeLogitsAsync(HeadInput{good.data(), 20, kServingHidden}, true, nullptr,
+                              [&](absl::Status st, std::vector<float> l) {
+                                EXPECT_TRUE(st.ok()) << st;
+                                good_logits.set_value(std::move(l));
+                              });
+  gate.set_value();
+  const std::vector<float> got = good_logits.get_future().get();
+  (*pool)->Shutdown();  // runs every queued batch loop
+  EXPECT_EQ(logits_done.load(), 1);
+  EXPECT_EQ(score_done.load(), 1);
+  EXPECT_EQ(sunk_rows.load(), 16);  // the first slice only
+  for (const absl::Status& st : {logits_status, score_status}) {
+    EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
+    EXPECT_THAT(st.message(), HasSubstr("hidden[20] is finite but logits[20, "));
+  }
+  std::vector<float> want;
+  ASSERT_TRUE(sync->ComputeLogits(HeadInput{good.data(), 20, kServingHidden}, true, &want).ok());
+  ExpectClose(got, want, 20);
+  // The refused ComputeLogits call's last slice (rows 32-39) was never
+  // computed (the Score call's slices depend on how batches were cut).
+  int64_t computed = 0;
+  for (int64_t rows : batches) computed += rows;
+  EXPECT_LE(computed, 40 + 40 + 20 - 8);
 }
 
 TEST(ModelAsyncTest, UnbatchedPoolPathMatchesSync) {
