@@ -12,8 +12,10 @@ namespace vocabd {
 //   y[r, j] = weight[j] * (x[r, j] * inv)   (fp32, HF's operation order)
 // x, y: [rows, hidden_size] row-major F32 (may alias: in place is fine);
 // weight: [hidden_size] F32. rows <= 0 or hidden_size <= 0 is a no-op.
-// A row whose var exceeds FLT_MAX (|x| from about 1.8e19) gets inv = 0 and
-// y = 0, as torch's fp32 x.pow(2).mean() overflowing to inf does.
+// A row whose var exceeds FLT_MAX (every |x| from about 1.8e19) gets
+// inv = 0 and y = 0, as torch's fp32 does; torch's fp32 x.pow(2) already
+// overflows for one such value, where the float64 sum here still
+// normalizes the row.
 void RmsNorm(const float* x, int64_t rows, int64_t hidden_size, const float* weight,
              double eps, float* y);
 
@@ -25,7 +27,8 @@ void RmsNorm(const float* x, int64_t rows, int64_t hidden_size, const float* wei
 // Used by gpt2 (ln_f), gpt_neox (final_layer_norm) and phi
 // (final_layernorm). x, y: [rows, hidden_size] F32 (may alias); weight:
 // [hidden_size]; bias: [hidden_size] or nullptr (zero bias). A row whose
-// var exceeds FLT_MAX gets rstd = 0 and y = bias, as torch's fp32 does.
+// var exceeds FLT_MAX gets rstd = 0 and y = bias (NaN where x - mean
+// overflows float32, e.g. values of +-FLT_MAX), as torch's fp32 does.
 void LayerNorm(const float* x, int64_t rows, int64_t hidden_size, const float* weight,
                const float* bias, double eps, float* y);
 

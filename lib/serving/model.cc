@@ -1,10 +1,10 @@
 #include "lib/serving/model.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <mutex>
 #include <new>
 #include <system_error>
 #include <utility>
@@ -561,14 +561,30 @@ HeadInput SliceOf(const HeadInput& input, int64_t first, int64_t rows) {
 
 // A call whose finish met an error in one slice (its logits refused, a
 // checkpoint file changed) is over: `done` has run. Its later slices are
-// dropped before compute (this check fails) and their finish calls return
-// at once, so done runs exactly once.
-std::function<absl::Status()> CheckUnlessFailed(std::shared_ptr<std::atomic<bool>> failed,
+// dropped before compute (the check below fails) and their finish calls
+// return at once, so done runs exactly once. The caller's check (which may
+// read the call's server context) runs under `mu`, and finish marks the
+// call failed under `mu` before calling done: a check running on another
+// thread (a Submit releasing cancelled items) ends before done can free
+// what it reads.
+struct CallFailure {
+  std::mutex mu;
+  bool failed = false;
+  bool Failed() {
+    std::lock_guard<std::mutex> lock(mu);
+    return failed;
+  }
+  void Fail() {
+    std::lock_guard<std::mutex> lock(mu);
+    failed = true;
+  }
+};
+
+std::function<absl::Status()> CheckUnlessFailed(std::shared_ptr<CallFailure> failure,
                                                 std::function<absl::Status()> check) {
-  return [failed = std::move(failed), check = std::move(check)]() -> absl::Status {
-    if (failed->load(std::memory_order_acquire)) {
-      return absl::AbortedError("an earlier slice of this call failed");
-    }
+  return [failure = std::move(failure), check = std::move(check)]() -> absl::Status {
+    std::lock_guard<std::mutex> lock(failure->mu);
+    if (failure->failed) return absl::AbortedError("an earlier slice of this call failed");
     return check ? check() : absl::OkStatus();
   };
 }
@@ -641,9 +657,7 @@ absl::Status Model::FinishLogits(const HeadInput& input, int64_t first, int64_t 
   const int64_t scored = input.vocab_limit > 0 ? input.vocab_limit : vocab;  // unmasked ids
   const WeightTensor* head_bias = checkpoint_->Find(kLmHeadBias);  // phi: lm_head.bias
   const float* bias = head_bias != nullptr ? head_bias->f32() : nullptr;
-  // Several rows: in parallel over rows (one parallel region; each row is then
-  // serial). One row: PrepareLogits/LogSoftmaxInPlace parallelise over its
-  // vocab chunks. Same results either way (lib/head/scoring.h).
+  // In parallel over rows (one parallel region; each row is then serial).
   // The family's transform (Gemma 2 softcap, Cohere logit_scale, Granite
   // logits_scaling) before temperature, as transformers orders them.
   const LogitTransform& t = config().logit_transform;
@@ -652,36 +666,75 @@ absl::Status Model::FinishLogits(const HeadInput& input, int64_t first, int64_t 
   transform.logits_scaling = t.logits_scaling;
   transform.final_logit_softcapping = t.final_logit_softcapping;
   // A finite row whose logits are not all finite left float32's range on
-  // the way (its true logits do, or the head's arithmetic did): refused,
-  // never answered with inf/NaN. Looked for after the transform and
-  // temperature, and before a softcap too (tanh maps +-inf to +-cap).
-  // Log-softmax works in float64 (a -inf log-prob is a rounded underflow).
+  // the way (its true logits do, the head's arithmetic did, or the head
+  // holds NaN/Inf weights): refused, never answered with inf/NaN. Looked
+  // for after the transform and temperature, and in the head's output too
+  // when there is a softcap (tanh maps +-inf to +-cap; no family with a
+  // softcap has a bias or scale before it). Log-softmax comes after, in
+  // float64 (a -inf log-prob there is a rounded underflow).
   const bool softcap = transform.final_logit_softcapping > 0.0;
-  std::vector<int64_t> bad(static_cast<size_t>(rows), -1);
-  std::vector<float> bad_value(static_cast<size_t>(rows), 0.0f);
+  struct FirstBad {
+    std::mutex mu;
+    int64_t row = -1, id = -1;
+    float value = 0;
+  } first_bad;  // the lowest such row
   ParallelFor(rows, [&](int64_t r) {
     float* row = logits + r * vocab;
     const bool finite_row =
         !input.allow_non_finite || FirstNonFinite(input.hidden + (first + r) * input.width,
                                                   input.width) < 0;
-    if (finite_row && softcap) bad[r] = FirstNonFinite(row, scored);
-    if (bad[r] >= 0) bad_value[r] = row[bad[r]];
+    int64_t id = finite_row && softcap ? FirstNonFinite(row, scored) : -1;
+    float value = id >= 0 ? row[id] : 0.0f;
     PrepareLogits(row, vocab, input.temperature, input.vocab_limit, bias, &transform);
-    if (finite_row && bad[r] < 0) {
-      bad[r] = FirstNonFinite(row, scored);
-      if (bad[r] >= 0) bad_value[r] = row[bad[r]];
+    if (finite_row && id < 0) {
+      id = FirstNonFinite(row, scored);
+      if (id >= 0) value = row[id];
     }
     if (log_softmax) LogSoftmaxInPlace(row, vocab);
+    if (id < 0) return;
+    std::lock_guard<std::mutex> lock(first_bad.mu);
+    if (first_bad.row < 0 || r < first_bad.row) {
+      first_bad.row = r;
+      first_bad.id = id;
+      first_bad.value = value;
+    }
   });
-  for (int64_t r = 0; r < rows; ++r) {
-    if (bad[r] < 0) continue;
-    return absl::InvalidArgumentError(absl::StrCat(
-        "hidden[", first + r, "] is finite but logits[", first + r, ", ", bad[r],
-        "] = ", bad_value[r],
-        ": the row's logits leave float32's range (values this large overflow the head, the "
-        "logit transform or temperature = ", input.temperature, ")"));
+  if (first_bad.row < 0) return absl::OkStatus();
+  const int64_t r = first + first_bad.row, id = first_bad.id;
+  if (HeadRowHasNonFinite(id)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "model '", name_, "' has NaN/Inf weights in lm_head row ", id,
+        " (or its lm_head.bias): logits[", r, ", ", id, "] = ", first_bad.value,
+        " for a finite hidden[", r, "]; the checkpoint is faulty"));
   }
-  return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "hidden[", r, "] is finite but logits[", r, ", ", id, "] = ", first_bad.value,
+      ": the row's logits leave float32's range (values this large overflow the head, the "
+      "logit transform or temperature = ", input.temperature, ")"));
+}
+
+bool Model::HeadRowHasNonFinite(int64_t id) const {
+  const WeightTensor& head = checkpoint_->lm_head();
+  const int64_t d = config().hidden_size;
+  const WeightTensor* head_bias = checkpoint_->Find(kLmHeadBias);
+  if (head_bias != nullptr && !std::isfinite(head_bias->f32()[id])) return true;
+  std::vector<float> row;
+  try {
+    row.resize(static_cast<size_t>(d));
+  } catch (const std::bad_alloc&) {
+    return false;
+  }
+  const auto* data = static_cast<const uint8_t*>(head.data);
+  if (head.quant_type.has_value()) {
+    const int64_t row_bytes = quant::RowBytes(*head.quant_type, d);
+    if (!quant::DequantizeRow(*head.quant_type, data + id * row_bytes, d, row.data())) {
+      return false;
+    }
+  } else {
+    ConvertToF32(head.dtype, data + id * d * static_cast<int64_t>(DTypeSize(head.dtype)),
+                 static_cast<size_t>(d), row.data());
+  }
+  return FirstNonFinite(row.data(), d) >= 0;
 }
 
 absl::Status Model::ComputeLogits(const HeadInput& input, bool log_softmax,
@@ -855,10 +908,10 @@ void Model::ComputeLogitsAsync(const HeadInput& input, bool log_softmax,
   auto shared_done = std::make_shared<StatusDone>(std::move(done));
   DynamicBatcher::Item item;
   std::shared_ptr<LogitsRowsSink> shared_sink;
-  std::shared_ptr<std::atomic<bool>> failed;
+  std::shared_ptr<CallFailure> failed;
   try {
     shared_sink = std::make_shared<LogitsRowsSink>(std::move(sink));
-    failed = std::make_shared<std::atomic<bool>>(false);
+    failed = std::make_shared<CallFailure>();
   } catch (const std::bad_alloc&) {
     (*shared_done)(absl::ResourceExhaustedError("out of memory starting the LM-head call"));
     return;
@@ -870,11 +923,11 @@ void Model::ComputeLogitsAsync(const HeadInput& input, bool log_softmax,
   };
   item.finish = [this, input, log_softmax, shared_done, shared_sink, failed](
                     absl::Status st, int64_t first, int64_t rows, float* logits) {
-    if (failed->load(std::memory_order_acquire)) return;
+    if (failed->Failed()) return;
     if (st.ok()) st = checkpoint_->CheckFiles();
     if (st.ok()) st = FinishLogits(input, first, rows, log_softmax, logits);
     if (!st.ok()) {
-      failed->store(true, std::memory_order_release);
+      failed->Fail();
       (*shared_done)(std::move(st));
       return;
     }
@@ -927,9 +980,9 @@ void Model::ScoreAsync(const ScoreInput& input, std::function<absl::Status()> ch
   // at a time.
   std::shared_ptr<const ScoreInput> shared_input;
   std::shared_ptr<ScoreOutput> output;
-  std::shared_ptr<std::atomic<bool>> failed;
+  std::shared_ptr<CallFailure> failed;
   try {
-    failed = std::make_shared<std::atomic<bool>>(false);
+    failed = std::make_shared<CallFailure>();
     shared_input = std::make_shared<const ScoreInput>(input);
     output = std::make_shared<ScoreOutput>();
     output->rows.resize(static_cast<size_t>(input.head.rows));
@@ -948,13 +1001,13 @@ void Model::ScoreAsync(const ScoreInput& input, std::function<absl::Status()> ch
   auto shared_done = std::make_shared<ScoreDone>(std::move(done));
   item.finish = [this, shared_input, shared_done, output, failed](
                     absl::Status st, int64_t first, int64_t rows, float* logits) {
-    if (failed->load(std::memory_order_acquire)) return;
+    if (failed->Failed()) return;
     if (st.ok()) st = checkpoint_->CheckFiles();
     if (st.ok()) {
       st = FinishLogits(shared_input->head, first, rows, /*log_softmax=*/false, logits);
     }
     if (!st.ok()) {
-      failed->store(true, std::memory_order_release);
+      failed->Fail();
       (*shared_done)(std::move(st), {});
       return;
     }

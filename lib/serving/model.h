@@ -254,8 +254,9 @@ class Model {
   // INVALID_ARGUMENT names `hidden.shape` / `temperature` / `vocab_limit`,
   // or the first finite row whose logits are not finite before log-softmax
   // ("hidden[r] is finite but logits[r, j] = inf: the row's logits leave
-  // float32's range ..."; huge hidden values, a tiny temperature): such a
-  // row is refused, never answered with inf/NaN;
+  // float32's range ..."; huge hidden values, a tiny temperature; masked
+  // ids excepted), or FAILED_PRECONDITION when that logit's head row or
+  // bias holds NaN/Inf;
   // FAILED_PRECONDITION naming the model and the reason when its LM head is
   // not served (config().lm_head_unsupported_reason, e.g. RoBERTa).
   absl::Status ComputeLogits(const HeadInput& input, bool log_softmax,
@@ -319,8 +320,12 @@ class Model {
   // mask, log-softmax. INVALID_ARGUMENT naming the first row whose hidden
   // values are finite but whose logits are not (before log-softmax):
   // "hidden[r] is finite but logits[r, j] = inf: ...".
+  // FAILED_PRECONDITION instead when the head's row of that logit (or its
+  // bias) holds NaN/Inf: the checkpoint, not the request, is at fault.
   absl::Status FinishLogits(const HeadInput& input, int64_t first, int64_t rows,
                             bool log_softmax, float* logits) const;
+  // True when row `id` of the served head or lm_head.bias[id] is NaN/Inf.
+  bool HeadRowHasNonFinite(int64_t id) const;
   // Scores of rows [first, first + rows) from their prepared-and-finished
   // logits [rows, vocab] into output->rows (sized by the caller).
   void ScoreRows(const ScoreInput& input, int64_t first, int64_t rows, const float* logits,

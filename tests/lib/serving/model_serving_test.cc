@@ -351,9 +351,11 @@ TEST_F(ModelBatchingTest, FullQueueAndBadInputAnswerInline) {
 // A finite row whose logits leave float32's range is refused, naming the
 // row and the logit; other rows and calls are unaffected.
 std::vector<float> OverflowingRows(const Model& m, int rows, int bad_row) {
-  // bad_row: +-3e38 with the signs of token 0's weights, so logit 0 is
-  // 3e38 * sum_j |w[0, j]| (> FLT_MAX when that sum is > 1.14).
-  const std::vector<float> table = TableF32(m);
+  // bad_row: +-3e38 with the signs of token 0's head weights, so logit 0
+  // is 3e38 * sum_j |w[0, j]| (> FLT_MAX when that sum is > 1.14).
+  const WeightTensor& head = m.checkpoint().lm_head();
+  std::vector<float> table(static_cast<size_t>(kServingHidden));
+  ConvertToF32(head.dtype, head.data, table.size(), table.data());
   double sum_abs = 0;
   for (int64_t j = 0; j < kServingHidden; ++j) sum_abs += std::fabs(table[j]);
   EXPECT_GT(sum_abs, 2.0);
@@ -480,8 +482,8 @@ TEST(ModelLogitRangeTest, RefusedSliceEndsOnlyItsOwnCall) {
                                 good_logits.set_value(std::move(l));
                               });
   gate.set_value();
+  // One worker: the good call's answer comes after both refused calls ran.
   const std::vector<float> got = good_logits.get_future().get();
-  (*pool)->Shutdown();  // runs every queued batch loop
   EXPECT_EQ(logits_done.load(), 1);
   EXPECT_EQ(score_done.load(), 1);
   EXPECT_EQ(sunk_rows.load(), 16);  // the first slice only
@@ -492,11 +494,98 @@ TEST(ModelLogitRangeTest, RefusedSliceEndsOnlyItsOwnCall) {
   std::vector<float> want;
   ASSERT_TRUE(sync->ComputeLogits(HeadInput{good.data(), 20, kServingHidden}, true, &want).ok());
   ExpectClose(got, want, 20);
-  // The refused ComputeLogits call's last slice (rows 32-39) was never
-  // computed (the Score call's slices depend on how batches were cut).
-  int64_t computed = 0;
-  for (int64_t rows : batches) computed += rows;
-  EXPECT_LE(computed, 40 + 40 + 20 - 8);
+  // Each refused call alone, then one row: rows 0-31 are computed, the
+  // slice of rows 32-39 is dropped before compute.
+  const std::vector<float> one = ServingHidden(1);
+  auto rows_computed = [&](const std::function<void()>& refused_call) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      batches.clear();
+    }
+    refused_call();
+    std::promise<void> after;
+    batched->ComputeLogitsAsync(HeadInput{one.data(), 1, kServingHidden}, false, nullptr,
+                                [&](absl::Status st, std::vector<float>) {
+                                  EXPECT_TRUE(st.ok()) << st;
+                                  after.set_value();
+                                });
+    after.get_future().wait();
+    std::lock_guard<std::mutex> lock(mu);
+    int64_t computed = 0;
+    for (int64_t rows : batches) computed += rows;
+    return computed;
+  };
+  EXPECT_EQ(rows_computed([&] {
+              batched->ComputeLogitsAsync(bad_in, false, nullptr,
+                                          [&](absl::Status st, std::vector<float>) {
+                                            EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+                                          });
+            }),
+            32 + 1);
+  EXPECT_EQ(rows_computed([&] {
+              batched->ScoreAsync(score_in, nullptr, [&](absl::Status st, ScoreOutput) {
+                EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+              });
+            }),
+            32 + 1);
+  (*pool)->Shutdown();
+}
+
+// The unbatched pool path (slices of kDefaultHeadSliceRows): the same.
+TEST(ModelLogitRangeTest, RefusedSliceEndsTheCallOnThePoolPath) {
+  auto pool = ComputePool::Create({1, 8});
+  ASSERT_TRUE(pool.ok());
+  Model::Options o{"pool", testing::Stories260KBin()};
+  o.compute_pool = pool->get();
+  auto model = LoadServingModel(o);
+  ASSERT_NE(model, nullptr);
+  const int64_t rows = 2 * kDefaultHeadSliceRows + 40;  // 3 slices; the 2nd is refused
+  const std::vector<float> bad = OverflowingRows(*model, rows, kDefaultHeadSliceRows + 5);
+  HeadInput in{bad.data(), rows, kServingHidden};
+  in.apply_final_norm = false;
+  std::atomic<int> done_calls{0}, checks{0};
+  std::atomic<int64_t> sunk{0};
+  std::promise<absl::Status> status;
+  model->ComputeLogitsAsync(
+      in, false,
+      [&] {
+        ++checks;
+        return absl::OkStatus();
+      },
+      [&](int64_t, int64_t n, const float*) { sunk += n; },
+      [&](absl::Status st) {
+        if (++done_calls == 1) status.set_value(st);
+      });
+  const absl::Status st = status.get_future().get();
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
+  EXPECT_THAT(st.message(), HasSubstr(absl::StrCat("hidden[", kDefaultHeadSliceRows + 5,
+                                                   "] is finite but logits[")));
+  (*pool)->Shutdown();
+  pool->reset();  // joins the worker: every slice has run
+  EXPECT_EQ(done_calls.load(), 1);
+  EXPECT_EQ(sunk.load(), kDefaultHeadSliceRows);
+  EXPECT_EQ(checks.load(), 2);  // the 3rd slice was dropped before its check and compute
+}
+
+// NaN in the checkpoint's head is the checkpoint's fault: FAILED_PRECONDITION
+// naming the head row; vocab_limit below it masks it.
+TEST(ModelLogitRangeTest, NonFiniteHeadWeightsAreFailedPrecondition) {
+  auto f32 = LoadServingModel({"f32", testing::Stories260KBin()});
+  ASSERT_NE(f32, nullptr);
+  std::vector<float> table = TableF32(*f32);
+  table[300 * kServingHidden + 7] = std::numeric_limits<float>::quiet_NaN();
+  std::vector<float> norm(kServingHidden, 1.0f);
+  auto m = LoadServingModel({"nan", WriteBf16Checkpoint(table, norm)});
+  ASSERT_NE(m, nullptr);
+  const std::vector<float> h = ServingHidden(2);
+  HeadInput in{h.data(), 2, kServingHidden};
+  std::vector<float> logits;
+  absl::Status st = m->ComputeLogits(in, false, &logits);
+  EXPECT_EQ(st.code(), absl::StatusCode::kFailedPrecondition) << st;
+  EXPECT_THAT(st.message(), HasSubstr("has NaN/Inf weights in lm_head row 300"));
+  EXPECT_THAT(st.message(), HasSubstr("logits[0, 300] = nan"));
+  in.vocab_limit = 300;
+  EXPECT_TRUE(m->ComputeLogits(in, false, &logits).ok());
 }
 
 TEST(ModelAsyncTest, UnbatchedPoolPathMatchesSync) {
