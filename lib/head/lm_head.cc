@@ -173,6 +173,9 @@ struct LmHead::Impl {
   // that was measured (empty: set).
   int quant_prefetch = 0;
   std::string quant_prefetch_how;
+  // The same for calls of more than kPackedTileRows input rows.
+  int quant_prefetch_many = 0;
+  std::string quant_prefetch_many_how;
   // Tiles of up to this many input rows cut their codes with gf2p8affineqb
   // (QuantPackedKernel), and how that was measured (empty: set).
   int quant_gf_rows_max = 0;
@@ -282,6 +285,9 @@ absl::Status LmHead::SwitchWeights(std::shared_ptr<const HugePageBuffer> copy) c
 int LmHead::quant_prefetch_records() const {
   return impl_->packed.data() != nullptr ? impl_->quant_prefetch : -1;
 }
+int LmHead::quant_prefetch_records_many() const {
+  return impl_->packed.data() != nullptr ? impl_->quant_prefetch_many : -1;
+}
 int LmHead::quant_gf_rows_max() const {
   return impl_->packed.data() != nullptr ? impl_->quant_gf_rows_max : -1;
 }
@@ -313,6 +319,10 @@ std::string LmHead::implementation() const {
                           " bytes, prefetched ", impl_->quant_prefetch, " records ahead",
                           impl_->quant_prefetch_how.empty() ? "" : " (",
                           impl_->quant_prefetch_how, impl_->quant_prefetch_how.empty() ? "" : ")",
+                          " at <= ", kPackedTileRows, " rows, ", impl_->quant_prefetch_many,
+                          " above", impl_->quant_prefetch_many_how.empty() ? "" : " (",
+                          impl_->quant_prefetch_many_how,
+                          impl_->quant_prefetch_many_how.empty() ? "" : ")",
                           "; in-place few-row kernel for rows <= ",
                           impl_->quant_few_rows_max, impl_->quant_crossover.empty() ? "" : ", ",
                           impl_->quant_crossover, "; codes cut by gf2p8affineqb in tiles of <= ",
@@ -423,14 +433,15 @@ struct MeasureInputs {
   std::vector<float> out;
   uint8_t* acts = nullptr;
   uint8_t* scratch = nullptr;
-  MeasureInputs(int64_t d, int64_t n) {
-    const std::vector<float> hidden = FixedHiddenRows(static_cast<size_t>(kFewRowsLimit * d));
-    acts_buf.resize(static_cast<size_t>(kFewRowsLimit * QuantActRowBytes(d)) + 64);
+  // Up to `m` input rows (kFewRowsLimit by default) and n weight rows.
+  MeasureInputs(int64_t d, int64_t n, int64_t m = kFewRowsLimit) {
+    const std::vector<float> hidden = FixedHiddenRows(static_cast<size_t>(m * d));
+    acts_buf.resize(static_cast<size_t>(m * QuantActRowBytes(d)) + 64);
     acts = Align64(acts_buf.data());
-    QuantizeActivations(hidden.data(), kFewRowsLimit, d, acts);
+    QuantizeActivations(hidden.data(), m, d, acts);
     scratch_buf.resize(static_cast<size_t>(QuantUnpackScratchBytes(d)) + 64);
     scratch = Align64(scratch_buf.data());
-    out.resize(static_cast<size_t>(kFewRowsLimit * n));
+    out.resize(static_cast<size_t>(m * n));
   }
   static uint8_t* Align64(uint8_t* p) {
     return reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(p) + 63) & ~uintptr_t{63});
@@ -505,32 +516,36 @@ int MeasuredGfRowsMax(QuantKernelIsa isa, const QuantTypeInfo& type, const uint8
   return chosen;
 }
 
-// The packed kernel's prefetch distance (LmHead::Create's comment): one
-// row (M = 1, the decode step, the most memory-bound call) through the
-// packed kernel as Compute runs it, with prefetch_records 0, 1, 2 and 4,
-// in 3 interleaved rounds (so a change of the machine's load hits every
-// candidate alike); the fastest best-of-rounds wins (ties: the smaller).
+// The packed kernel's prefetch distance (LmHead::Create's comment) for
+// calls of `m` input rows: m rows (1: the decode step, the most
+// memory-bound call; 2 x kPackedTileRows: calls that use each record for
+// several tiles) through the packed kernel as Compute runs it, with
+// prefetch_records 0, 1, 2 and 4, in 3 interleaved rounds (so a change of
+// the machine's load hits every candidate alike); the fastest
+// best-of-rounds wins (ties: the smaller).
 int MeasuredPrefetch(QuantKernelIsa isa, const QuantTypeInfo& type, const uint8_t* packed,
-                     int64_t vocab, int64_t d, int64_t chunk, int gf_rows_max, std::string* how) {
+                     int64_t vocab, int64_t d, int64_t chunk, int gf_rows_max, int64_t m,
+                     std::string* how) {
   struct Result {
     int records;
     std::string how;
   };
-  static auto* const measured = new std::map<std::tuple<int, int, int64_t, int64_t, int>, Result>;
+  static auto* const measured =
+      new std::map<std::tuple<int, int, int64_t, int64_t, int, int64_t>, Result>;
   const int64_t n = MeasuredRows(type, vocab, d, true);
   const auto key =
-      std::make_tuple(static_cast<int>(isa), static_cast<int>(type.type), d, n, gf_rows_max);
+      std::make_tuple(static_cast<int>(isa), static_cast<int>(type.type), d, n, gf_rows_max, m);
   std::lock_guard<std::mutex> lock(MeasureMutex());
   if (auto it = measured->find(key); it != measured->end()) {
     *how = it->second.how;
     return it->second.records;
   }
-  MeasureInputs in(d, n);
+  MeasureInputs in(d, n, std::max<int64_t>(m, kFewRowsLimit));
   constexpr int kCandidates[] = {0, 1, 2, 4};
   double best[4] = {1e30, 1e30, 1e30, 1e30};
   for (int round = 0; round < 3; ++round) {
     for (int i = 0; i < 4; ++i) {
-      best[i] = std::min(best[i], TimeKernel(isa, type, in.acts, 1, nullptr, packed, vocab, d, n,
+      best[i] = std::min(best[i], TimeKernel(isa, type, in.acts, m, nullptr, packed, vocab, d, n,
                                              in.out.data(), in.scratch, 0, chunk, kCandidates[i],
                                              /*reps=*/1, gf_rows_max));
     }
@@ -541,8 +556,9 @@ int MeasuredPrefetch(QuantKernelIsa isa, const QuantTypeInfo& type, const uint8_
   }
   char text[160];
   std::snprintf(text, sizeof text,
-                "measured at M = 1 on %lld weight rows: 0 %.3f ms, 1 %.3f ms, 2 %.3f ms, 4 %.3f ms",
-                static_cast<long long>(n), best[0] * 1e3, best[1] * 1e3, best[2] * 1e3,
+                "measured at M = %lld on %lld weight rows: 0 %.3f ms, 1 %.3f ms, 2 %.3f ms, 4 %.3f ms",
+                static_cast<long long>(m), static_cast<long long>(n), best[0] * 1e3, best[1] * 1e3,
+                best[2] * 1e3,
                 best[3] * 1e3);
   *how = text;
   (*measured)[key] = {kCandidates[chosen], *how};
@@ -779,14 +795,20 @@ absl::StatusOr<std::unique_ptr<LmHead>> LmHead::CreateQuantized(const Options& o
                                                               options.hidden_size, impl->chunk_rows,
                                                               &impl->quant_gf_how);
     if (!QuantCpuHasGfni()) impl->quant_gf_how = "no GFNI";
-    impl->quant_prefetch =
-        options.quant_prefetch_records >= 0 ? options.quant_prefetch_records
-        : *prefetch_env >= 0                ? static_cast<int>(*prefetch_env)
-                                            : MeasuredPrefetch(impl->quant_isa, *info,
-                                                               impl->packed.data(), options.vocab_size,
-                                                               options.hidden_size, impl->chunk_rows,
-                                                               impl->quant_gf_rows_max,
-                                                               &impl->quant_prefetch_how);
+    if (options.quant_prefetch_records >= 0 || *prefetch_env >= 0) {
+      impl->quant_prefetch = options.quant_prefetch_records >= 0
+                                 ? options.quant_prefetch_records
+                                 : static_cast<int>(*prefetch_env);
+      impl->quant_prefetch_many = impl->quant_prefetch;
+    } else {
+      impl->quant_prefetch = MeasuredPrefetch(
+          impl->quant_isa, *info, impl->packed.data(), options.vocab_size, options.hidden_size,
+          impl->chunk_rows, impl->quant_gf_rows_max, 1, &impl->quant_prefetch_how);
+      impl->quant_prefetch_many = MeasuredPrefetch(
+          impl->quant_isa, *info, impl->packed.data(), options.vocab_size, options.hidden_size,
+          impl->chunk_rows, impl->quant_gf_rows_max, 2 * kPackedTileRows,
+          &impl->quant_prefetch_many_how);
+    }
   }
   if (QuantKernelHasCrossover(impl->quant_isa, info->type, options.hidden_size)) {
     impl->quant_few_rows_max =
@@ -989,7 +1011,8 @@ absl::Status LmHead::ComputeQuantized(const float* hidden, int64_t rows, float* 
     ParallelForStreams(tasks, [&](int64_t t) {
       QuantPackedKernel(impl.quant_isa, *impl.quant, panel, rows, impl.packed.data(), vocab, d,
                         t * chunk, std::min(vocab, (t + 1) * chunk), logits, vocab,
-                        impl.quant_prefetch, impl.quant_gf_rows_max);
+                        rows > kPackedTileRows ? impl.quant_prefetch_many : impl.quant_prefetch,
+                        impl.quant_gf_rows_max);
     });
     return absl::OkStatus();
   }

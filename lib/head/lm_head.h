@@ -116,9 +116,10 @@ class LmHead {
     // operators; another value makes Create fail (INVALID_ARGUMENT).
     bool quant_pack = true;
     // Packed heads: how many 16 x 256-code records ahead the packed kernel
-    // prefetches (QuantPackedKernel), 0..kPackedPrefetchMax (8); -1 =
-    // measured at Create (below). The environment variable
-    // VOCABD_QUANT_PREFETCH = 0..8 overrides -1 for operators.
+    // prefetches (QuantPackedKernel), 0..kPackedPrefetchMax (8), in every
+    // call; -1 = measured at Create (below), once for calls of up to
+    // kPackedTileRows input rows and once for more. The environment
+    // variable VOCABD_QUANT_PREFETCH = 0..8 overrides -1 for operators.
     int quant_prefetch_records = -1;
     // Packed heads on a CPU with GFNI: tiles of up to this many input rows
     // cut their codes with gf2p8affineqb, wider ones with word shifts and
@@ -200,10 +201,14 @@ class LmHead {
   // kernel's best round). Before that, Create measures the packed kernel's prefetch
   // distance (Options::quant_prefetch_records): on the same rows, one input
   // row at 0, 1, 2 and 4 records ahead, 3 interleaved rounds, the fastest
-  // wins. Whether and how far software prefetch helps depends on the core's
-  // hardware prefetchers and the memory (on a 2-vCPU Zen 5 VM: one row of
-  // a Q4_K head 1.2-1.6x faster with it, Q8_0 unchanged), so it is
-  // measured, not set per CPU. First of all, on a CPU with GFNI, Create
+  // wins; then the same with 2 x kPackedTileRows input rows, for calls of
+  // more than kPackedTileRows rows (each record serves several tiles; the
+  // best distance differs: on a 2-vCPU Zen 5 VM one Q8_0 row ran fastest
+  // without prefetch while 16 rows took 1.5x as long without it as with
+  // 4 records, Q4_K 2.1x). Whether and how far software prefetch helps
+  // depends on the core's hardware prefetchers and the memory (on that VM:
+  // one row of a Q4_K head 1.2-1.6x faster with it, Q8_0 unchanged), so it
+  // is measured, not set per CPU. First of all, on a CPU with GFNI, Create
   // measures which tiles cut their codes with gf2p8affineqb
   // (Options::quant_gf_rows_max): one, then two input rows through the
   // packed kernel as Compute runs it on the head's first 8 MiB of records
@@ -255,9 +260,11 @@ class LmHead {
   // once per head. INVALID_ARGUMENT for a null or wrongly sized copy,
   // FAILED_PRECONDITION for a quantized head or a second call.
   absl::Status SwitchWeights(std::shared_ptr<const HugePageBuffer> copy) const;
-  // Packed heads: the records the packed kernel prefetches ahead (measured
-  // or set; Options::quant_prefetch_records); -1 when the head is not packed.
+  // Packed heads: the records the packed kernel prefetches ahead in calls
+  // of up to kPackedTileRows input rows, and of more (measured or set;
+  // Options::quant_prefetch_records); -1 when the head is not packed.
   int quant_prefetch_records() const;
+  int quant_prefetch_records_many() const;
   // Packed heads: tiles of up to this many input rows cut their codes with
   // gf2p8affineqb (measured or set; Options::quant_gf_rows_max); -1 when
   // the head is not packed.

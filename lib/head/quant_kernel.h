@@ -200,6 +200,10 @@ void QuantPackGroups(QuantKernelIsa isa, const QuantTypeInfo& type, const uint8_
                      int64_t vocab, int64_t d, int64_t g0, int64_t g1, uint8_t* packed);
 // The most records a packed kernel prefetches ahead (QuantPackedKernel).
 inline constexpr int kPackedPrefetchMax = 8;
+// Input rows per tile of the packed kernel: a call of more rows runs each
+// 16 x 256-code record through several tiles (up to 8, one per 8 input rows
+// of a block of 64).
+inline constexpr int kPackedTileRows = 8;
 // Bytes of the packed kernel's activation panel for `rows` input rows
 // (QuantBuildPackedPanel), 64 bytes of alignment slack included.
 int64_t QuantPackedPanelBytes(int64_t rows, int64_t d);
@@ -207,9 +211,10 @@ int64_t QuantPackedPanelBytes(int64_t rows, int64_t d);
 // QuantizeActivations) as the packed kernel reads them, in `panel`
 // (QuantPackedPanelBytes(rows, d) bytes; the panel starts at its first
 // 64-byte boundary). Built once per call and read by every thread's
-// QuantPackedKernel (quant_kernel_avx512packed.cc draws it: per tile of up
-// to 8 rows the codes interleaved per 32, then da and the offset and min
-// terms' sums). Same path and type as the QuantPackedKernel calls.
+// QuantPackedKernel (quant_kernel_avx512packed.cc draws it: per block of
+// up to 64 rows, per record of 256 codes and per tile of up to 8 rows, the
+// codes interleaved per 32, then da and the offset and min terms' sums).
+// Same path and type as the QuantPackedKernel calls.
 void QuantBuildPackedPanel(QuantKernelIsa isa, const QuantTypeInfo& type, const uint8_t* acts,
                            int64_t rows, int64_t d, uint8_t* panel);
 // QuantPackedKernel: QuantHeadKernel's contract on packed weights (all

@@ -75,11 +75,12 @@ constexpr __mmask16 kAll = 0xFFFF;
 // once per unit for a tile of up to 8 input rows. The tiles' activations
 // are copied once per call (QuantBuildPackedPanel, before the threads
 // split the vocabulary) into a panel interleaved per unit (every operand
-// one pointer plus a constant). Units are summed in order: a row's logits do
-// not depend on M or on the vocabulary range of the call.
-constexpr int kPackedMb = 8;
+// one pointer plus a constant), one Panel per record and tile, in the order
+// the kernel reads them (BuildPanels). Units are summed in order: a row's
+// logits do not depend on M or on the vocabulary range of the call.
+constexpr int kPackedMb = kPackedTileRows;
 
-// The tile's activation panel: for mb rows and nu = d / 32 units,
+// A tile's activation panel: for mb rows and nu units (8: one record's),
 //   codes [nu][mb][32] i8 | da [nu][mb] f32 | init32 [nu][mb] i32
 //   | init16 [2 nu][mb] i32 | qs32 [nu][mb] f32 | qs16 [2 nu][mb] f32
 struct Panel {
@@ -99,11 +100,12 @@ struct Panel {
   }
 };
 
-// Builds the panel of mb activation rows for a type of offset o.
-inline void BuildPanel(const uint8_t* const* rows, int64_t mb, int64_t d, int o, uint8_t* base) {
+// Builds the panel block of mb activation rows and units [u0, u0 + nub)
+// for a type of offset o.
+inline void BuildPanel(const uint8_t* const* rows, int64_t mb, int64_t d, int64_t u0, int64_t nub,
+                       int o, uint8_t* base) {
   const ActLayout al(d);
-  const int64_t nu = d / 32;
-  const Panel p(base, nu, mb);
+  const Panel p(base, nub, mb);
   auto* a = const_cast<int8_t*>(p.a);
   auto* da = const_cast<float*>(p.da);
   auto* i32 = const_cast<int32_t*>(p.init32);
@@ -117,14 +119,15 @@ inline void BuildPanel(const uint8_t* const* rows, int64_t mb, int64_t d, int o,
     const auto* rs16 = reinterpret_cast<const int32_t*>(row + al.s16);
     const auto* rq32 = reinterpret_cast<const float*>(row + al.qs32);
     const auto* rq16 = reinterpret_cast<const float*>(row + al.qs16);
-    for (int64_t u = 0; u < nu; ++u) {
-      std::memcpy(a + (u * mb + i) * 32, row + 32 * u, 32);
-      da[u * mb + i] = rda[u];
-      i32[u * mb + i] = -o * rs32[u];
-      q32[u * mb + i] = rq32[u];
+    for (int64_t j = 0; j < nub; ++j) {
+      const int64_t u = u0 + j;
+      std::memcpy(a + (j * mb + i) * 32, row + 32 * u, 32);
+      da[j * mb + i] = rda[u];
+      i32[j * mb + i] = -o * rs32[u];
+      q32[j * mb + i] = rq32[u];
       for (int h = 0; h < 2; ++h) {
-        i16[(2 * u + h) * mb + i] = -o * rs16[2 * u + h];
-        q16[(2 * u + h) * mb + i] = rq16[2 * u + h];
+        i16[(2 * j + h) * mb + i] = -o * rs16[2 * u + h];
+        q16[(2 * j + h) * mb + i] = rq16[2 * u + h];
       }
     }
   }
@@ -680,7 +683,7 @@ inline void PackedRecord(const uint8_t* rec, int64_t s, const Panel& pn, float* 
   for (int m = 0; m < MB; ++m) acc[m] = s == 0 ? _mm512_setzero_ps() : _mm512_load_ps(acc_buf + 16 * m);
   const typename T::Sb sb = T::Prepare(rec);
 #pragma GCC unroll 2
-  for (int U = 0; U < 8; ++U) PackedUnit<T, MB, kGf>(rec, U, sb, pn, 8 * s + U, acc);
+  for (int U = 0; U < 8; ++U) PackedUnit<T, MB, kGf>(rec, U, sb, pn, U, acc);
 #pragma GCC unroll 8
   for (int m = 0; m < MB; ++m) _mm512_store_ps(acc_buf + 16 * m, acc[m]);
 }
@@ -707,17 +710,31 @@ inline uint8_t* PanelBase(const uint8_t* p) {
   return reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(p) + 63) & ~uintptr_t{63});
 }
 
-// The panels of `rows` input rows for a type of offset o: tiles of
-// kPackedMb rows, the tile at row m at m * (d / 32) * kPackedPanelBytesPer32.
+// The panels of `rows` input rows for a type of offset o, in the order the
+// kernel reads them: per block of kPackedRowBlock rows (at row m0:
+// m0 * (d / 32) * kPackedPanelBytesPer32), per record s (256 codes, 8
+// units) and per tile of kPackedMb rows, one Panel of 8 units:
+//
+//   block m0: [s = 0: tile 0 | tile 8 | ...][s = 1: tile 0 | ...] ...
+//   tile m of record s at (s * mrows + m) * 8 * kPackedPanelBytesPer32
+//
+// so a group's pass over its records reads its panels as one sequential
+// stream.
 void BuildPanels(const uint8_t* acts, int64_t rows, int64_t d, int o, uint8_t* panel) {
   const ActLayout al(d);
-  const int64_t nu = d / 32;
+  const int64_t nu = d / 32, nsb = d / 256;
   uint8_t* base = PanelBase(panel);
-  for (int64_t m = 0; m < rows; m += kPackedMb) {
-    const int64_t mb = Min64(kPackedMb, rows - m);
-    const uint8_t* r[kPackedMb] = {};
-    for (int64_t i = 0; i < mb; ++i) r[i] = acts + (m + i) * al.bytes;
-    BuildPanel(r, mb, d, o, base + m * nu * kPackedPanelBytesPer32);
+  for (int64_t m0 = 0; m0 < rows; m0 += kPackedRowBlock) {
+    const int64_t mrows = Min64(kPackedRowBlock, rows - m0);
+    uint8_t* block = base + m0 * nu * kPackedPanelBytesPer32;
+    for (int64_t s = 0; s < nsb; ++s) {
+      for (int64_t m = 0; m < mrows; m += kPackedMb) {
+        const int64_t mb = Min64(kPackedMb, mrows - m);
+        const uint8_t* r[kPackedMb] = {};
+        for (int64_t i = 0; i < mb; ++i) r[i] = acts + (m0 + m + i) * al.bytes;
+        BuildPanel(r, mb, d, 8 * s, 8, o, block + (s * mrows + m) * 8 * kPackedPanelBytesPer32);
+      }
+    }
   }
 }
 
@@ -728,7 +745,7 @@ void PackedKernelT(const uint8_t* panels, int64_t rows, const uint8_t* packed, i
   const int64_t nu = d / 32, nsb = d / 256;
   for (int64_t m0 = 0; m0 < rows; m0 += kPackedRowBlock) {
     const int64_t mrows = Min64(kPackedRowBlock, rows - m0);
-    const uint8_t* panel = PanelBase(panels) + m0 * nu * kPackedPanelBytesPer32;
+    const uint8_t* block = PanelBase(panels) + m0 * nu * kPackedPanelBytesPer32;
     // Per group, record by record, every tile of input rows (the record
     // stays in L1 between them); prefetch_records > 0: before each record,
     // prefetch (prefetcht0, every 64-byte line) the record that far ahead,
@@ -749,7 +766,7 @@ void PackedKernelT(const uint8_t* panels, int64_t rows, const uint8_t* packed, i
         }
         for (int64_t m = 0; m < mrows; m += kPackedMb) {
           const int mb = static_cast<int>(Min64(kPackedMb, mrows - m));
-          const Panel pn(panel + m * nu * kPackedPanelBytesPer32, nu, mb);
+          const Panel pn(block + (s * mrows + m) * 8 * kPackedPanelBytesPer32, 8, mb);
           float* ab = acc_buf + m * 16;
           switch (mb) {
             case 8: PackedRecord<T, 8, false>(rec, s, pn, ab); break;

@@ -374,8 +374,9 @@ TEST(LmHeadQuant, PackedHeadIsChosenByDefaultAndOverridable) {
     const bool covered = QuantPackedCovers(isa, GgmlType::kQ8_0, hidden);
     const std::string packed =
         std::string("vocabd:q8_0-") + QuantKernelIsaName(isa) +
-        " (every M; weights packed at Create, 13056 bytes, prefetched 1 records ahead; in-place "
-        "few-row kernel for rows <= 2; codes cut by gf2p8affineqb in tiles of <= " +
+        " (every M; weights packed at Create, 13056 bytes, prefetched 1 records ahead at <= 8 "
+        "rows, 1 above; in-place few-row kernel for rows <= 2; codes cut by gf2p8affineqb in "
+        "tiles of <= " +
         (QuantCpuHasGfni() ? "1 rows)" : "0 rows, no GFNI)");  // 3 x 4352 bytes
     o.quant_pack = true;
     o.quant_few_rows_max = 2;
@@ -629,17 +630,28 @@ TEST(LmHeadQuant, PackedPrefetchIsMeasuredOrSetAndChangesNoBit) {
                                                      "weight rows: 0 ")),
             std::string::npos)
       << (*h)->implementation();
+  // Calls of more than one tile of input rows: measured on their own.
+  const int many = (*h)->quant_prefetch_records_many();
+  EXPECT_TRUE(many == 0 || many == 1 || many == 2 || many == 4) << many;
+  EXPECT_NE((*h)->implementation().find(absl::StrCat(" at <= 8 rows, ", many,
+                                                     " above (measured at M = 16 on 70 "
+                                                     "weight rows: 0 ")),
+            std::string::npos)
+      << (*h)->implementation();
   {
     ScopedEnv env("VOCABD_QUANT_PREFETCH", "3");
     h = LmHead::Create(o);
     ASSERT_TRUE(h.ok()) << h.status();
     EXPECT_EQ((*h)->quant_prefetch_records(), 3);
-    EXPECT_NE((*h)->implementation().find("prefetched 3 records ahead; "), std::string::npos)
+    EXPECT_EQ((*h)->quant_prefetch_records_many(), 3);
+    EXPECT_NE((*h)->implementation().find("prefetched 3 records ahead at <= 8 rows, 3 above; "),
+              std::string::npos)
         << (*h)->implementation();
     o.quant_prefetch_records = 5;  // the option wins over the variable
     h = LmHead::Create(o);
     ASSERT_TRUE(h.ok()) << h.status();
     EXPECT_EQ((*h)->quant_prefetch_records(), 5);
+    EXPECT_EQ((*h)->quant_prefetch_records_many(), 5);
   }
   for (int bad : {-2, 9}) {
     o.quant_prefetch_records = bad;
@@ -654,6 +666,7 @@ TEST(LmHeadQuant, PackedPrefetchIsMeasuredOrSetAndChangesNoBit) {
   h = LmHead::Create(o);
   ASSERT_TRUE(h.ok()) << h.status();
   EXPECT_EQ((*h)->quant_prefetch_records(), -1);
+  EXPECT_EQ((*h)->quant_prefetch_records_many(), -1);
   EXPECT_EQ((*h)->implementation().find("prefetch"), std::string::npos);
 }
 
