@@ -348,6 +348,21 @@ TEST_F(ModelBatchingTest, FullQueueAndBadInputAnswerInline) {
   EXPECT_TRUE(p1.get_future().get().ok());
 }
 
+// stories260K served through a one-thread compute pool, unbatched.
+struct PoolModel {
+  std::unique_ptr<ComputePool> pool;
+  std::unique_ptr<Model> model;
+  void Load() {
+    auto p = ComputePool::Create({1, 8});
+    ASSERT_TRUE(p.ok());
+    pool = std::move(*p);
+    Model::Options o{"pool", testing::Stories260KBin()};
+    o.compute_pool = pool.get();
+    model = LoadServingModel(o);
+    ASSERT_NE(model, nullptr);
+  }
+};
+
 // A finite row whose logits leave float32's range is refused, naming the
 // row and the logit; other rows and calls are unaffected.
 std::vector<float> OverflowingRows(const Model& m, int rows, int bad_row) {
@@ -533,12 +548,10 @@ TEST(ModelLogitRangeTest, RefusedSliceEndsOnlyItsOwnCall) {
 
 // The unbatched pool path (slices of kDefaultHeadSliceRows): the same.
 TEST(ModelLogitRangeTest, RefusedSliceEndsTheCallOnThePoolPath) {
-  auto pool = ComputePool::Create({1, 8});
-  ASSERT_TRUE(pool.ok());
-  Model::Options o{"pool", testing::Stories260KBin()};
-  o.compute_pool = pool->get();
-  auto model = LoadServingModel(o);
-  ASSERT_NE(model, nullptr);
+  PoolModel pm;
+  ASSERT_NO_FATAL_FAILURE(pm.Load());
+  std::unique_ptr<ComputePool>& pool = pm.pool;
+  const std::unique_ptr<Model>& model = pm.model;
   const int64_t rows = 2 * kDefaultHeadSliceRows + 40;  // 3 slices; the 2nd is refused
   const std::vector<float> bad = OverflowingRows(*model, rows, kDefaultHeadSliceRows + 5);
   HeadInput in{bad.data(), rows, kServingHidden};
@@ -560,8 +573,8 @@ TEST(ModelLogitRangeTest, RefusedSliceEndsTheCallOnThePoolPath) {
   EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
   EXPECT_THAT(st.message(), HasSubstr(absl::StrCat("hidden[", kDefaultHeadSliceRows + 5,
                                                    "] is finite but logits[")));
-  (*pool)->Shutdown();
-  pool->reset();  // joins the worker: every slice has run
+  pool->Shutdown();
+  pool.reset();  // joins the worker: every slice has run
   EXPECT_EQ(done_calls.load(), 1);
   EXPECT_EQ(sunk.load(), kDefaultHeadSliceRows);
   EXPECT_EQ(checks.load(), 2);  // the 3rd slice was dropped before its check and compute
@@ -589,12 +602,9 @@ TEST(ModelLogitRangeTest, NonFiniteHeadWeightsAreFailedPrecondition) {
 }
 
 TEST(ModelAsyncTest, UnbatchedPoolPathMatchesSync) {
-  auto pool = ComputePool::Create({1, 8});
-  ASSERT_TRUE(pool.ok());
-  Model::Options o{"pool", testing::Stories260KBin()};
-  o.compute_pool = pool->get();
-  auto model = LoadServingModel(o);
-  ASSERT_NE(model, nullptr);
+  PoolModel pm;
+  ASSERT_NO_FATAL_FAILURE(pm.Load());
+  const std::unique_ptr<Model>& model = pm.model;
   EXPECT_EQ(model->batcher(), nullptr);
   const std::vector<float> h = ServingHidden(3);
   std::promise<std::vector<float>> p;
