@@ -204,8 +204,8 @@ class LmHead {
   // wins; then the same with 2 x kPackedTileRows input rows, for calls of
   // more than kPackedTileRows rows (each record serves several tiles; the
   // best distance differs: on a 2-vCPU Zen 5 VM one Q8_0 row ran fastest
-  // without prefetch while 16 rows took 1.5x as long without it as with
-  // 4 records, Q4_K 2.1x). Whether and how far software prefetch helps
+  // without prefetch while 16 rows took 1.5-2.0x as long without it as
+  // with 4 records, Q4_K 2.1x). Whether and how far software prefetch helps
   // depends on the core's hardware prefetchers and the memory (on that VM:
   // one row of a Q4_K head 1.2-1.6x faster with it, Q8_0 unchanged), so it
   // is measured, not set per CPU. First of all, on a CPU with GFNI, Create

@@ -614,7 +614,8 @@ struct PackedQ3_K : NoMin {
   }
 };
 
-// Unit U (32 codes) of a record for MB input rows; u = the unit's index in the row.
+// Unit U (32 codes) of a record for MB input rows; u = the unit's index in
+// the Panel `pn` (the record's Panel: u = U).
 // The MB integer sums are interleaved (c outer, m inner): MB independent
 // vpdpbusd chains side by side in the instruction stream, so the core runs
 // them in parallel (one chain per input row in turn left each chain's

@@ -268,7 +268,9 @@ TEST(LmHeadQuant, PathsAgreeAndRowsDoNotDependOnM) {
       const int64_t vocab = testing::kThreadSanitizer ? 1283 : 4099;
       SCOPED_TRACE(std::string(info.name) + " hidden " + std::to_string(hidden));
       const std::vector<uint8_t> w = RandomBlocks(info, vocab, hidden, 7);
-      const int64_t rows = 70;
+      // 83: the packed kernel's second block of 64 rows has three tiles, the
+      // last partial.
+      const int64_t rows = 83;
       const std::vector<float> x = testing::RandomNormal(static_cast<size_t>(rows * hidden), 3);
       std::vector<float> scalar;
       for (const Variant& k : Variants(type, hidden)) {
@@ -592,8 +594,10 @@ TEST(LmHeadQuant, PackedGfRowsAreMeasuredOrSetAndChangeNoBit) {
 // of the candidates 0, 1, 2, 4, with the times in implementation()), set
 // by Options::quant_prefetch_records or VOCABD_QUANT_PREFETCH (the option
 // wins), out-of-range values refused naming the option or variable; -1
-// for a head that is not packed. Prefetching never changes a bit: every
-// type, M = 1 and 5 (a partial last group), distances 0, 1 and 8 agree.
+// for a head that is not packed; a second distance, measured at M = 16,
+// for calls of more than 8 rows. Prefetching never changes a bit: every
+// type, M = 1, 5 (a partial last group) and 20 (the distance of calls of
+// more than 8 rows), distances 0, 1 and 8 agree.
 TEST(LmHeadQuant, PackedPrefetchIsMeasuredOrSetAndChangesNoBit) {
   if (!QuantPackedCovers(QuantKernelIsa::kAvx512Vnni, GgmlType::kQ8_0, 256)) {
     std::printf("[ SKIPPED  ] no packed kernel on this CPU (avx512vnni)\n");
@@ -604,7 +608,7 @@ TEST(LmHeadQuant, PackedPrefetchIsMeasuredOrSetAndChangesNoBit) {
     const QuantTypeInfo& info = *FindQuantTypeInfo(type);
     SCOPED_TRACE(info.name);
     const std::vector<uint8_t> w = RandomBlocks(info, vocab, hidden, 11);
-    for (int64_t rows : {1, 5}) {
+    for (int64_t rows : {1, 5, 20}) {
       const std::vector<float> x = testing::RandomNormal(static_cast<size_t>(rows * hidden), 5);
       const std::vector<float> p0 = RunHead(w.data(), type, vocab, hidden, x, rows, 0, true, 0);
       for (int pf : {1, 8}) {
