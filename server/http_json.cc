@@ -135,10 +135,19 @@ absl::Status ValuesToData(json& t, const std::string& path) {
     if (!lib_dtype.ok()) return lib_dtype.status();
     std::vector<float> floats;
     floats.reserve(values.size());
+    // A number float32 rounds to +-inf (|x| >= FLT_MAX + half its ulp) is
+    // refused, as the JSON mapping refuses it for a float field.
+    constexpr double kF32Overflow = 3.4028235677973366e38;  // 2^128 - 2^103
     for (size_t i = 0; i < values.size(); ++i) {
       const json& v = values[i];
       if (v.is_number()) {
-        floats.push_back(static_cast<float>(v.get<double>()));
+        const double x = v.get<double>();
+        if (std::fabs(x) >= kF32Overflow) {
+          return absl::InvalidArgumentError(absl::StrCat(path, ".values[", i, "] = ", v.dump(),
+                                                         " is out of range for F32 (it rounds to ",
+                                                         x > 0 ? "inf" : "-inf", ")"));
+        }
+        floats.push_back(static_cast<float>(x));
       } else if (v == "NaN") {
         floats.push_back(std::numeric_limits<float>::quiet_NaN());
       } else if (v == "Infinity" || v == "-Infinity") {
@@ -151,6 +160,18 @@ absl::Status ValuesToData(json& t, const std::string& path) {
       }
     }
     tensor = EncodeFloatTensor(floats, shape, *lib_dtype);
+    if (*lib_dtype != DType::kF32) {
+      // A finite number the tensor's dtype rounds to +-inf (F16 from 65520).
+      std::vector<float> back(floats.size());
+      ConvertToF32(*lib_dtype, tensor.data().data(), back.size(), back.data());
+      for (size_t i = 0; i < floats.size(); ++i) {
+        if (std::isfinite(floats[i]) && std::isinf(back[i])) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              path, ".values[", i, "] = ", values[i].dump(), " is out of range for ",
+              std::string(DTypeName(*lib_dtype)), " (it rounds to ", back[i] > 0 ? "inf" : "-inf", ")"));
+        }
+      }
+    }
   }
   // The count must match the shape (ValidateTensor's message, with the path).
   int64_t needed = 1;  // -1: a negative dim, or more than int64 can count

@@ -483,6 +483,13 @@ TEST_F(HttpGatewayTest, TensorsAsNumberArrays) {
       {R"({"hidden": {"values": [1], "data": "AAAAAA=="}})", "not both"},
       {R"({"hidden": {"values": [1, "x"]}})", "hidden.values[1] = \"x\" is not a number"},
       {R"({"hidden": {"dtype": "F64", "values": [1]}})", "hidden.dtype = 'F64'"},
+      // Numbers the dtype rounds to +-inf (FLT_MAX itself, 3.4028235e38, is in range).
+      {R"({"hidden": {"values": [3.4028235e38, -1e39]}})",
+       "hidden.values[1] = -1e+39 is out of range for F32 (it rounds to -inf)"},
+      {R"({"hidden": {"dtype": "F16", "values": [65519, 65520]}})",
+       "hidden.values[1] = 65520 is out of range for F16 (it rounds to inf)"},
+      {R"({"hidden": {"dtype": "BF16", "values": [3.3e38, 3.4e38]}})",
+       "hidden.values[1] = 3.4e+38 is out of range for BF16 (it rounds to inf)"},
   };
   for (const auto& [body, message] : bad) {
     auto res = Post("/v1/ScoringService/Score", body);
