@@ -1,10 +1,13 @@
 #include "tests/test_util.h"
 
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <random>
 #include <sstream>
 #include <stdexcept>
@@ -99,13 +102,60 @@ nlohmann::json ReadGolden(const std::string& name) {
   return nlohmann::json::parse(text);
 }
 
+namespace {
+
+// The directories MakeTempDir created in this process. They are removed when
+// the process exits normally: a test binary that ran its whole suite leaves
+// nothing in /tmp (some directories hold 256 MB checkpoints). Kept when a test
+// failed, for its logs, or when VOCABD_KEEP_TEST_DIRS is set; never removed by
+// a forked child (a death test), which shares the parent's list.
+class TempDirs {
+ public:
+  ~TempDirs() {
+    if (getpid() != owner_ || dirs_.empty()) return;
+    const ::testing::UnitTest* unit = ::testing::UnitTest::GetInstance();
+    if (std::getenv("VOCABD_KEEP_TEST_DIRS") != nullptr || unit->Failed()) {
+      std::fprintf(stderr, "kept %zu test directories, e.g. %s\n", dirs_.size(),
+                   dirs_.front().c_str());
+      return;
+    }
+    for (const std::string& dir : dirs_) {
+      std::error_code ignored;
+      std::filesystem::remove_all(dir, ignored);
+    }
+  }
+  void Add(std::string dir) {
+    std::lock_guard<std::mutex> lock(mu_);
+    dirs_.push_back(std::move(dir));
+  }
+
+ private:
+  const pid_t owner_ = getpid();
+  std::mutex mu_;
+  std::vector<std::string> dirs_;
+};
+
+TempDirs& CreatedTempDirs() {
+  static TempDirs dirs;
+  return dirs;
+}
+
+}  // namespace
+
 std::string MakeTempDir() {
+  TempDirs& created = CreatedTempDirs();  // constructed first: destroyed last
   std::string tmpl = "/tmp/vocabd_test_XXXXXX";
   char* dir = mkdtemp(tmpl.data());
   if (dir == nullptr) {
     ADD_FAILURE() << "mkdtemp failed";
     return "/tmp";
   }
+  created.Add(dir);
+  return dir;
+}
+
+const std::string& ProcessTempDir() {
+  static const std::string dir = MakeTempDir();
   return dir;
 }
 

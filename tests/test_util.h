@@ -96,8 +96,12 @@ std::string ReadFileOrEmpty(const std::string& path);
 // Runs `command` with popen; returns (exit code, stdout). -1 if it could not
 // run or did not exit normally.
 std::pair<int, std::string> RunCommand(const std::string& command);
-// A fresh temporary directory (removed by the OS; unique per call).
+// A fresh directory /tmp/vocabd_test_XXXXXX, unique per call. Removed with its
+// contents when the test process exits normally, unless a test failed or
+// VOCABD_KEEP_TEST_DIRS is set (then kept, and one line on stderr names one).
 std::string MakeTempDir();
+// One MakeTempDir() per process, for files with fixed names.
+const std::string& ProcessTempDir();
 // `n` floats drawn from N(0, 1) by std::normal_distribution over
 // std::mt19937(seed): the same values for the same seed.
 std::vector<float> RandomNormal(size_t n, uint32_t seed);

@@ -84,7 +84,7 @@ std::vector<Case> ReadCases(const std::string& gguf) {
 }
 
 std::string WriteJson(const std::string& name, const json& j) {
-  const std::string dir = ::testing::TempDir() + "/hf_json_" + name;
+  const std::string dir = vocabd::testing::ProcessTempDir() + "/hf_json_" + name;
   std::filesystem::create_directories(dir);
   const std::string path = dir + "/tokenizer.json";
   std::ofstream f(path);

@@ -156,7 +156,7 @@ class SpmModelWriter {
     std::string m = model_;
     Bytes(2, trainer_, &m);
     Bytes(3, normalizer_, &m);
-    const std::string path = ::testing::TempDir() + "/" + name + ".model";
+    const std::string path = vocabd::testing::ProcessTempDir() + "/" + name + ".model";
     std::ofstream f(path, std::ios::binary);
     f << m;
     return path;
@@ -472,7 +472,7 @@ class TinyGguf {
     put(uint32_t{3});
     put(uint64_t{0});
     put(uint64_t{n_});
-    const std::string path = ::testing::TempDir() + "/" + name + ".gguf";
+    const std::string path = vocabd::testing::ProcessTempDir() + "/" + name + ".gguf";
     std::ofstream f(path, std::ios::binary);
     f << head << body_;
     return path;

@@ -389,7 +389,7 @@ TEST(TokenizerTest, HfMetaspaceBpeJsonGivesTheFixtureIds) {
   })");
   j["model"]["vocab"] = vocab;
   j["model"]["merges"] = jm;
-  const std::string dir = ::testing::TempDir() + "/llama_hf_json";
+  const std::string dir = vocabd::testing::ProcessTempDir() + "/llama_hf_json";
   std::filesystem::create_directories(dir);
   { std::ofstream f(dir + "/tokenizer.json"); f << j.dump(); }
   auto hf = LoadTokenizer(dir);
@@ -430,7 +430,7 @@ TEST(TokenizerTest, HfWordPieceJsonGivesTheFixtureIds) {
   })");
   j["added_tokens"] = added;
   j["model"]["vocab"] = vocab;
-  const std::string dir = ::testing::TempDir() + "/bert_hf_json";
+  const std::string dir = vocabd::testing::ProcessTempDir() + "/bert_hf_json";
   std::filesystem::create_directories(dir);
   { std::ofstream f(dir + "/tokenizer.json"); f << j.dump(); }
   auto hf = LoadTokenizer(dir + "/tokenizer.json");
@@ -582,7 +582,7 @@ class ModelProtoWriter {
     std::string m = model_;
     Bytes(2, trainer_, &m);
     Bytes(3, normalizer_, &m);
-    const std::string path = ::testing::TempDir() + "/" + name + ".model";
+    const std::string path = vocabd::testing::ProcessTempDir() + "/" + name + ".model";
     std::ofstream f(path, std::ios::binary);
     f << m;
     return path;
@@ -701,7 +701,7 @@ TEST(TokenizerTest, SentencePieceModelFileRefusesWhatItCannotRun) {
     w.Piece("c", 0, 9);
     expect_refused(w.Write("spm_piece_type"), "pieces[8].type = 9");
   }
-  const std::string junk = ::testing::TempDir() + "/spm_junk.model";
+  const std::string junk = vocabd::testing::ProcessTempDir() + "/spm_junk.model";
   {
     std::ofstream f(junk, std::ios::binary);
     f << "\x0A\xFF\xFF\xFF\x0F" << "abc";  // a length past the end
@@ -735,7 +735,7 @@ class GgufWriter {
     put(uint32_t{3});
     put(uint64_t{0});
     put(uint64_t{n_});
-    const std::string path = ::testing::TempDir() + "/" + name + ".gguf";
+    const std::string path = vocabd::testing::ProcessTempDir() + "/" + name + ".gguf";
     std::ofstream f(path, std::ios::binary);
     f << head << body_;
     return path;
@@ -877,7 +877,7 @@ TEST(TokenizerTest, UnsupportedTokenizerJsonPartsAreNamed) {
   };
   int k = 0;
   for (const auto& [json, message] : cases) {
-    const std::string path = ::testing::TempDir() + "/bad_" + std::to_string(k++) + "_tokenizer.json";
+    const std::string path = vocabd::testing::ProcessTempDir() + "/bad_" + std::to_string(k++) + "_tokenizer.json";
     { std::ofstream f(path); f << json; }
     auto tok = LoadTokenizer(path);
     ASSERT_FALSE(tok.ok()) << json;
@@ -950,7 +950,7 @@ TEST(TokenizerTest, MissingAndMalformedFiles) {
   auto missing = LoadTokenizer("/nonexistent/tokenizer.json");
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
-  const std::string tmp = ::testing::TempDir() + "/bad_tokenizer.json";
+  const std::string tmp = vocabd::testing::ProcessTempDir() + "/bad_tokenizer.json";
   {
     std::ofstream f(tmp);
     f << "{\"model\": {\"type\": \"Unigram\", \"vocab\": {}}}";
@@ -958,7 +958,7 @@ TEST(TokenizerTest, MissingAndMalformedFiles) {
   auto bad = LoadTokenizer(tmp);
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
-  const std::string junk = ::testing::TempDir() + "/tokjunk.bin";
+  const std::string junk = vocabd::testing::ProcessTempDir() + "/tokjunk.bin";
   {
     std::ofstream f(junk, std::ios::binary);
     f << "\x07\x00\x00\x00\x00\x00\x00\x00\xFF\xFF\xFF\x7F";
