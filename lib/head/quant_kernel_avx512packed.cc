@@ -53,26 +53,44 @@ constexpr __mmask16 kAll = 0xFFFF;
 //   Q5_K  P[U][j], H[U], then Q4_K's d, dmin, sc, mn                2880 B
 //   Q2_K  T[U][h] (h = 0, 1), 8 x 2 x 64 B: bits 2c'..2c'+1 of a byte =
 //         the 2-bit code of W[4h + c']'s byte; d[r], dmin[r] f16; the
-//         file's scale bytes sc[j][r] (scale | min << 4)            1344 B
+//         file's scale bytes sc[U][r][h] (scale | min << 4)         1344 B
 //   Q3_K  T[U][h] as Q2_K, H[U] as Q5_0 (the third bit); d[r] f16;
-//         sc[j][r] i8 = 6-bit scale - 32; 32 B padding             1856 B
+//         sc[U][r][h] i8 = 6-bit scale - 32; 32 B padding          1856 B
 //
 // Per unit and input row m (a: int8 codes, s = their int sums, da, qs =
-// da * s; per 32 codes, or per 16 for Q2_K, Q3_K and Q6_K, whose scales
-// are per 16):
+// da * s; per 32 codes, or per 16-code half h for Q2_K, Q3_K and Q6_K,
+// whose scales are per 16):
 //
 //   isum    = -o s + sum_c vpdpbusd(W[c], broadcast a[32U + 4c .. +3])
 //           = sum (u - o) a        one int32 lane per vocabulary row (exact;
 //                                  o = 128 for Q8_0 and IQ4_NL, 32 for Q6_K,
 //                                  16 for Q5_0, 8 for Q4_0, 4 for Q3_K, 0
 //                                  with a min)
-//   acc[m] += float(isum) * (dw[16 rows] * da)  [ + mw[16 rows] * qs: Q4_1,
-//                                                 Q5_1, Q2_K, Q4_K, Q5_K ]
 //
-// dw = d x scale and mw = -dmin x min are the canonical ones (exact in
-// float). 8 vpdpbusd (their activation operand a broadcast load) and 3 or 4
-// float instructions per 512 codes and input row; W and the scales are made
-// once per unit for a tile of up to 8 input rows. The tiles' activations
+// The types with scales per 32 codes (dw = d x scale, mw = -dmin x min,
+// the canonical ones, exact in float):
+//
+//   acc[m] += float(isum) * (dw[16 rows] * da)  [ + mw[16 rows] * qs: Q4_1,
+//                                                 Q5_1, Q4_K, Q5_K ]
+//
+// The types with scales per 16 codes (Q2_K, Q3_K, Q6_K), whose scales are
+// small integers sc times the super-block's d: a unit's two half sums are
+// combined in int32, and d is applied once per record (256 codes):
+//
+//   t[m]    += float(isum0 sc0 + isum1 sc1) * da        (8 units)
+//   acc[m]  += t[m] * d  [ + tm[m] * -dmin, Q2_K:
+//                          tm[m] = sum_U float(mn0 s0 + mn1 s1) * da ]
+//
+// isum0 sc0 + isum1 sc1 is one vpmaddwd where both are int16 (Q2_K: |isum|
+// <= 16 x 3 x 127, sc <= 15; Q3_K: |isum| <= 16 x 4 x 127, |sc| <= 32),
+// two vpmulld and an add for Q6_K (|isum| <= 16 x 32 x 127, |sc| <= 128);
+// every combined sum is below 2^24, so its conversion is exact. Per 512
+// codes and input row: 8 vpdpbusd (their activation operand a broadcast
+// load) and, on the pipes that run them, 2 float instructions (3 with a
+// min) for the per-32 types; 2 (Q2_K, Q3_K; Q2_K's mins 2 more) or 3
+// (Q6_K) for the per-16 ones, whose form with a multiply and an fma per
+// 16 codes took 4. W and the scales are made once per unit for a tile of
+// up to 8 input rows. The tiles' activations
 // are copied once per call (QuantBuildPackedPanel, before the threads
 // split the vocabulary) into a panel interleaved per unit (every operand
 // one pointer plus a constant), one Panel per record and tile, in the order
@@ -82,21 +100,23 @@ constexpr int kPackedMb = kPackedTileRows;
 
 // A tile's activation panel: for mb rows and nu units (8: one record's),
 //   codes [nu][mb][32] i8 | da [nu][mb] f32 | init32 [nu][mb] i32
-//   | init16 [2 nu][mb] i32 | qs32 [nu][mb] f32 | qs16 [2 nu][mb] f32
+//   | init16 [2 nu][mb] i32 | qs32 [nu][mb] f32 | s16x2 [nu][mb] i32
+// (kPackedPanelBytesPer32 = 56 bytes per row and unit); init = -o s,
+// s16x2 = the unit's two 16-code sums s as int16 pairs (s0 | s1 << 16).
 struct Panel {
   const int8_t* a;
   const float* da;
   const int32_t* init32;
   const int32_t* init16;
   const float* qs32;
-  const float* qs16;
+  const int32_t* s16x2;
   Panel(const uint8_t* base, int64_t nu, int64_t mb) {
     a = reinterpret_cast<const int8_t*>(base);
     da = reinterpret_cast<const float*>(base + nu * mb * 32);
     init32 = reinterpret_cast<const int32_t*>(da + nu * mb);
     init16 = init32 + nu * mb;
     qs32 = reinterpret_cast<const float*>(init16 + 2 * nu * mb);
-    qs16 = qs32 + nu * mb;
+    s16x2 = reinterpret_cast<const int32_t*>(qs32 + nu * mb);
   }
 };
 
@@ -111,24 +131,23 @@ inline void BuildPanel(const uint8_t* const* rows, int64_t mb, int64_t d, int64_
   auto* i32 = const_cast<int32_t*>(p.init32);
   auto* i16 = const_cast<int32_t*>(p.init16);
   auto* q32 = const_cast<float*>(p.qs32);
-  auto* q16 = const_cast<float*>(p.qs16);
+  auto* pairs = const_cast<int32_t*>(p.s16x2);
   for (int64_t i = 0; i < mb; ++i) {
     const uint8_t* row = rows[i];
     const auto* rda = reinterpret_cast<const float*>(row + al.da);
     const auto* rs32 = reinterpret_cast<const int32_t*>(row + al.s32);
     const auto* rs16 = reinterpret_cast<const int32_t*>(row + al.s16);
     const auto* rq32 = reinterpret_cast<const float*>(row + al.qs32);
-    const auto* rq16 = reinterpret_cast<const float*>(row + al.qs16);
     for (int64_t j = 0; j < nub; ++j) {
       const int64_t u = u0 + j;
       std::memcpy(a + (j * mb + i) * 32, row + 32 * u, 32);
       da[j * mb + i] = rda[u];
       i32[j * mb + i] = -o * rs32[u];
       q32[j * mb + i] = rq32[u];
-      for (int h = 0; h < 2; ++h) {
-        i16[(2 * j + h) * mb + i] = -o * rs16[2 * u + h];
-        q16[(2 * j + h) * mb + i] = rq16[2 * u + h];
-      }
+      for (int h = 0; h < 2; ++h) i16[(2 * j + h) * mb + i] = -o * rs16[2 * u + h];
+      // |s| <= 16 x 127: each fits int16.
+      pairs[j * mb + i] = static_cast<int32_t>((static_cast<uint32_t>(rs16[2 * u]) & 0xFFFF) |
+                                               static_cast<uint32_t>(rs16[2 * u + 1]) << 16);
     }
   }
 }
@@ -191,10 +210,17 @@ inline __m512 ScaleU8(const uint8_t* p16, __m512 f) {
                               kAll, _mm512_maskz_cvtepu8_epi32(
                                         kAll, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p16)))));
 }
-inline __m512 ScaleI8(const uint8_t* p16, __m512 f) {
-  return _mm512_mul_ps(f, _mm512_maskz_cvtepi32_ps(
-                              kAll, _mm512_maskz_cvtepi8_epi32(
-                                        kAll, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p16)))));
+// 16 signed bytes at p16 as int32 lanes.
+inline __m512i LoadI8(const uint8_t* p16) {
+  return _mm512_maskz_cvtepi8_epi32(kAll, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p16)));
+}
+// 32 bytes at p32, the two sub-block scales of each lane r at 2r, 2r + 1,
+// as one lane of two int16 (vpmaddwd's operand): signed or unsigned bytes.
+inline __m512i LoadI8Pairs(const uint8_t* p32) {
+  return _mm512_maskz_cvtepi8_epi16(~__mmask32{0}, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p32)));
+}
+inline __m512i LoadU8Pairs(const uint8_t* p32) {
+  return _mm512_maskz_cvtepu8_epi16(~__mmask32{0}, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p32)));
 }
 inline __m512 HalfVec(const uint8_t* p) {
   return _mm512_maskz_cvtph_ps(kAll, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
@@ -305,7 +331,7 @@ struct PackedQ4_K {
 
 struct PackedQ6_K : NoMin {
   static constexpr int kSub = 16, kOffset = 32;
-  static constexpr bool kMins = false;
+  static constexpr bool kMins = false, kScalePairs = false;
   static constexpr int64_t kBytes = 3392;  // 3360 + 32 B to a multiple of 64
   struct Sb {
     __m512 d;
@@ -317,31 +343,26 @@ struct PackedQ6_K : NoMin {
   // gathers the three top pairs: s0 >> 6 in bits 0-1, s1 >> 4 in bits 2-3,
   // s2 >> 2 in bits 4-5 (two bit selects and a mask, or three
   // gf2p8affineqb and an or).
+  // W[4q .. 4q + 3] of unit U (q = the 16-code half) in w[0..3].
   template <bool kGf>
-  static void Codes(const uint8_t* p, int U, __m512i* w) {
+  static void CodesHalf(const uint8_t* p, int U, int q, __m512i* w) {
     const __m512i low6 = _mm512_set1_epi8(0x3F);
-#pragma GCC unroll 2
-    for (int q = 0; q < 2; ++q) {
-      const uint8_t* sq = p + (U * 6 + 3 * q) * 64;
-      const __m512i s0 = _mm512_load_si512(sq);
-      const __m512i s1 = _mm512_load_si512(sq + 64);
-      const __m512i s2 = _mm512_load_si512(sq + 128);
-      w[4 * q] = _mm512_and_si512(s0, low6);
-      w[4 * q + 1] = _mm512_and_si512(s1, low6);
-      w[4 * q + 2] = _mm512_and_si512(s2, low6);
-      if constexpr (kGf) {
-        w[4 * q + 3] = _mm512_ternarylogic_epi32(Gf(s0, kGfTop2To0), Gf(s1, kGfTop2To2),
-                                                 Gf(s2, kGfTop2To4), 0xFE);
-      } else {
-        const __m512i pairs01 = Select(_mm512_set1_epi8(0x03), ShiftBytes<6>(s0), ShiftBytes<4>(s1));
-        w[4 * q + 3] =
-            _mm512_and_si512(Select(_mm512_set1_epi8(0x0F), pairs01, ShiftBytes<2>(s2)), low6);
-      }
+    const uint8_t* sq = p + (U * 6 + 3 * q) * 64;
+    const __m512i s0 = _mm512_load_si512(sq);
+    const __m512i s1 = _mm512_load_si512(sq + 64);
+    const __m512i s2 = _mm512_load_si512(sq + 128);
+    w[0] = _mm512_and_si512(s0, low6);
+    w[1] = _mm512_and_si512(s1, low6);
+    w[2] = _mm512_and_si512(s2, low6);
+    if constexpr (kGf) {
+      w[3] = _mm512_ternarylogic_epi32(Gf(s0, kGfTop2To0), Gf(s1, kGfTop2To2), Gf(s2, kGfTop2To4), 0xFE);
+    } else {
+      const __m512i pairs01 = Select(_mm512_set1_epi8(0x03), ShiftBytes<6>(s0), ShiftBytes<4>(s1));
+      w[3] = _mm512_and_si512(Select(_mm512_set1_epi8(0x0F), pairs01, ShiftBytes<2>(s2)), low6);
     }
   }
-  static __m512 Scale(const uint8_t* p, int U, int H, const Sb& sb) {
-    return ScaleI8(p + 3104 + (2 * U + H) * 16, sb.d);
-  }
+  // The int8 scale of half H (16 codes) of unit U, one int32 per lane.
+  static __m512i ScaleInts(const uint8_t* p, int U, int H) { return LoadI8(p + 3104 + (2 * U + H) * 16); }
   static void Pack(const uint8_t* block, int r, uint8_t* rec) {
     uint8_t u[256];
     CanonicalCodes<UnpackQ6_K>(block, 1, u);
@@ -518,31 +539,26 @@ inline void PutBits2(const uint8_t* u, int r, uint8_t* t /* [8 U][2 h][16 r][4] 
 }
 
 // Q2_K, 1344 B: T[U][h] 1024 B, d[r], dmin[r] f16, the file's scale bytes
-// sc[j][r] (low nibble scale, high nibble min; j = 16-code sub-block).
+// sc[U][r][h] (low nibble scale, high nibble min; sub-block j = 2U + h, the
+// two of a unit side by side: one lane of int16 pairs).
 struct PackedQ2_K {
   static constexpr int kSub = 16, kOffset = 0;
-  static constexpr bool kMins = true;
+  static constexpr bool kMins = true, kScalePairs = true;
   static constexpr int64_t kBytes = 1344;
   using Sb = DMin;
   static Sb Prepare(const uint8_t* p) { return LoadDMin(p + 1024); }
+  // W[4h .. 4h + 3] of unit U in w[0..3].
   template <bool kGf>
-  static void Codes(const uint8_t* p, int U, __m512i* w) {
-    const __m512i t0 = _mm512_load_si512(p + (U * 2) * 64);
-    const __m512i t1 = _mm512_load_si512(p + (U * 2 + 1) * 64);
-    w[0] = Cut2<0, kGf>(t0), w[1] = Cut2<1, kGf>(t0), w[2] = Cut2<2, kGf>(t0), w[3] = Cut2<3, kGf>(t0);
-    w[4] = Cut2<0, kGf>(t1), w[5] = Cut2<1, kGf>(t1), w[6] = Cut2<2, kGf>(t1), w[7] = Cut2<3, kGf>(t1);
+  static void CodesHalf(const uint8_t* p, int U, int h, __m512i* w) {
+    const __m512i t = _mm512_load_si512(p + (U * 2 + h) * 64);
+    w[0] = Cut2<0, kGf>(t), w[1] = Cut2<1, kGf>(t), w[2] = Cut2<2, kGf>(t), w[3] = Cut2<3, kGf>(t);
   }
-  static __m512i ScaleBytes(const uint8_t* p, int U, int H) {
-    return _mm512_maskz_cvtepu8_epi32(
-        kAll, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 1088 + (2 * U + H) * 16)));
+  // Unit U's two scales (mins) per lane as int16 pairs.
+  static __m512i ScalePairs(const uint8_t* p, int U) {
+    return _mm512_and_si512(LoadU8Pairs(p + 1088 + U * 32), _mm512_set1_epi16(0x0F));
   }
-  static __m512 Scale(const uint8_t* p, int U, int H, const Sb& sb) {
-    const __m512i sc = _mm512_and_si512(ScaleBytes(p, U, H), _mm512_set1_epi32(0x0F));
-    return _mm512_mul_ps(sb.d, _mm512_maskz_cvtepi32_ps(kAll, sc));
-  }
-  static __m512 Min(const uint8_t* p, int U, int H, const Sb& sb) {
-    const __m512i mn = _mm512_maskz_srli_epi32(kAll, ScaleBytes(p, U, H), 4);
-    return _mm512_mul_ps(sb.mdmin, _mm512_maskz_cvtepi32_ps(kAll, mn));
+  static __m512i MinPairs(const uint8_t* p, int U) {
+    return _mm512_srli_epi16(LoadU8Pairs(p + 1088 + U * 32), 4);
   }
   static void Pack(const uint8_t* block, int r, uint8_t* rec) {
     uint8_t u[256];
@@ -550,50 +566,48 @@ struct PackedQ2_K {
     PutBits2(u, r, rec);
     const auto* x = reinterpret_cast<const quant::BlockQ2_K*>(block);
     PutDMin(x->d, x->dmin, r, rec + 1024);
-    for (int j = 0; j < 16; ++j) rec[1088 + j * 16 + r] = x->scales[j];
+    for (int j = 0; j < 16; ++j) rec[1088 + (j / 2 * 16 + r) * 2 + j % 2] = x->scales[j];
   }
 };
 
 // Q3_K, 1856 B: T[U][h] 1024 B, H[U] 512 B (bit c of byte b = bit 2 of
-// W[c]'s byte b), d[r] f16, sc[j][r] i8 = the 6-bit scale - 32, 32 B of
-// padding to a multiple of 64.
+// W[c]'s byte b), d[r] f16, sc[U][r][h] i8 = the 6-bit scale - 32 (as
+// Q2_K's), 32 B of padding to a multiple of 64.
 struct PackedQ3_K : NoMin {
   static constexpr int kSub = 16, kOffset = 4;
-  static constexpr bool kMins = false;
+  static constexpr bool kMins = false, kScalePairs = true;
   static constexpr int64_t kBytes = 1856;
   struct Sb {
     __m512 d;
   };
   static Sb Prepare(const uint8_t* p) { return {HalfVec(p + 1536)}; }
+  // W[4h .. 4h + 3] of unit U in w[0..3]: W[4h + c] = 2-bit field c of
+  // T[U][h] | bit 4h + c of hb moved to bit 2.
   template <bool kGf>
-  static void Codes(const uint8_t* p, int U, __m512i* w) {
-    const __m512i t0 = _mm512_load_si512(p + (U * 2) * 64);
-    const __m512i t1 = _mm512_load_si512(p + (U * 2 + 1) * 64);
+  static void CodesHalf(const uint8_t* p, int U, int h, __m512i* w) {
+    const __m512i t = _mm512_load_si512(p + (U * 2 + h) * 64);
     const __m512i hb = _mm512_load_si512(p + 1024 + U * 64);
-    // W[c] = 2-bit field c of t0 (of t1 for c + 4) | bit c of hb moved to bit 2.
     if constexpr (kGf) {
 #pragma GCC unroll 4
       for (int c = 0; c < 4; ++c) {
-        w[c] = _mm512_or_si512(Gf(t0, GfBits2To0(c)),
-                               Gf(hb, int64_t{1} << (40 + c)));
-        w[c + 4] = _mm512_or_si512(Gf(t1, GfBits2To0(c)),
-                                   Gf(hb, int64_t{1} << (40 + c + 4)));
+        w[c] = _mm512_or_si512(Gf(t, GfBits2To0(c)), Gf(hb, int64_t{1} << (40 + 4 * h + c)));
       }
       return;
     }
     const __m512i low2 = _mm512_set1_epi8(0x03);
-    w[0] = AndOr(t0, MoveBit<0, 2>(hb), low2);
-    w[1] = AndOr(ShiftBytes<2>(t0), MoveBit<1, 2>(hb), low2);
-    w[2] = AndOr(ShiftBytes<4>(t0), MoveBit<2, 2>(hb), low2);
-    w[3] = AndOr(ShiftBytes<6>(t0), MoveBit<3, 2>(hb), low2);
-    w[4] = AndOr(t1, MoveBit<4, 2>(hb), low2);
-    w[5] = AndOr(ShiftBytes<2>(t1), MoveBit<5, 2>(hb), low2);
-    w[6] = AndOr(ShiftBytes<4>(t1), MoveBit<6, 2>(hb), low2);
-    w[7] = AndOr(ShiftBytes<6>(t1), MoveBit<7, 2>(hb), low2);
+    if (h == 0) {
+      w[0] = AndOr(t, MoveBit<0, 2>(hb), low2);
+      w[1] = AndOr(ShiftBytes<2>(t), MoveBit<1, 2>(hb), low2);
+      w[2] = AndOr(ShiftBytes<4>(t), MoveBit<2, 2>(hb), low2);
+      w[3] = AndOr(ShiftBytes<6>(t), MoveBit<3, 2>(hb), low2);
+    } else {
+      w[0] = AndOr(t, MoveBit<4, 2>(hb), low2);
+      w[1] = AndOr(ShiftBytes<2>(t), MoveBit<5, 2>(hb), low2);
+      w[2] = AndOr(ShiftBytes<4>(t), MoveBit<6, 2>(hb), low2);
+      w[3] = AndOr(ShiftBytes<6>(t), MoveBit<7, 2>(hb), low2);
+    }
   }
-  static __m512 Scale(const uint8_t* p, int U, int H, const Sb& sb) {
-    return ScaleI8(p + 1568 + (2 * U + H) * 16, sb.d);
-  }
+  static __m512i ScalePairs(const uint8_t* p, int U) { return LoadI8Pairs(p + 1568 + U * 32); }
   static void Pack(const uint8_t* block, int r, uint8_t* rec) {
     uint8_t u[256];
     CanonicalCodes<UnpackQ3_K>(block, 1, u);
@@ -610,64 +624,97 @@ struct PackedQ3_K : NoMin {
     Q3KScales(x->scales, aux);
     int8_t sc[16];
     std::memcpy(sc, aux, 16);
-    for (int j = 0; j < 16; ++j) rec[1568 + j * 16 + r] = static_cast<uint8_t>(sc[j] - 32);
+    for (int j = 0; j < 16; ++j) rec[1568 + (j / 2 * 16 + r) * 2 + j % 2] = static_cast<uint8_t>(sc[j] - 32);
   }
 };
 
-// Unit U (32 codes) of a record for MB input rows; u = the unit's index in
-// the Panel `pn` (the record's Panel: u = U).
-// The MB integer sums are interleaved (c outer, m inner): MB independent
-// vpdpbusd chains side by side in the instruction stream, so the core runs
-// them in parallel (one chain per input row in turn left each chain's
-// 4-5 cycle latency to the out-of-order window). Same sums, same float
-// operations in the same order as one row at a time.
+// The int32 sums of one sub-block (kC x 4 codes per row; kC = 8 for 32
+// codes, 4 for a 16-code half) for MB input rows: w = its kC code vectors,
+// ab = its first activation code of row 0 (rows 32 bytes apart), init =
+// the rows' -o s (read for a type with an offset: each row's first chain
+// starts there, a broadcast load, rather than adding it after).
+// The MB sums are interleaved (c outer, m inner): MB independent vpdpbusd
+// chains side by side in the instruction stream, so the core runs them in
+// parallel (one chain per input row in turn left each chain's 4-5 cycle
+// latency to the out-of-order window). With one or two input rows, each
+// row's sum runs as two chains (even and odd c) added at the end: the same
+// int32 sum with half the latency between units.
+template <class T, int MB, int kC>
+inline void SubBlockSums(const __m512i* w, const int8_t* ab, const int32_t* init, __m512i* isum) {
+  constexpr int kSplit = MB <= 2 ? 2 : 1;
+  __m512i part[kSplit][MB];
+#pragma GCC unroll 8
+  for (int m = 0; m < MB; ++m) {
+    part[0][m] = T::kOffset != 0 ? _mm512_set1_epi32(init[m]) : _mm512_setzero_si512();
+    if constexpr (kSplit == 2) part[kSplit - 1][m] = _mm512_setzero_si512();
+  }
+#pragma GCC unroll 8
+  for (int c = 0; c < kC; ++c) {
+#pragma GCC unroll 8
+    for (int m = 0; m < MB; ++m) DpbusdBroadcast(part[c % kSplit][m], w[c], ab + m * 32 + 4 * c);
+  }
+#pragma GCC unroll 8
+  for (int m = 0; m < MB; ++m) {
+    isum[m] = kSplit == 2 ? _mm512_add_epi32(part[0][m], part[kSplit - 1][m]) : part[0][m];
+  }
+}
+
+// Unit U (32 codes) of a record of a type with scales per 32 codes, for MB
+// input rows; u = the unit's index in the Panel `pn` (the record's Panel:
+// u = U). Same float operations in the same order as one row at a time.
 template <class T, int MB, bool kGf>
-inline void PackedUnit(const uint8_t* rec, int U, const typename T::Sb& sb, const Panel& pn,
-                       int64_t u, __m512* acc) {
+inline void PackedUnit32(const uint8_t* rec, int U, const typename T::Sb& sb, const Panel& pn,
+                         int64_t u, __m512* acc) {
   __m512i w[8];
   T::template Codes<kGf>(rec, U, w);
+  __m512i isum[MB];
+  SubBlockSums<T, MB, 8>(w, pn.a + u * MB * 32, pn.init32 + u * MB, isum);
+  const __m512 dw = T::Scale(rec, U, 0, sb);
+  __m512 mw = _mm512_setzero_ps();
+  if constexpr (T::kMins) mw = T::Min(rec, U, 0, sb);
+#pragma GCC unroll 8
+  for (int m = 0; m < MB; ++m) {
+    acc[m] = _mm512_fmadd_ps(_mm512_maskz_cvtepi32_ps(kAll, isum[m]),
+                             _mm512_mul_ps(dw, _mm512_set1_ps(pn.da[u * MB + m])), acc[m]);
+    if constexpr (T::kMins) acc[m] = _mm512_fmadd_ps(mw, _mm512_set1_ps(pn.qs32[u * MB + m]), acc[m]);
+  }
+}
+
+// Unit U of a record of a type with scales per 16 codes (Q2_K, Q3_K,
+// Q6_K): t[m] += float(isum0 sc0 + isum1 sc1) * da (the record's d is
+// applied by PackedRecord).
+template <class T, int MB, bool kGf>
+inline void PackedUnit16(const uint8_t* rec, int U, const Panel& pn, int64_t u, __m512* t) {
+  // Each half's four code vectors are cut just before its sums (fewer
+  // registers live at once than all eight: no spills with 8 input rows).
+  __m512i w[4];
+  T::template CodesHalf<kGf>(rec, U, 0, w);
   const int8_t* ab = pn.a + u * MB * 32;
-  constexpr int kHalves = T::kSub == 32 ? 1 : 2, kC = 8 / kHalves;
-#pragma GCC unroll 2
-  for (int h = 0; h < kHalves; ++h) {
-    const __m512 dw = T::Scale(rec, U, h, sb);
-    __m512 mw = _mm512_setzero_ps();
-    if constexpr (T::kMins) mw = T::Min(rec, U, h, sb);
-    const int64_t si = kHalves == 1 ? u * MB : (2 * u + h) * MB;  // sums / qs of this sub-block
-    const int32_t* init = kHalves == 1 ? pn.init32 : pn.init16;
-    const float* qs = kHalves == 1 ? pn.qs32 : pn.qs16;
-    // With one or two input rows, each row's sum runs as two chains (even
-    // and odd c) added at the end: the same int32 sum with half the
-    // latency between units.
-    constexpr int kSplit = MB <= 2 ? 2 : 1;
-    __m512i isum[kSplit][MB];
+  __m512i comb[MB], isum1[MB];
+  SubBlockSums<T, MB, 4>(w, ab, pn.init16 + 2 * u * MB, comb);
+  if constexpr (!T::kScalePairs) {
+    const __m512i sc0 = T::ScaleInts(rec, U, 0);
+#pragma GCC unroll 8
+    for (int m = 0; m < MB; ++m) comb[m] = _mm512_mullo_epi32(comb[m], sc0);
+  }
+  T::template CodesHalf<kGf>(rec, U, 1, w);
+  SubBlockSums<T, MB, 4>(w, ab + 16, pn.init16 + (2 * u + 1) * MB, isum1);
+  if constexpr (T::kScalePairs) {
+    // (isum0 | isum1 << 16) as int16 pairs, then vpmaddwd with (sc0, sc1).
+    const __m512i sc = T::ScalePairs(rec, U);
 #pragma GCC unroll 8
     for (int m = 0; m < MB; ++m) {
-      isum[0][m] = _mm512_setzero_si512();
-      if constexpr (kSplit == 2) isum[kSplit - 1][m] = _mm512_setzero_si512();
+      comb[m] = _mm512_madd_epi16(
+          _mm512_mask_blend_epi16(0xAAAAAAAA, comb[m], _mm512_maskz_slli_epi32(kAll, isum1[m], 16)), sc);
     }
+  } else {
+    const __m512i sc1 = T::ScaleInts(rec, U, 1);
 #pragma GCC unroll 8
-    for (int c = 0; c < kC; ++c) {
+    for (int m = 0; m < MB; ++m) comb[m] = _mm512_add_epi32(comb[m], _mm512_mullo_epi32(isum1[m], sc1));
+  }
 #pragma GCC unroll 8
-      for (int m = 0; m < MB; ++m) {
-        __m512i& sum = isum[c % kSplit][m];
-        DpbusdBroadcast(sum, w[kC * h + c], ab + m * 32 + 16 * h + 4 * c);
-      }
-    }
-    if constexpr (kSplit == 2) {
-#pragma GCC unroll 8
-      for (int m = 0; m < MB; ++m) isum[0][m] = _mm512_add_epi32(isum[0][m], isum[kSplit - 1][m]);
-    }
-    if constexpr (T::kOffset != 0) {
-#pragma GCC unroll 8
-      for (int m = 0; m < MB; ++m) isum[0][m] = _mm512_add_epi32(isum[0][m], _mm512_set1_epi32(init[si + m]));
-    }
-#pragma GCC unroll 8
-    for (int m = 0; m < MB; ++m) {
-      acc[m] = _mm512_fmadd_ps(_mm512_maskz_cvtepi32_ps(kAll, isum[0][m]),
-                               _mm512_mul_ps(dw, _mm512_set1_ps(pn.da[u * MB + m])), acc[m]);
-      if constexpr (T::kMins) acc[m] = _mm512_fmadd_ps(mw, _mm512_set1_ps(qs[si + m]), acc[m]);
-    }
+  for (int m = 0; m < MB; ++m) {
+    t[m] = _mm512_fmadd_ps(_mm512_maskz_cvtepi32_ps(kAll, comb[m]), _mm512_set1_ps(pn.da[u * MB + m]), t[m]);
   }
 }
 
@@ -679,12 +726,40 @@ inline void PackedUnit(const uint8_t* rec, int U, const typename T::Sb& sb, cons
 // more than a 48 KiB L1 for Q8_0, Q6_K and Q5_1).
 template <class T, int MB, bool kGf>
 inline void PackedRecord(const uint8_t* rec, int64_t s, const Panel& pn, float* acc_buf) {
-  __m512 acc[MB];
-#pragma GCC unroll 8
-  for (int m = 0; m < MB; ++m) acc[m] = s == 0 ? _mm512_setzero_ps() : _mm512_load_ps(acc_buf + 16 * m);
   const typename T::Sb sb = T::Prepare(rec);
+  __m512 acc[MB];
+  if constexpr (T::kSub == 16) {
+    __m512 t[MB];
+#pragma GCC unroll 8
+    for (int m = 0; m < MB; ++m) t[m] = _mm512_setzero_ps();
 #pragma GCC unroll 2
-  for (int U = 0; U < 8; ++U) PackedUnit<T, MB, kGf>(rec, U, sb, pn, U, acc);
+    for (int U = 0; U < 8; ++U) PackedUnit16<T, MB, kGf>(rec, U, pn, U, t);
+#pragma GCC unroll 8
+    for (int m = 0; m < MB; ++m) {
+      acc[m] = s == 0 ? _mm512_setzero_ps() : _mm512_load_ps(acc_buf + 16 * m);
+      acc[m] = _mm512_fmadd_ps(t[m], sb.d, acc[m]);
+    }
+    if constexpr (T::kMins) {  // Q2_K: tm[m] = sum_U float(mn0 s0 + mn1 s1) * da
+#pragma GCC unroll 8
+      for (int m = 0; m < MB; ++m) t[m] = _mm512_setzero_ps();
+#pragma GCC unroll 2
+      for (int U = 0; U < 8; ++U) {
+        const __m512i mn = T::MinPairs(rec, U);
+#pragma GCC unroll 8
+        for (int m = 0; m < MB; ++m) {
+          const __m512i ms = _mm512_madd_epi16(mn, _mm512_set1_epi32(pn.s16x2[U * MB + m]));
+          t[m] = _mm512_fmadd_ps(_mm512_maskz_cvtepi32_ps(kAll, ms), _mm512_set1_ps(pn.da[U * MB + m]), t[m]);
+        }
+      }
+#pragma GCC unroll 8
+      for (int m = 0; m < MB; ++m) acc[m] = _mm512_fmadd_ps(t[m], sb.mdmin, acc[m]);
+    }
+  } else {
+#pragma GCC unroll 8
+    for (int m = 0; m < MB; ++m) acc[m] = s == 0 ? _mm512_setzero_ps() : _mm512_load_ps(acc_buf + 16 * m);
+#pragma GCC unroll 2
+    for (int U = 0; U < 8; ++U) PackedUnit32<T, MB, kGf>(rec, U, sb, pn, U, acc);
+  }
 #pragma GCC unroll 8
   for (int m = 0; m < MB; ++m) _mm512_store_ps(acc_buf + 16 * m, acc[m]);
 }

@@ -77,15 +77,16 @@ struct UnpackLayout {
 };
 
 // The packed kernel's activation panel (QuantBuildPackedPanel): the input
-// rows interleaved per 32 codes, 60 bytes per row and 32 codes (the codes,
+// rows interleaved per 32 codes, 56 bytes per row and 32 codes (the codes,
 // da, the offset term's starting values per 32 and per 16, the quantized
-// sums per 32 and per 16), plus 64 bytes of alignment; per block of
+// sum per 32, the two int sums per 16 as int16 pairs), plus 64 bytes of
+// alignment; per block of
 // kPackedRowBlock rows, per record (256 codes) and per tile of rows, so
 // that a pass over a group's records reads it as one stream. The kernel
 // runs blocks of kPackedRowBlock rows (each block's panel stays in L2
 // while a thread's vocabulary range streams past it).
 constexpr int64_t kPackedRowBlock = 64;
-constexpr int64_t kPackedPanelBytesPer32 = 60;
+constexpr int64_t kPackedPanelBytesPer32 = 56;
 
 // IEEE binary16 -> binary32 (ggml_half), exact.
 inline float H2F(uint16_t h) {
