@@ -288,17 +288,21 @@ __attribute__((target("avx2"))) void Int8ChainsAvx2() {
 #undef VOCABD_DP
 
 // The packed kernels' ceiling on the avx512vnni path: vpdpbusd zmm with
-// the float work the kernel adds per 8 of them (one input row, 32 codes;
-// quant_kernel.h): per sub-block of scales (32 codes, or 16 for Q2_K, Q3_K
-// and Q6_K) a vmulps (weight scale x activation scale) and a vfmadd, and one
-// more vfmadd for a min (Q4_1, Q5_1, Q2_K, Q4_K, Q5_K); the convert and the
-// code cuts run on other pipes. Where vmulps and vfmadd share the pipes of
-// vpdpbusd (on a Zen 5 core: 16 vpdpbusd take 8 cycles, 2 vmulps or 2
-// vfmadd more add one), this bounds the many-row kernel below the peak.
-// Per 16 vpdpbusd: F0..F3, the float instructions after each 4 of them.
+// the multiplies the kernel adds per 8 of them (one input row, 32 codes;
+// quant_kernel_avx512packed.cc): scales per 32 codes, a vmulps (weight
+// scale x activation scale) and a vfmadd, one more vfmadd for a min (Q4_1,
+// Q5_1, Q4_K, Q5_K); Q3_K's two 16-code halves, a vpmaddwd (sums x integer
+// scales) and a vfmadd (x da); Q2_K the same twice (its mins); Q6_K two
+// vpmulld and a vfmadd. The converts, adds, blends and code cuts run on
+// other pipes. Where these share the pipes of vpdpbusd (on a Zen 5 core:
+// 16 vpdpbusd take 8 cycles, 2 vmulps, vfmadd, vpmulld or vpmaddwd more
+// add one), this bounds the many-row kernel below the peak.
+// Per 16 vpdpbusd: F0..F3, the instructions after each 4 of them.
 #define VOCABD_DP(acc) "vpdpbusd %%zmm17, %%zmm16, %%zmm" #acc "\n\t"
 #define VOCABD_MUL(r) "vmulps %%zmm23, %%zmm22, %%zmm" #r "\n\t"
 #define VOCABD_FMA(r) "vfmadd231ps %%zmm23, %%zmm22, %%zmm" #r "\n\t"
+#define VOCABD_MADDWD(r) "vpmaddwd %%zmm23, %%zmm22, %%zmm" #r "\n\t"
+#define VOCABD_MULLD(r) "vpmulld %%zmm23, %%zmm22, %%zmm" #r "\n\t"
 #define VOCABD_DP4(a, b, c, d) VOCABD_DP(a) VOCABD_DP(b) VOCABD_DP(c) VOCABD_DP(d)
 #define VOCABD_INT8_MIX(Name, F0, F1, F2, F3)                                                  \
   __attribute__((target("avx512f,avx512bw,avx512vnni"))) void Name() {                        \
@@ -324,31 +328,39 @@ VOCABD_INT8_MIX(Int8MixPer32, VOCABD_MUL(18), VOCABD_FMA(20), VOCABD_MUL(19), VO
 // + 2 vfmadd: per 32 codes with a min.
 VOCABD_INT8_MIX(Int8MixPer32Min, VOCABD_MUL(18) VOCABD_FMA(20), VOCABD_FMA(24),
                 VOCABD_MUL(19) VOCABD_FMA(21), VOCABD_FMA(25))
-// 4 + 4: scales per 16 codes, no min.
-VOCABD_INT8_MIX(Int8MixPer16, VOCABD_MUL(18) VOCABD_FMA(20), VOCABD_MUL(19) VOCABD_FMA(21),
-                VOCABD_MUL(26) VOCABD_FMA(24), VOCABD_MUL(27) VOCABD_FMA(25))
-// 4 + 8: per 16 codes with a min.
-VOCABD_INT8_MIX(Int8MixPer16Min, VOCABD_MUL(18) VOCABD_FMA(20) VOCABD_FMA(28),
-                VOCABD_MUL(19) VOCABD_FMA(21) VOCABD_FMA(29),
-                VOCABD_MUL(26) VOCABD_FMA(24) VOCABD_FMA(30),
-                VOCABD_MUL(27) VOCABD_FMA(25) VOCABD_FMA(31))
+// 2 vpmaddwd + 2 vfmadd: Q3_K.
+VOCABD_INT8_MIX(Int8MixPer16Pairs, VOCABD_MADDWD(18), VOCABD_FMA(20), VOCABD_MADDWD(19),
+                VOCABD_FMA(21))
+// 4 vpmaddwd + 4 vfmadd: Q2_K (scales and mins).
+VOCABD_INT8_MIX(Int8MixPer16PairsMin, VOCABD_MADDWD(18) VOCABD_FMA(20),
+                VOCABD_MADDWD(19) VOCABD_FMA(21), VOCABD_MADDWD(26) VOCABD_FMA(24),
+                VOCABD_MADDWD(27) VOCABD_FMA(25))
+// 4 vpmulld + 2 vfmadd: Q6_K.
+VOCABD_INT8_MIX(Int8MixPer16Int32, VOCABD_MULLD(18) VOCABD_MULLD(26), VOCABD_FMA(20),
+                VOCABD_MULLD(19) VOCABD_MULLD(27), VOCABD_FMA(21))
 #undef VOCABD_INT8_MIX
 #undef VOCABD_DP4
+#undef VOCABD_MULLD
+#undef VOCABD_MADDWD
 #undef VOCABD_FMA
 #undef VOCABD_MUL
 #undef VOCABD_DP
 
-// The float-work mixes above, by kind: 0 per 32 codes, 1 with a min, 2 per
-// 16, 3 per 16 with a min.
+// The mixes above, by kind: 0 per 32 codes, 1 with a min, 2 Q3_K, 3 Q2_K,
+// 4 Q6_K.
+constexpr int kPackedMixes = 5;
 int PackedMix(vocabd::quant::GgmlType t) {
   using vocabd::quant::GgmlType;
-  const bool per16 = t == GgmlType::kQ2_K || t == GgmlType::kQ3_K || t == GgmlType::kQ6_K;
-  const bool min = t == GgmlType::kQ4_1 || t == GgmlType::kQ5_1 || t == GgmlType::kQ2_K ||
-                   t == GgmlType::kQ4_K || t == GgmlType::kQ5_K;
-  return (per16 ? 2 : 0) + (min ? 1 : 0);
+  if (t == GgmlType::kQ3_K) return 2;
+  if (t == GgmlType::kQ2_K) return 3;
+  if (t == GgmlType::kQ6_K) return 4;
+  const bool min = t == GgmlType::kQ4_1 || t == GgmlType::kQ5_1 || t == GgmlType::kQ4_K ||
+                   t == GgmlType::kQ5_K;
+  return min ? 1 : 0;
 }
-const char* const kPackedMixNames[4] = {"per 32 codes", "per 32 with a min", "per 16 codes",
-                                        "per 16 with a min"};
+const char* const kPackedMixNames[kPackedMixes] = {
+    "per 32 codes", "per 32 with a min", "per 16, int16 pairs (Q3_K)",
+    "per 16, int16 pairs with a min (Q2_K)", "per 16, int32 (Q6_K)"};
 // 0 without the avx512vnni path.
 double Int8MixPeak(int mix) {
   if (!vocabd::QuantKernelIsaSupported(vocabd::QuantKernelIsa::kAvx512Vnni)) return 0;
@@ -356,8 +368,9 @@ double Int8MixPeak(int mix) {
   switch (mix) {
     case 0: return Int8PeakRun(Int8MixPer32, macs);
     case 1: return Int8PeakRun(Int8MixPer32Min, macs);
-    case 2: return Int8PeakRun(Int8MixPer16, macs);
-    default: return Int8PeakRun(Int8MixPer16Min, macs);
+    case 2: return Int8PeakRun(Int8MixPer16Pairs, macs);
+    case 3: return Int8PeakRun(Int8MixPer16PairsMin, macs);
+    default: return Int8PeakRun(Int8MixPer16Int32, macs);
   }
 }
 
@@ -787,8 +800,8 @@ int main(int argc, char** argv) {
                    vocabd::QuantKernelIsa::kAvx2}) {
     int8_peak[static_cast<int>(isa)] = Int8Peak(isa);
   }
-  double mix_peak[4] = {0, 0, 0, 0};  // by PackedMix
-  for (int mix = 0; mix < 4; ++mix) mix_peak[mix] = Int8MixPeak(mix);
+  double mix_peak[kPackedMixes] = {};  // by PackedMix
+  for (int mix = 0; mix < kPackedMixes; ++mix) mix_peak[mix] = Int8MixPeak(mix);
   RowLoadEnd();
   if (fma_peak > 0) {
     std::printf("F32 FMA peak %s GFLOP/s (%s vfmadd, all threads, registers only): the "
@@ -809,9 +822,10 @@ int main(int argc, char** argv) {
   std::printf("\n  (avx512vnni: vpdpbusd zmm, avxvnni: vpdpbusd ymm, avx2: vpmaddubsw + vpmaddwd "
               "+ vpaddd ymm)\n");
   if (mix_peak[0] > 0) {
-    std::printf("avx512vnni with the packed kernels' float work (vmulps + vfmadd per sub-block "
-                "of scales, + vfmadd for a min; all threads, registers only):");
-    for (int mix = 0; mix < 4; ++mix) {
+    std::printf("avx512vnni with the packed kernels' scale work on the same pipes (per 32 "
+                "codes: vmulps + vfmadd, + vfmadd for a min; per 16: vpmaddwd or 2 vpmulld, + "
+                "vfmadd; all threads, registers only):");
+    for (int mix = 0; mix < kPackedMixes; ++mix) {
       std::printf(" %s %s GMAC/s (%s of the peak);", kPackedMixNames[mix],
                   Fig("%.1f", mix_peak[mix] / 1e9).c_str(),
                   Fig("%.0f%%", 100.0 * mix_peak[mix] / int8_peak[0 + static_cast<int>(

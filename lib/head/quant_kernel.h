@@ -104,8 +104,12 @@
 // and runs rows above few_rows_max on it: per 32 codes of 16 vocabulary
 // rows and input row, 8 vpdpbusd with the activation codes broadcast,
 // accumulator started at -offset * s32 (or s16; exact in int32), then a
-// convert, a scale multiply and an fma (twice per 32 codes for Q2_K, Q3_K
-// and Q6_K's per-16 scales, one more fma for a min); the input rows' sums
+// convert, a scale multiply and an fma (one more fma for a min); for Q2_K,
+// Q3_K and Q6_K, whose scales are per 16 codes, the two halves' sums are
+// combined in int32 with their integer scales (vpmaddwd, or vpmulld for
+// Q6_K), converted once and multiplied by da in an fma, and the
+// super-block d multiplies once per 256 codes (Q2_K's mins the same way,
+// in a second pass over the record); the input rows' sums
 // are interleaved (one independent vpdpbusd chain per input row of a tile,
 // up to 8), one or two rows' each split in two. The codes of 16 rows are
 // made once per 32 codes for up to 8 input rows: an and per 64 bytes, the
@@ -113,7 +117,7 @@
 // selects (tiles of one or two input rows on a CPU with GFNI, where LmHead
 // measured it faster: gf2p8affineqb; the same codes). The few-row
 // kernels above spend 4 instructions per 64 codes and (vocabulary row,
-// input row) pair plus the code cuts; these 11-14 per 512 codes and input
+// input row) pair plus the code cuts; these 11-16 (8 of them vpdpbusd) per 512 codes and input
 // row plus the cuts once per tile.
 //
 // The crossover few_rows_max (QuantHeadKernel) depends on how wide the

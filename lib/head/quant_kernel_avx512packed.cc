@@ -685,8 +685,8 @@ inline void PackedUnit32(const uint8_t* rec, int U, const typename T::Sb& sb, co
 // applied by PackedRecord).
 template <class T, int MB, bool kGf>
 inline void PackedUnit16(const uint8_t* rec, int U, const Panel& pn, int64_t u, __m512* t) {
-  // Each half's four code vectors are cut just before its sums (fewer
-  // registers live at once than all eight: no spills with 8 input rows).
+  // Each half's four code vectors are cut just before its sums: four fewer
+  // registers live beside the 8 input rows' sums and accumulators.
   __m512i w[4];
   T::template CodesHalf<kGf>(rec, U, 0, w);
   const int8_t* ab = pn.a + u * MB * 32;
