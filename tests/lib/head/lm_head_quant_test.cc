@@ -319,6 +319,82 @@ TEST(LmHeadQuant, PathsAgreeAndRowsDoNotDependOnM) {
   }
 }
 
+// The k-quants with scales per 16 codes at the edges of their integer
+// ranges: every code at its lowest or highest value, the sub-block scales
+// at their largest magnitude (Q6_K -128 / 127, Q3_K -32 / 31, Q2_K 15 with
+// min 15 or 0), d = dmin = 1, and input rows of one value (every activation
+// code +127 or -127), so each 16-code sum is as large as the type allows:
+// the packed kernel combines two of them in int16 pairs (Q2_K, Q3_K) or
+// int32 (Q6_K); an overflow there would be far outside 1e-5 of the scalar
+// path's exact integer sums.
+TEST(LmHeadQuant, SixteenCodeSumsAtTheirBoundsAgreeWithScalar) {
+  struct Edge {
+    GgmlType type;
+    int d_offset, dmin_offset;  // -1: none
+    // The block's bytes before d, for even and odd vocabulary rows.
+    std::vector<uint8_t> (*bytes)(bool odd);
+  };
+  const Edge edges[] = {
+      {GgmlType::kQ6_K, 208, -1,
+       [](bool odd) {  // ql[128] qh[64] scales[16]: u = 0 (-32) or 63 (31)
+         std::vector<uint8_t> b(208, odd ? 0xFF : 0x00);
+         std::fill(b.begin() + 192, b.end(), odd ? 0x7F : 0x80);
+         return b;
+       }},
+      {GgmlType::kQ3_K, 108, -1,
+       [](bool odd) {  // hmask[32] qs[64] scales[12]: u = 0 (-4) or 7 (3); scales -32 or 31
+         return std::vector<uint8_t>(108, odd ? 0xFF : 0x00);
+       }},
+      {GgmlType::kQ2_K, 80, 82,
+       [](bool odd) {  // scales[16] qs[64]: u = 3; scale 15, min 15 or 0
+         std::vector<uint8_t> b(80, 0xFF);
+         std::fill(b.begin(), b.begin() + 16, odd ? 0x0F : 0xFF);
+         return b;
+       }},
+  };
+  const int64_t vocab = 48, hidden = 1024, rows = 11;
+  std::vector<float> x(static_cast<size_t>(rows * hidden));
+  for (int64_t m = 0; m < rows; ++m) {
+    for (int64_t k = 0; k < hidden; ++k) {
+      // Rows 0, 1: one value throughout. The others: runs of 16, 32 or 64
+      // values of v, then as many of -v / 2 (the halves of a unit of
+      // opposite signs, one of them at the extreme).
+      float v = m % 2 == 0 ? 1.0f : -1.0f;
+      if (m >= 2 && (k / (16 << (m % 3))) % 2 == 1) v = -v / 2;
+      x[static_cast<size_t>(m * hidden + k)] = v;
+    }
+  }
+  const uint16_t one = FloatToHalf(1.0f);
+  for (const Edge& e : edges) {
+    const QuantTypeInfo& info = *FindQuantTypeInfo(e.type);
+    SCOPED_TRACE(info.name);
+    std::vector<uint8_t> w;
+    for (int64_t v = 0; v < vocab; ++v) {
+      for (int64_t b = 0; b < hidden / 256; ++b) {
+        std::vector<uint8_t> block = e.bytes(v % 2 == 1);
+        block.resize(static_cast<size_t>(info.block_bytes));
+        std::memcpy(block.data() + e.d_offset, &one, 2);
+        if (e.dmin_offset >= 0) std::memcpy(block.data() + e.dmin_offset, &one, 2);
+        w.insert(w.end(), block.begin(), block.end());
+      }
+    }
+    std::vector<float> scalar;
+    for (const Variant& k : Variants(e.type, hidden)) {
+      ScopedKernelEnv env(QuantKernelIsaName(k.isa));
+      const std::vector<float> got = RunHead(w.data(), e.type, vocab, hidden, x, rows, k.few(), k.pack);
+      if (k.isa == QuantKernelIsa::kScalar) {
+        scalar = got;
+        continue;
+      }
+      for (int64_t m = 0; m < rows; ++m) {
+        std::vector<double> ref(scalar.begin() + m * vocab, scalar.begin() + (m + 1) * vocab);
+        std::vector<float> row(got.begin() + m * vocab, got.begin() + (m + 1) * vocab);
+        ASSERT_LE(RelativeError(row, ref), 1e-5) << k.name << " row " << m;
+      }
+    }
+  }
+}
+
 TEST(LmHeadQuant, ImplementationNamesTypeAndPath) {
   const QuantTypeInfo& info = *FindQuantTypeInfo(GgmlType::kQ4_K);
   const std::vector<uint8_t> w = RandomBlocks(info, 8, 256, 1);
