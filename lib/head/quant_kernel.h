@@ -117,7 +117,7 @@
 // selects (tiles of one or two input rows on a CPU with GFNI, where LmHead
 // measured it faster: gf2p8affineqb; the same codes). The few-row
 // kernels above spend 4 instructions per 64 codes and (vocabulary row,
-// input row) pair plus the code cuts; these 11-16 (8 of them vpdpbusd) per 512 codes and input
+// input row) pair plus the code cuts; these 11-17 (8 of them vpdpbusd) per 512 codes and input
 // row plus the cuts once per tile.
 //
 // The crossover few_rows_max (QuantHeadKernel) depends on how wide the

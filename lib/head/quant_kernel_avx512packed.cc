@@ -57,9 +57,9 @@ constexpr __mmask16 kAll = 0xFFFF;
 //   Q3_K  T[U][h] as Q2_K, H[U] as Q5_0 (the third bit); d[r] f16;
 //         sc[U][r][h] i8 = 6-bit scale - 32; 32 B padding          1856 B
 //
-// Per unit and input row m (a: int8 codes, s = their int sums, da, qs =
-// da * s; per 32 codes, or per 16-code half h for Q2_K, Q3_K and Q6_K,
-// whose scales are per 16):
+// Per unit and input row m (a: int8 codes, s = their int sums and da their
+// scale, per 32 codes, or per 16-code half h for Q2_K, Q3_K and Q6_K, whose
+// scales are per 16; qs = da * s per 32 codes):
 //
 //   isum    = -o s + sum_c vpdpbusd(W[c], broadcast a[32U + 4c .. +3])
 //           = sum (u - o) a        one int32 lane per vocabulary row (exact;
@@ -153,7 +153,8 @@ inline void BuildPanel(const uint8_t* const* rows, int64_t mb, int64_t d, int64_
 }
 
 // The codes' bit fields are cut in one of two ways, chosen per tile
-// (Codes<kGf>; the same bytes either way):
+// (Codes<kGf>, or CodesHalf<kGf> for the per-16 types; the same bytes
+// either way):
 // - kGf = false: word shifts and a byte mask. A shift of 16-bit words moves
 //   bits across the two bytes of a word, but every field cut here lands in
 //   bits that come from its own byte, and the mask clears the rest. These

@@ -333,12 +333,14 @@ TEST(LmHeadQuant, PathsAgreeAndRowsDoNotDependOnM) {
 
 // The k-quants with scales per 16 codes at the edges of their integer
 // ranges: every code at its lowest or highest value, the sub-block scales
-// at their largest magnitude (Q6_K -128 / 127, Q3_K -32 / 31, Q2_K 15 with
-// min 15 or 0), d = dmin = 1, and input rows of one value (every activation
-// code +127 or -127), so each 16-code sum is as large as the type allows:
-// the packed kernel combines two of them in int16 pairs (Q2_K, Q3_K) or
-// int32 (Q6_K); an overflow there would be far outside 1e-5 of the scalar
-// path's exact integer sums.
+// at their largest magnitude (Q6_K -128 and 127 in turn, Q3_K -32 / 31,
+// Q2_K 15 with min 15 or 0), d = dmin = 1, and input rows of one value
+// (every activation code +127 or -127), so each 16-code sum is as large as
+// the type allows: the packed kernel combines two of them in int16 pairs
+// (Q2_K, Q3_K) or int32 (Q6_K). A carry from one int16 half into the other
+// shows here as a relative error of about 6e-5 against the scalar path's
+// exact integer sums (PathsAgreeAndRowsDoNotDependOnM, with random scales,
+// also catches swapped halves).
 TEST(LmHeadQuant, SixteenCodeSumsAtTheirBoundsAgreeWithScalar) {
   struct Edge {
     GgmlType type;
@@ -350,7 +352,7 @@ TEST(LmHeadQuant, SixteenCodeSumsAtTheirBoundsAgreeWithScalar) {
       {GgmlType::kQ6_K, 208, -1,
        [](bool odd) {  // ql[128] qh[64] scales[16]: u = 0 (-32) or 63 (31)
          std::vector<uint8_t> b(208, odd ? 0xFF : 0x00);
-         std::fill(b.begin() + 192, b.end(), odd ? 0x7F : 0x80);
+         for (int j = 0; j < 16; ++j) b[192 + j] = (j + odd) % 2 == 0 ? 0x80 : 0x7F;
          return b;
        }},
       {GgmlType::kQ3_K, 108, -1,
