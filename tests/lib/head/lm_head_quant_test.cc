@@ -713,21 +713,18 @@ TEST(LmHeadQuant, PackedPrefetchIsMeasuredOrSetAndChangesNoBit) {
   o.weights_quant = GgmlType::kQ4_K;
   absl::StatusOr<std::unique_ptr<LmHead>> h = LmHead::Create(o);
   ASSERT_TRUE(h.ok()) << h.status();
-  const int measured = (*h)->quant_prefetch_records();
-  EXPECT_TRUE(measured == 0 || measured == 1 || measured == 2 || measured == 4) << measured;
-  EXPECT_NE((*h)->implementation().find(absl::StrCat("prefetched ", measured,
-                                                     " records ahead (measured at M = 1 on 70 "
-                                                     "weight rows: 0 ")),
-            std::string::npos)
-      << (*h)->implementation();
+  // A measured distance is one of the candidates, and implementation() names
+  // it before its measurement (`before` distance `after` ... 0 <time>).
+  auto expect_measured = [&](int records, const char* before, const char* after) {
+    EXPECT_TRUE(records == 0 || records == 1 || records == 2 || records == 4) << records;
+    EXPECT_NE((*h)->implementation().find(absl::StrCat(before, records, after)), std::string::npos)
+        << (*h)->implementation();
+  };
+  expect_measured((*h)->quant_prefetch_records(), "prefetched ",
+                  " records ahead (measured at M = 1 on 70 weight rows: 0 ");
   // Calls of more than one tile of input rows: measured on their own.
-  const int many = (*h)->quant_prefetch_records_many();
-  EXPECT_TRUE(many == 0 || many == 1 || many == 2 || many == 4) << many;
-  EXPECT_NE((*h)->implementation().find(absl::StrCat(" at <= 8 rows, ", many,
-                                                     " above (measured at M = 16 on 70 "
-                                                     "weight rows: 0 ")),
-            std::string::npos)
-      << (*h)->implementation();
+  expect_measured((*h)->quant_prefetch_records_many(), " at <= 8 rows, ",
+                  " above (measured at M = 16 on 70 weight rows: 0 ");
   {
     ScopedEnv env("VOCABD_QUANT_PREFETCH", "3");
     h = LmHead::Create(o);
