@@ -40,6 +40,10 @@
 // dot-product peak of every quantized-kernel path the CPU has (vpdpbusd zmm
 // / ymm, vpmaddubsw on AVX2); each quantized N >= 64 row prints its int8
 // multiply-adds per second (N V d / time) as a share of its path's peak.
+// On the avx512vnni path also: the packed kernels' scale instructions
+// beside vpdpbusd (each type's ceiling, registers only), vpdpbusd beside
+// vector loads, and one unit of the packed kernel's 8-row tile with its
+// loads, from L1 (Int8LoadsAvx512, Int8UnitAvx512).
 //
 // Load: the load average is printed before and after; head_bench refuses to
 // start when the 1-minute load average is above 1.5 (the machine is busy:
@@ -372,6 +376,96 @@ double Int8MixPeak(int mix) {
     case 3: return Int8PeakRun(Int8MixPer16PairsMin, macs);
     default: return Int8PeakRun(Int8MixPer16Int32, macs);
   }
+}
+
+// The vector loads beside the packed kernel's vpdpbusd. Each vpdpbusd of
+// the kernel takes its activation codes as a broadcast load ({1to16}), and
+// a unit of an 8-row tile loads its code vectors, the rows' -o s and da
+// (quant_kernel_avx512packed.cc): for Q8_0 89 vector loads per 64
+// vpdpbusd. A core that issues two vector loads per cycle (a broadcast
+// counts as one) and two vpdpbusd per cycle is then bound by its loads.
+// Int8LoadsAvx512: 16 vpdpbusd (registers) and 20 vector broadcast loads
+// per iteration (at two loads per cycle: 80% of the peak). Int8UnitAvx512:
+// the per-32 kernel's unit of 8 input rows in the Q8_0 form, from a buffer
+// in L1: 8 code vectors, 8 broadcasts of -o s (each row's chain start), 64
+// vpdpbusd with broadcast activations (8 chains, one per row, restarted
+// every unit), the f16 scales, and per row a vmulps by the broadcast da, a
+// convert and a vfmadd into the row's accumulator.
+alignas(64) const int8_t kUnitBuffer[16384] = {};
+#define VOCABD_LD(r, off) "vpbroadcastd " #off "(%1), %%zmm" #r "\n\t"
+#define VOCABD_DP4(a, b, c, d)                                                       \
+  "vpdpbusd %%zmm17, %%zmm16, %%zmm" #a "\n\tvpdpbusd %%zmm17, %%zmm16, %%zmm" #b \
+  "\n\tvpdpbusd %%zmm17, %%zmm16, %%zmm" #c "\n\tvpdpbusd %%zmm17, %%zmm16, %%zmm" #d "\n\t"
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) void Int8LoadsAvx512() {
+  long iters = kInt8Iters;
+  __asm__ volatile(
+      "vpxord %%zmm16, %%zmm16, %%zmm16\n\t"
+      "vpxord %%zmm17, %%zmm17, %%zmm17\n\t"
+      "1:\n\t" VOCABD_DP4(0, 1, 2, 3) VOCABD_LD(20, 0) VOCABD_LD(21, 64) VOCABD_LD(22, 128)
+          VOCABD_LD(23, 192) VOCABD_LD(24, 256) VOCABD_DP4(4, 5, 6, 7) VOCABD_LD(25, 320)
+              VOCABD_LD(26, 384) VOCABD_LD(27, 448) VOCABD_LD(28, 512) VOCABD_LD(29, 576)
+                  VOCABD_DP4(8, 9, 10, 11) VOCABD_LD(20, 640) VOCABD_LD(21, 704) VOCABD_LD(22, 768)
+                      VOCABD_LD(23, 832) VOCABD_LD(24, 896) VOCABD_DP4(12, 13, 14, 15)
+                          VOCABD_LD(25, 960) VOCABD_LD(26, 1024) VOCABD_LD(27, 1088)
+                              VOCABD_LD(28, 1152) VOCABD_LD(29, 1216)
+      "dec %0\n\t"
+      "jnz 1b\n\t"
+      "vzeroupper\n\t"
+      : "+r"(iters)
+      : "r"(kUnitBuffer)
+      : "cc", "memory", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8",
+        "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "xmm16", "xmm17", "xmm20",
+        "xmm21", "xmm22", "xmm23", "xmm24", "xmm25", "xmm26", "xmm27", "xmm28", "xmm29");
+}
+#undef VOCABD_DP4
+#undef VOCABD_LD
+// Unit layout in kUnitBuffer: activations [8 rows][32] at 0, code vectors
+// W[c] at 512 + 64 c, -o s at 4096 + 4 m, the f16 scales at 8192, da at
+// 8448 + 4 m. Sums in zmm0..7, accumulators zmm8..15, W in zmm16..23.
+#define VOCABD_W(c, w) "vmovdqa64 512+" #c "*64(%1), %%zmm" #w "\n\t"
+#define VOCABD_INIT(m) "vpbroadcastd 4096+" #m "*4(%1), %%zmm" #m "\n\t"
+#define VOCABD_RD(m, c, w) "vpdpbusd " #m "*32+" #c "*4(%1)%{1to16%}, %%zmm" #w ", %%zmm" #m "\n\t"
+#define VOCABD_RD8(c, w)                                                                  \
+  VOCABD_RD(0, c, w) VOCABD_RD(1, c, w) VOCABD_RD(2, c, w) VOCABD_RD(3, c, w) VOCABD_RD(4, c, w) \
+      VOCABD_RD(5, c, w) VOCABD_RD(6, c, w) VOCABD_RD(7, c, w)
+#define VOCABD_ACC(m, acc)                                                  \
+  "vmulps 8448+" #m "*4(%1)%{1to16%}, %%zmm24, %%zmm25\n\t"                 \
+  "vcvtdq2ps %%zmm" #m ", %%zmm26\n\t"                                       \
+  "vfmadd231ps %%zmm25, %%zmm26, %%zmm" #acc "\n\t"
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) void Int8UnitAvx512() {
+  long iters = kInt8Iters / 4;
+  __asm__ volatile(
+      "1:\n\t" VOCABD_W(0, 16) VOCABD_W(1, 17) VOCABD_W(2, 18) VOCABD_W(3, 19) VOCABD_W(4, 20)
+          VOCABD_W(5, 21) VOCABD_W(6, 22) VOCABD_W(7, 23) VOCABD_INIT(0) VOCABD_INIT(1) VOCABD_INIT(2) VOCABD_INIT(3) VOCABD_INIT(4) VOCABD_INIT(5)
+          VOCABD_INIT(6) VOCABD_INIT(7) VOCABD_RD8(0, 16) VOCABD_RD8(1, 17) VOCABD_RD8(2, 18)
+              VOCABD_RD8(3, 19) VOCABD_RD8(4, 20) VOCABD_RD8(5, 21) VOCABD_RD8(6, 22)
+                  VOCABD_RD8(7, 23)
+      "vcvtph2ps 8192(%1), %%zmm24\n\t" VOCABD_ACC(0, 8) VOCABD_ACC(1, 9) VOCABD_ACC(2, 10)
+          VOCABD_ACC(3, 11) VOCABD_ACC(4, 12) VOCABD_ACC(5, 13) VOCABD_ACC(6, 14)
+              VOCABD_ACC(7, 15)
+      "dec %0\n\t"
+      "jnz 1b\n\t"
+      "vzeroupper\n\t"
+      : "+r"(iters)
+      : "r"(kUnitBuffer)
+      : "cc", "memory", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8",
+        "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "xmm16", "xmm17", "xmm18",
+        "xmm19", "xmm20", "xmm21", "xmm22", "xmm23", "xmm24", "xmm25", "xmm26");
+}
+#undef VOCABD_ACC
+#undef VOCABD_RD8
+#undef VOCABD_RD
+#undef VOCABD_INIT
+#undef VOCABD_W
+// {loads beside vpdpbusd, the 8-row unit} in GMAC/s; 0 without the
+// avx512vnni path.
+struct LoadCeilings {
+  double loads = 0, unit = 0;
+};
+LoadCeilings Int8LoadCeilings() {
+  if (!vocabd::QuantKernelIsaSupported(vocabd::QuantKernelIsa::kAvx512Vnni)) return {};
+  return {Int8PeakRun(Int8LoadsAvx512, static_cast<double>(kInt8Iters) * 16 * 64),
+          Int8PeakRun(Int8UnitAvx512, static_cast<double>(kInt8Iters / 4) * 64 * 64)};
 }
 
 double Int8Peak(vocabd::QuantKernelIsa isa) {
@@ -802,6 +896,7 @@ int main(int argc, char** argv) {
   }
   double mix_peak[kPackedMixes] = {};  // by PackedMix
   for (int mix = 0; mix < kPackedMixes; ++mix) mix_peak[mix] = Int8MixPeak(mix);
+  const LoadCeilings load_ceilings = Int8LoadCeilings();
   RowLoadEnd();
   if (fma_peak > 0) {
     std::printf("F32 FMA peak %s GFLOP/s (%s vfmadd, all threads, registers only): the "
@@ -834,6 +929,17 @@ int main(int argc, char** argv) {
     }
     std::printf("\n  (the ceiling of a type's packed kernel: its N = 64 / 256 rows as a share of "
                 "it in the last column)\n");
+  }
+  if (load_ceilings.loads > 0) {
+    const double p = int8_peak[static_cast<int>(vocabd::QuantKernelIsa::kAvx512Vnni)];
+    std::printf("avx512vnni with vector loads (all threads, from L1): 16 vpdpbusd + 20 broadcast "
+                "loads %s GMAC/s (%s of the peak; 80%% where the core issues two vector loads per "
+                "cycle); the per-32 kernel's unit of 8 input rows, Q8_0 form (64 vpdpbusd with "
+                "broadcast activations, 89 vector loads) %s GMAC/s (%s of the peak)\n",
+                Fig("%.1f", load_ceilings.loads / 1e9).c_str(),
+                Fig("%.0f%%", 100.0 * load_ceilings.loads / p).c_str(),
+                Fig("%.1f", load_ceilings.unit / 1e9).c_str(),
+                Fig("%.0f%%", 100.0 * load_ceilings.unit / p).c_str());
   }
   std::printf("\n");
 
