@@ -392,6 +392,16 @@ double Int8MixPeak(int mix) {
 // every unit), the f16 scales, and per row a vmulps by the broadcast da, a
 // convert and a vfmadd into the row's accumulator.
 alignas(64) const int8_t kUnitBuffer[16384] = {};
+// The loops' end: count down `iters`, read kUnitBuffer (%1), every vector
+// register clobbered.
+#define VOCABD_UNIT_LOOP_END                                                                   \
+  "dec %0\n\tjnz 1b\n\tvzeroupper\n\t"                                                         \
+      : "+r"(iters)                                                                            \
+      : "r"(kUnitBuffer)                                                                       \
+      : "cc", "memory", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", \
+        "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "xmm16", "xmm17", "xmm18", \
+        "xmm19", "xmm20", "xmm21", "xmm22", "xmm23", "xmm24", "xmm25", "xmm26", "xmm27",        \
+        "xmm28", "xmm29", "xmm30", "xmm31"
 #define VOCABD_LD(r, off) "vpbroadcastd " #off "(%1), %%zmm" #r "\n\t"
 #define VOCABD_DP4(a, b, c, d)                                                       \
   "vpdpbusd %%zmm17, %%zmm16, %%zmm" #a "\n\tvpdpbusd %%zmm17, %%zmm16, %%zmm" #b \
@@ -408,14 +418,7 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void Int8LoadsAvx512() {
                       VOCABD_LD(23, 832) VOCABD_LD(24, 896) VOCABD_DP4(12, 13, 14, 15)
                           VOCABD_LD(25, 960) VOCABD_LD(26, 1024) VOCABD_LD(27, 1088)
                               VOCABD_LD(28, 1152) VOCABD_LD(29, 1216)
-      "dec %0\n\t"
-      "jnz 1b\n\t"
-      "vzeroupper\n\t"
-      : "+r"(iters)
-      : "r"(kUnitBuffer)
-      : "cc", "memory", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8",
-        "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "xmm16", "xmm17", "xmm20",
-        "xmm21", "xmm22", "xmm23", "xmm24", "xmm25", "xmm26", "xmm27", "xmm28", "xmm29");
+      VOCABD_UNIT_LOOP_END);
 }
 #undef VOCABD_DP4
 #undef VOCABD_LD
@@ -443,15 +446,9 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void Int8UnitAvx512() {
       "vcvtph2ps 8192(%1), %%zmm24\n\t" VOCABD_ACC(0, 8) VOCABD_ACC(1, 9) VOCABD_ACC(2, 10)
           VOCABD_ACC(3, 11) VOCABD_ACC(4, 12) VOCABD_ACC(5, 13) VOCABD_ACC(6, 14)
               VOCABD_ACC(7, 15)
-      "dec %0\n\t"
-      "jnz 1b\n\t"
-      "vzeroupper\n\t"
-      : "+r"(iters)
-      : "r"(kUnitBuffer)
-      : "cc", "memory", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8",
-        "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "xmm16", "xmm17", "xmm18",
-        "xmm19", "xmm20", "xmm21", "xmm22", "xmm23", "xmm24", "xmm25", "xmm26");
+      VOCABD_UNIT_LOOP_END);
 }
+#undef VOCABD_UNIT_LOOP_END
 #undef VOCABD_ACC
 #undef VOCABD_RD8
 #undef VOCABD_RD
