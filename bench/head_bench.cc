@@ -342,6 +342,77 @@ VOCABD_INT8_MIX(Int8MixPer16PairsMin, VOCABD_MADDWD(18) VOCABD_FMA(20),
 // 4 vpmulld + 2 vfmadd: Q6_K.
 VOCABD_INT8_MIX(Int8MixPer16Int32, VOCABD_MULLD(18) VOCABD_MULLD(26), VOCABD_FMA(20),
                 VOCABD_MULLD(19) VOCABD_MULLD(27), VOCABD_FMA(21))
+// The vector loads beside the packed kernel's vpdpbusd. Each vpdpbusd of
+// the kernel takes its activation codes as a broadcast load ({1to16}), and
+// a unit of an 8-row tile loads its code vectors, the rows' -o s and da
+// (quant_kernel_avx512packed.cc): for Q8_0 89 vector loads per 64
+// vpdpbusd. A core that issues two vector loads per cycle (a broadcast
+// counts as one) and two vpdpbusd per cycle is then bound by its loads.
+// Int8LoadsAvx512: 16 vpdpbusd (registers) and 20 vector broadcast loads
+// per iteration (at two loads per cycle: 80% of the peak). Int8UnitAvx512:
+// the per-32 kernel's unit of 8 input rows in the Q8_0 form, from a buffer
+// in L1: 8 code vectors, 8 broadcasts of -o s (each row's chain start), 64
+// vpdpbusd with broadcast activations (8 chains, one per row, restarted
+// every unit), the f16 scales, and per row a vmulps by the broadcast da, a
+// convert and a vfmadd into the row's accumulator.
+alignas(64) const int8_t kUnitBuffer[16384] = {};
+// The loops' end: count down `iters`, read kUnitBuffer (%1), every vector
+// register clobbered.
+#define VOCABD_UNIT_LOOP_END                                                                   \
+  "dec %0\n\tjnz 1b\n\tvzeroupper\n\t"                                                         \
+      : "+r"(iters)                                                                            \
+      : "r"(kUnitBuffer)                                                                       \
+      : "cc", "memory", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", \
+        "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "xmm16", "xmm17", "xmm18", \
+        "xmm19", "xmm20", "xmm21", "xmm22", "xmm23", "xmm24", "xmm25", "xmm26", "xmm27",        \
+        "xmm28", "xmm29", "xmm30", "xmm31"
+#define VOCABD_LD(r, off) "vpbroadcastd " #off "(%1), %%zmm" #r "\n\t"
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) void Int8LoadsAvx512() {
+  long iters = kInt8Iters;
+  __asm__ volatile(
+      "vpxord %%zmm16, %%zmm16, %%zmm16\n\t"
+      "vpxord %%zmm17, %%zmm17, %%zmm17\n\t"
+      "1:\n\t" VOCABD_DP4(0, 1, 2, 3) VOCABD_LD(20, 0) VOCABD_LD(21, 64) VOCABD_LD(22, 128)
+          VOCABD_LD(23, 192) VOCABD_LD(24, 256) VOCABD_DP4(4, 5, 6, 7) VOCABD_LD(25, 320)
+              VOCABD_LD(26, 384) VOCABD_LD(27, 448) VOCABD_LD(28, 512) VOCABD_LD(29, 576)
+                  VOCABD_DP4(8, 9, 10, 11) VOCABD_LD(20, 640) VOCABD_LD(21, 704) VOCABD_LD(22, 768)
+                      VOCABD_LD(23, 832) VOCABD_LD(24, 896) VOCABD_DP4(12, 13, 14, 15)
+                          VOCABD_LD(25, 960) VOCABD_LD(26, 1024) VOCABD_LD(27, 1088)
+                              VOCABD_LD(28, 1152) VOCABD_LD(29, 1216) VOCABD_UNIT_LOOP_END);
+}
+#undef VOCABD_LD
+// Unit layout in kUnitBuffer: activations [8 rows][32] at 0, code vectors
+// W[c] at 512 + 64 c, -o s at 4096 + 4 m, the f16 scales at 8192, da at
+// 8448 + 4 m. Sums in zmm0..7, accumulators zmm8..15, W in zmm16..23.
+#define VOCABD_W(c, w) "vmovdqa64 512+" #c "*64(%1), %%zmm" #w "\n\t"
+#define VOCABD_INIT(m) "vpbroadcastd 4096+" #m "*4(%1), %%zmm" #m "\n\t"
+#define VOCABD_RD(m, c, w) "vpdpbusd " #m "*32+" #c "*4(%1)%{1to16%}, %%zmm" #w ", %%zmm" #m "\n\t"
+#define VOCABD_RD8(c, w)                                                                  \
+  VOCABD_RD(0, c, w) VOCABD_RD(1, c, w) VOCABD_RD(2, c, w) VOCABD_RD(3, c, w) VOCABD_RD(4, c, w) \
+      VOCABD_RD(5, c, w) VOCABD_RD(6, c, w) VOCABD_RD(7, c, w)
+#define VOCABD_ACC(m, acc)                                    \
+  "vmulps 8448+" #m "*4(%1)%{1to16%}, %%zmm24, %%zmm25\n\t" \
+  "vcvtdq2ps %%zmm" #m ", %%zmm26\n\t"                       \
+  "vfmadd231ps %%zmm25, %%zmm26, %%zmm" #acc "\n\t"
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) void Int8UnitAvx512() {
+  long iters = kInt8Iters / 4;
+  __asm__ volatile(
+      "1:\n\t" VOCABD_W(0, 16) VOCABD_W(1, 17) VOCABD_W(2, 18) VOCABD_W(3, 19) VOCABD_W(4, 20)
+          VOCABD_W(5, 21) VOCABD_W(6, 22) VOCABD_W(7, 23) VOCABD_INIT(0) VOCABD_INIT(1)
+              VOCABD_INIT(2) VOCABD_INIT(3) VOCABD_INIT(4) VOCABD_INIT(5) VOCABD_INIT(6)
+                  VOCABD_INIT(7) VOCABD_RD8(0, 16) VOCABD_RD8(1, 17) VOCABD_RD8(2, 18)
+                      VOCABD_RD8(3, 19) VOCABD_RD8(4, 20) VOCABD_RD8(5, 21) VOCABD_RD8(6, 22)
+                          VOCABD_RD8(7, 23) "vcvtph2ps 8192(%1), %%zmm24\n\t" VOCABD_ACC(0, 8)
+                              VOCABD_ACC(1, 9) VOCABD_ACC(2, 10) VOCABD_ACC(3, 11) VOCABD_ACC(4, 12)
+                                  VOCABD_ACC(5, 13) VOCABD_ACC(6, 14) VOCABD_ACC(7, 15)
+                                      VOCABD_UNIT_LOOP_END);
+}
+#undef VOCABD_UNIT_LOOP_END
+#undef VOCABD_ACC
+#undef VOCABD_RD8
+#undef VOCABD_RD
+#undef VOCABD_INIT
+#undef VOCABD_W
 #undef VOCABD_INT8_MIX
 #undef VOCABD_DP4
 #undef VOCABD_MULLD
@@ -378,82 +449,6 @@ double Int8MixPeak(int mix) {
   }
 }
 
-// The vector loads beside the packed kernel's vpdpbusd. Each vpdpbusd of
-// the kernel takes its activation codes as a broadcast load ({1to16}), and
-// a unit of an 8-row tile loads its code vectors, the rows' -o s and da
-// (quant_kernel_avx512packed.cc): for Q8_0 89 vector loads per 64
-// vpdpbusd. A core that issues two vector loads per cycle (a broadcast
-// counts as one) and two vpdpbusd per cycle is then bound by its loads.
-// Int8LoadsAvx512: 16 vpdpbusd (registers) and 20 vector broadcast loads
-// per iteration (at two loads per cycle: 80% of the peak). Int8UnitAvx512:
-// the per-32 kernel's unit of 8 input rows in the Q8_0 form, from a buffer
-// in L1: 8 code vectors, 8 broadcasts of -o s (each row's chain start), 64
-// vpdpbusd with broadcast activations (8 chains, one per row, restarted
-// every unit), the f16 scales, and per row a vmulps by the broadcast da, a
-// convert and a vfmadd into the row's accumulator.
-alignas(64) const int8_t kUnitBuffer[16384] = {};
-// The loops' end: count down `iters`, read kUnitBuffer (%1), every vector
-// register clobbered.
-#define VOCABD_UNIT_LOOP_END                                                                   \
-  "dec %0\n\tjnz 1b\n\tvzeroupper\n\t"                                                         \
-      : "+r"(iters)                                                                            \
-      : "r"(kUnitBuffer)                                                                       \
-      : "cc", "memory", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", \
-        "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "xmm16", "xmm17", "xmm18", \
-        "xmm19", "xmm20", "xmm21", "xmm22", "xmm23", "xmm24", "xmm25", "xmm26", "xmm27",        \
-        "xmm28", "xmm29", "xmm30", "xmm31"
-#define VOCABD_LD(r, off) "vpbroadcastd " #off "(%1), %%zmm" #r "\n\t"
-#define VOCABD_DP4(a, b, c, d)                                                       \
-  "vpdpbusd %%zmm17, %%zmm16, %%zmm" #a "\n\tvpdpbusd %%zmm17, %%zmm16, %%zmm" #b \
-  "\n\tvpdpbusd %%zmm17, %%zmm16, %%zmm" #c "\n\tvpdpbusd %%zmm17, %%zmm16, %%zmm" #d "\n\t"
-__attribute__((target("avx512f,avx512bw,avx512vnni"))) void Int8LoadsAvx512() {
-  long iters = kInt8Iters;
-  __asm__ volatile(
-      "vpxord %%zmm16, %%zmm16, %%zmm16\n\t"
-      "vpxord %%zmm17, %%zmm17, %%zmm17\n\t"
-      "1:\n\t" VOCABD_DP4(0, 1, 2, 3) VOCABD_LD(20, 0) VOCABD_LD(21, 64) VOCABD_LD(22, 128)
-          VOCABD_LD(23, 192) VOCABD_LD(24, 256) VOCABD_DP4(4, 5, 6, 7) VOCABD_LD(25, 320)
-              VOCABD_LD(26, 384) VOCABD_LD(27, 448) VOCABD_LD(28, 512) VOCABD_LD(29, 576)
-                  VOCABD_DP4(8, 9, 10, 11) VOCABD_LD(20, 640) VOCABD_LD(21, 704) VOCABD_LD(22, 768)
-                      VOCABD_LD(23, 832) VOCABD_LD(24, 896) VOCABD_DP4(12, 13, 14, 15)
-                          VOCABD_LD(25, 960) VOCABD_LD(26, 1024) VOCABD_LD(27, 1088)
-                              VOCABD_LD(28, 1152) VOCABD_LD(29, 1216)
-      VOCABD_UNIT_LOOP_END);
-}
-#undef VOCABD_DP4
-#undef VOCABD_LD
-// Unit layout in kUnitBuffer: activations [8 rows][32] at 0, code vectors
-// W[c] at 512 + 64 c, -o s at 4096 + 4 m, the f16 scales at 8192, da at
-// 8448 + 4 m. Sums in zmm0..7, accumulators zmm8..15, W in zmm16..23.
-#define VOCABD_W(c, w) "vmovdqa64 512+" #c "*64(%1), %%zmm" #w "\n\t"
-#define VOCABD_INIT(m) "vpbroadcastd 4096+" #m "*4(%1), %%zmm" #m "\n\t"
-#define VOCABD_RD(m, c, w) "vpdpbusd " #m "*32+" #c "*4(%1)%{1to16%}, %%zmm" #w ", %%zmm" #m "\n\t"
-#define VOCABD_RD8(c, w)                                                                  \
-  VOCABD_RD(0, c, w) VOCABD_RD(1, c, w) VOCABD_RD(2, c, w) VOCABD_RD(3, c, w) VOCABD_RD(4, c, w) \
-      VOCABD_RD(5, c, w) VOCABD_RD(6, c, w) VOCABD_RD(7, c, w)
-#define VOCABD_ACC(m, acc)                                                  \
-  "vmulps 8448+" #m "*4(%1)%{1to16%}, %%zmm24, %%zmm25\n\t"                 \
-  "vcvtdq2ps %%zmm" #m ", %%zmm26\n\t"                                       \
-  "vfmadd231ps %%zmm25, %%zmm26, %%zmm" #acc "\n\t"
-__attribute__((target("avx512f,avx512bw,avx512vnni"))) void Int8UnitAvx512() {
-  long iters = kInt8Iters / 4;
-  __asm__ volatile(
-      "1:\n\t" VOCABD_W(0, 16) VOCABD_W(1, 17) VOCABD_W(2, 18) VOCABD_W(3, 19) VOCABD_W(4, 20)
-          VOCABD_W(5, 21) VOCABD_W(6, 22) VOCABD_W(7, 23) VOCABD_INIT(0) VOCABD_INIT(1) VOCABD_INIT(2) VOCABD_INIT(3) VOCABD_INIT(4) VOCABD_INIT(5)
-          VOCABD_INIT(6) VOCABD_INIT(7) VOCABD_RD8(0, 16) VOCABD_RD8(1, 17) VOCABD_RD8(2, 18)
-              VOCABD_RD8(3, 19) VOCABD_RD8(4, 20) VOCABD_RD8(5, 21) VOCABD_RD8(6, 22)
-                  VOCABD_RD8(7, 23)
-      "vcvtph2ps 8192(%1), %%zmm24\n\t" VOCABD_ACC(0, 8) VOCABD_ACC(1, 9) VOCABD_ACC(2, 10)
-          VOCABD_ACC(3, 11) VOCABD_ACC(4, 12) VOCABD_ACC(5, 13) VOCABD_ACC(6, 14)
-              VOCABD_ACC(7, 15)
-      VOCABD_UNIT_LOOP_END);
-}
-#undef VOCABD_UNIT_LOOP_END
-#undef VOCABD_ACC
-#undef VOCABD_RD8
-#undef VOCABD_RD
-#undef VOCABD_INIT
-#undef VOCABD_W
 // {loads beside vpdpbusd, the 8-row unit} in GMAC/s; 0 without the
 // avx512vnni path.
 struct LoadCeilings {
