@@ -81,7 +81,9 @@ class LmHead {
     // uint16_t bf16 bits); not owned, never written, must outlive the LmHead
     // (for a tied head this is the embedding table itself, so the model
     // holds one copy). Read on every Compute, so changes to the table are
-    // seen by later calls (until SwitchWeights names a copy).
+    // seen by later calls (until SwitchWeights names a copy), except by
+    // calls that run on a packed copy made at Create (dense_pack,
+    // quant_pack).
     const void* weights = nullptr;
     int64_t vocab_size = 0;
     int64_t hidden_size = 0;
@@ -132,8 +134,23 @@ class LmHead {
     // (one row group) prefetch the next tile of weight rows into L2 while
     // the current one runs (1) or leave streaming to the hardware
     // prefetchers (0) (HeadKernelF32); -1 = measured at Create (below).
-    // VOCABD_F32_PREFETCH = 0 | 1 overrides -1 for operators.
+    // VOCABD_F32_PREFETCH = 0 | 1 overrides -1 for operators. Heads with a
+    // packed copy (dense_pack) do not use it.
     int f32_prefetch = -1;
+    // F32 / BF16 weights on vocabd's AVX-512 kernels (not the AMX one):
+    // copy the weights at Create into the packed layout of
+    // lm_head_kernel.h (blocks of 16 vocabulary rows, weight_bytes() plus 64
+    // bytes per block, held by the LmHead in 2 MiB-aligned memory advised
+    // for huge pages) and run rows <= small_rows_max on it: each 64-byte
+    // load of weights serves every input row, so 8 rows cost little more
+    // than one (the row-major kernel reads each weight row once per group of
+    // 6 rows and sums lanes at the end). Rows above small_rows_max still go
+    // to oneDNN on `weights`, which must stay mapped. Logits differ from the
+    // row-major kernel's in summation order only (lm_head_kernel.h). BF16
+    // needs an even hidden_size. The environment variable
+    // VOCABD_DENSE_PACK = 0 | 1 overrides it for operators; another value
+    // makes Create fail (INVALID_ARGUMENT).
+    bool dense_pack = true;
   };
   // The measured crossovers against oneDNN's fixed-M primitives, per CPU
   // feature set (DefaultSmallRowsMax) (bench/head_bench --paths, Llama-3
@@ -160,8 +177,10 @@ class LmHead {
   // Most rows in one oneDNN call (larger M runs in chunks of this many).
   static constexpr int64_t kFixedRowsMax = 256;
   // INVALID_ARGUMENT for null weights, non-positive sizes, a weights_dtype
-  // other than F32/BF16, f32_prefetch outside [-1, 1] or VOCABD_F32_PREFETCH
-  // other than 0 or 1; FAILED_PRECONDITION for BF16 when !Bf16Supported();
+  // other than F32/BF16, f32_prefetch outside [-1, 1], VOCABD_F32_PREFETCH
+  // or VOCABD_DENSE_PACK other than 0 or 1; FAILED_PRECONDITION for BF16
+  // when !Bf16Supported(); RESOURCE_EXHAUSTED when the packed copy
+  // (dense_pack) cannot be allocated;
   // INTERNAL when oneDNN cannot create the primitive (its message included).
   // F32 heads on vocabd's kernel measure Options::f32_prefetch at Create
   // (when -1 and the variable is unset): one row through the kernel on up
@@ -246,8 +265,8 @@ class LmHead {
   // Bytes of the weight matrix (vocab_size * hidden_size * element size;
   // quantized: vocab_size * blocks per row * block bytes).
   int64_t weight_bytes() const;
-  // Bytes of the packed copy the head holds (Options::quant_pack; 0 when it
-  // reads the weights in place only).
+  // Bytes of the packed copy the head holds (Options::quant_pack or
+  // Options::dense_pack; 0 when it reads the weights in place only).
   int64_t packed_bytes() const;
   // The [vocab_size, hidden_size] weights Compute reads now: Options::weights,
   // or the copy of the last SwitchWeights.

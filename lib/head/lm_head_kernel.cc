@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <cstring>
 
 // Everything between the target pragmas below is compiled for AVX-512 and
 // only reached after DetectHeadKernelIsa() said the CPU has it. No standard
@@ -35,13 +36,28 @@ struct Groups {
   int mb_hi;
   int64_t n_hi;
 };
-Groups SplitRows(int64_t rows) {
+Groups SplitRows(int64_t rows, int max_group_rows = kMaxGroupRows) {
   Groups g;
-  g.count = (rows + kMaxGroupRows - 1) / kMaxGroupRows;
+  g.count = (rows + max_group_rows - 1) / max_group_rows;
   g.mb_hi = static_cast<int>((rows + g.count - 1) / g.count);
   g.n_hi = rows - g.count * (g.mb_hi - 1);
   return g;
 }
+
+// The packed kernels (lm_head_kernel.h): input rows per register tile at
+// most, and row groups per pass over a tile (more rows run as further passes
+// over the weights; small_rows_max keeps calls far below that).
+constexpr int kMaxPackedGroupRows = 8;
+constexpr int kMaxPackedGroups = 4;
+constexpr int kMaxPackedPassRows = kMaxPackedGroupRows * kMaxPackedGroups;
+// With two or more row groups k runs in chunks of this many values, each
+// chunk of the tile's blocks (up to 4 x 128 x 64 bytes) read by every group
+// while it is in L1.
+constexpr int64_t kPackedChunkK = 128;
+
+// No std::min inside the target regions below (a template instantiated there
+// could be compiled for AVX-512 and shared with other callers).
+inline int64_t LesserOf(int64_t a, int64_t b) { return a < b ? a : b; }
 
 // ---------------------------------------------------------------------------
 // F32 (AVX512F)
@@ -178,6 +194,128 @@ void KernelF32(const float* x, int64_t rows, const float* w, int64_t d, int64_t 
   }
 }
 
+// ---------------------------------------------------------------------------
+// F32, packed layout (lm_head_kernel.h: block b = vocabulary rows
+// [16 b, 16 b + 16), one zmm of 16 rows per k).
+//
+// Register tile: NB blocks x MB input rows of accumulators (NB * MB <= 24),
+// one lane per (vocabulary row, input row):
+//
+//   for k in [k0, k1):
+//     w[i]      = block i, k          (one 64-byte load, 16 vocab rows)
+//     acc[i][m] = fma(w[i], broadcast(x[m][k]), acc[i][m])
+//
+// so each logit is one F32 FMA chain over k in order, whatever MB, NB or
+// the k chunks (acc is saved in `acc_buf` between chunks).
+
+// Blocks per tile for MB input rows.
+constexpr int PackedTileBlocks(int mb) { return mb <= 6 ? 4 : 3; }
+
+// acc_buf: [NB][MB][16] floats; zero-initialised by the caller for k0 = 0.
+template <int NB, int MB>
+void PackedTileF32(const float* x, int64_t d, const float* pw, int64_t stride, int64_t k0,
+                   int64_t k1, float* acc_buf) {
+  __m512 acc[NB][MB];
+#pragma GCC unroll 8
+  for (int i = 0; i < NB; ++i) {
+#pragma GCC unroll 8
+    for (int m = 0; m < MB; ++m) acc[i][m] = _mm512_loadu_ps(acc_buf + (i * MB + m) * 16);
+  }
+  for (int64_t k = k0; k < k1; ++k) {
+    __m512 wv[NB];
+#pragma GCC unroll 8
+    for (int i = 0; i < NB; ++i) wv[i] = _mm512_loadu_ps(pw + i * stride + k * 16);
+#pragma GCC unroll 8
+    for (int m = 0; m < MB; ++m) {
+      const __m512 xv = _mm512_set1_ps(x[m * d + k]);
+#pragma GCC unroll 8
+      for (int i = 0; i < NB; ++i) acc[i][m] = _mm512_fmadd_ps(wv[i], xv, acc[i][m]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int i = 0; i < NB; ++i) {
+#pragma GCC unroll 8
+    for (int m = 0; m < MB; ++m) _mm512_storeu_ps(acc_buf + (i * MB + m) * 16, acc[i][m]);
+  }
+}
+
+using PackedTileF32Fn = void (*)(const float*, int64_t, const float*, int64_t, int64_t, int64_t,
+                                float*);
+
+template <int NB>
+PackedTileF32Fn PackedF32ForRows(int mb) {
+  switch (mb) {
+    case 2: return &PackedTileF32<NB, 2>;
+    case 3: return &PackedTileF32<NB, 3>;
+    case 4: return &PackedTileF32<NB, 4>;
+    case 5: return &PackedTileF32<NB, 5>;
+    case 6: return &PackedTileF32<NB, 6>;
+    case 7: return &PackedTileF32<NB, 7>;
+    case 8: return &PackedTileF32<NB, 8>;
+    default: return &PackedTileF32<NB, 1>;
+  }
+}
+
+PackedTileF32Fn PickPackedF32(int nb, int mb) {
+  switch (nb) {
+    case 4: return PackedF32ForRows<4>(mb);
+    case 3: return PackedF32ForRows<3>(mb);
+    case 2: return PackedF32ForRows<2>(mb);
+    default: return PackedF32ForRows<1>(mb);
+  }
+}
+
+// Writes tile results: acc_buf [nb][mb][16] -> out rows m0.., vocabulary
+// rows [v, v + 16 nb) cut at v_end.
+void StorePackedTile(const float* acc_buf, int nb, int mb, float* out, int64_t ldo, int64_t m0,
+                     int64_t v, int64_t v_end) {
+  for (int i = 0; i < nb; ++i) {
+    const int64_t vb = v + 16 * i;
+    if (vb >= v_end) break;
+    const int64_t n = LesserOf(16, v_end - vb);
+    const __mmask16 mask = static_cast<__mmask16>((1u << n) - 1u);
+    for (int m = 0; m < mb; ++m) {
+      _mm512_mask_storeu_ps(out + (m0 + m) * ldo + vb, mask,
+                            _mm512_loadu_ps(acc_buf + (i * mb + m) * 16));
+    }
+  }
+}
+
+void KernelF32Packed(const float* x, int64_t rows, const float* packed, int64_t d, int64_t v0,
+                     int64_t v1, float* out, int64_t ldo) {
+  const Groups g = SplitRows(rows, kMaxPackedGroupRows);
+  const int nb_max = PackedTileBlocks(g.mb_hi);
+  const int64_t stride = PackedF32BlockStride(d);
+  // One group: one pass over k. Several: k in chunks of kPackedChunkK, every
+  // group over a chunk of the tile's blocks while it is in L1.
+  const int64_t kc = g.count == 1 ? d : kPackedChunkK;
+  alignas(64) float acc_buf[kMaxPackedGroups][4 * kMaxPackedGroupRows * 16];
+  for (int64_t v = v0; v < v1; v += 16 * nb_max) {
+    const int nb = static_cast<int>(LesserOf(nb_max, (v1 - v + 15) / 16));
+    const PackedTileF32Fn hi = PickPackedF32(nb, g.mb_hi);
+    const PackedTileF32Fn lo = PickPackedF32(nb, g.mb_hi - 1);
+    const float* pw = packed + (v / 16) * stride;
+    for (int64_t i = 0; i < g.count; ++i) {
+      std::memset(acc_buf[i], 0, sizeof acc_buf[i]);
+    }
+    for (int64_t k0 = 0; k0 < d; k0 += kc) {
+      const int64_t k1 = LesserOf(d, k0 + kc);
+      int64_t m0 = 0;
+      for (int64_t i = 0; i < g.count; ++i) {
+        const bool is_hi = i < g.n_hi;
+        (is_hi ? hi : lo)(x + m0 * d, d, pw, stride, k0, k1, acc_buf[i]);
+        m0 += is_hi ? g.mb_hi : g.mb_hi - 1;
+      }
+    }
+    int64_t m0 = 0;
+    for (int64_t i = 0; i < g.count; ++i) {
+      const int mb = i < g.n_hi ? g.mb_hi : g.mb_hi - 1;
+      StorePackedTile(acc_buf[i], nb, mb, out, ldo, m0, v, v1);
+      m0 += mb;
+    }
+  }
+}
+
 #if defined(__clang__)
 #pragma clang attribute pop
 #endif
@@ -282,6 +420,102 @@ void KernelBf16(const uint16_t* x, int64_t rows, const uint16_t* w, int64_t d, i
       m0 += is_hi ? g.mb_hi : g.mb_hi - 1;
     }
     v += wide ? tile_r : 1;
+  }
+}
+
+// BF16, packed layout (lm_head_kernel.h): per k pair j one zmm holds the
+// 16 vocabulary rows' pairs (W[v][2j], W[v][2j+1]); the input pair
+// (x[m][2j], x[m][2j+1]) is broadcast as one 32-bit lane:
+//
+//   acc[i][m] = vdpbf16ps(acc[i][m], w[i], broadcast32(x[m][2j..2j+1]))
+//
+// Each logit: one lane's vdpbf16ps chain over j in order.
+template <int NB, int MB>
+void PackedTileBf16(const uint16_t* x, int64_t d, const uint16_t* pw, int64_t stride, int64_t j0,
+                    int64_t j1, float* acc_buf) {
+  __m512 acc[NB][MB];
+#pragma GCC unroll 8
+  for (int i = 0; i < NB; ++i) {
+#pragma GCC unroll 8
+    for (int m = 0; m < MB; ++m) acc[i][m] = _mm512_loadu_ps(acc_buf + (i * MB + m) * 16);
+  }
+  for (int64_t j = j0; j < j1; ++j) {
+    __m512bh wv[NB];
+#pragma GCC unroll 8
+    for (int i = 0; i < NB; ++i) wv[i] = LoadBf16(pw + i * stride + j * 32);
+#pragma GCC unroll 8
+    for (int m = 0; m < MB; ++m) {
+      int32_t pair;
+      std::memcpy(&pair, x + m * d + 2 * j, sizeof pair);
+      const __m512bh xv = (__m512bh)(_mm512_set1_epi32(pair));
+#pragma GCC unroll 8
+      for (int i = 0; i < NB; ++i) acc[i][m] = _mm512_dpbf16_ps(acc[i][m], wv[i], xv);
+    }
+  }
+#pragma GCC unroll 8
+  for (int i = 0; i < NB; ++i) {
+#pragma GCC unroll 8
+    for (int m = 0; m < MB; ++m) _mm512_storeu_ps(acc_buf + (i * MB + m) * 16, acc[i][m]);
+  }
+}
+
+using PackedTileBf16Fn = void (*)(const uint16_t*, int64_t, const uint16_t*, int64_t, int64_t,
+                                 int64_t, float*);
+
+template <int NB>
+PackedTileBf16Fn PackedBf16ForRows(int mb) {
+  switch (mb) {
+    case 2: return &PackedTileBf16<NB, 2>;
+    case 3: return &PackedTileBf16<NB, 3>;
+    case 4: return &PackedTileBf16<NB, 4>;
+    case 5: return &PackedTileBf16<NB, 5>;
+    case 6: return &PackedTileBf16<NB, 6>;
+    case 7: return &PackedTileBf16<NB, 7>;
+    case 8: return &PackedTileBf16<NB, 8>;
+    default: return &PackedTileBf16<NB, 1>;
+  }
+}
+
+PackedTileBf16Fn PickPackedBf16(int nb, int mb) {
+  switch (nb) {
+    case 4: return PackedBf16ForRows<4>(mb);
+    case 3: return PackedBf16ForRows<3>(mb);
+    case 2: return PackedBf16ForRows<2>(mb);
+    default: return PackedBf16ForRows<1>(mb);
+  }
+}
+
+void KernelBf16Packed(const uint16_t* x, int64_t rows, const uint16_t* packed, int64_t d,
+                      int64_t v0, int64_t v1, float* out, int64_t ldo) {
+  const Groups g = SplitRows(rows, kMaxPackedGroupRows);
+  const int nb_max = PackedTileBlocks(g.mb_hi);
+  const int64_t stride = PackedBf16BlockStride(d);
+  const int64_t pairs = d / 2;
+  const int64_t jc = g.count == 1 ? pairs : kPackedChunkK / 2;
+  alignas(64) float acc_buf[kMaxPackedGroups][4 * kMaxPackedGroupRows * 16];
+  for (int64_t v = v0; v < v1; v += 16 * nb_max) {
+    const int nb = static_cast<int>(LesserOf(nb_max, (v1 - v + 15) / 16));
+    const PackedTileBf16Fn hi = PickPackedBf16(nb, g.mb_hi);
+    const PackedTileBf16Fn lo = PickPackedBf16(nb, g.mb_hi - 1);
+    const uint16_t* pw = packed + (v / 16) * stride;
+    for (int64_t i = 0; i < g.count; ++i) {
+      std::memset(acc_buf[i], 0, sizeof acc_buf[i]);
+    }
+    for (int64_t j0 = 0; j0 < pairs; j0 += jc) {
+      const int64_t j1 = LesserOf(pairs, j0 + jc);
+      int64_t m0 = 0;
+      for (int64_t i = 0; i < g.count; ++i) {
+        const bool is_hi = i < g.n_hi;
+        (is_hi ? hi : lo)(x + m0 * d, d, pw, stride, j0, j1, acc_buf[i]);
+        m0 += is_hi ? g.mb_hi : g.mb_hi - 1;
+      }
+    }
+    int64_t m0 = 0;
+    for (int64_t i = 0; i < g.count; ++i) {
+      const int mb = i < g.n_hi ? g.mb_hi : g.mb_hi - 1;
+      StorePackedTile(acc_buf[i], nb, mb, out, ldo, m0, v, v1);
+      m0 += mb;
+    }
   }
 }
 
@@ -428,6 +662,62 @@ void HeadKernelBf16(const uint16_t* x, int64_t rows, const uint16_t* w, int64_t 
                     int64_t v1, float* out, int64_t ldo) {
   if (rows <= 0 || v1 <= v0 || d <= 0) return;
   KernelBf16(x, rows, w, d, v0, v1, out, ldo);
+}
+
+int64_t PackedF32BlockStride(int64_t d) { return 16 * d + 16; }
+int64_t PackedBf16BlockStride(int64_t d) { return 16 * d + 32; }
+int64_t PackedHeadBlocks(int64_t vocab) { return (vocab + 15) / 16; }
+
+namespace {
+
+// packed block b <- W rows [16 b, 16 b + 16) (zeros past vocab and in the
+// padding), element (k, i) at k * 16 + i (F32) or (k / 2) * 32 + 2 i + k % 2
+// (BF16): the same index for a 4-byte and a 2-byte T with kPair 1 and 2.
+template <typename T, int kPair>
+void PackBlocks(const T* w, int64_t vocab, int64_t d, int64_t b0, int64_t b1, int64_t stride,
+                T* packed) {
+  for (int64_t b = b0; b < b1; ++b) {
+    T* dst = packed + b * stride;
+    std::memset(dst, 0, static_cast<size_t>(stride) * sizeof(T));
+    for (int64_t i = 0; i < 16; ++i) {
+      const int64_t v = 16 * b + i;
+      if (v >= vocab) break;
+      const T* src = w + v * d;
+      for (int64_t k = 0; k < d; ++k) {
+        dst[(k / kPair) * 16 * kPair + i * kPair + k % kPair] = src[k];
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void PackF32Blocks(const float* w, int64_t vocab, int64_t d, int64_t b0, int64_t b1,
+                   float* packed) {
+  PackBlocks<float, 1>(w, vocab, d, b0, b1, PackedF32BlockStride(d), packed);
+}
+
+void PackBf16Blocks(const uint16_t* w, int64_t vocab, int64_t d, int64_t b0, int64_t b1,
+                    uint16_t* packed) {
+  PackBlocks<uint16_t, 2>(w, vocab, d, b0, b1, PackedBf16BlockStride(d), packed);
+}
+
+void HeadKernelF32Packed(const float* x, int64_t rows, const float* packed, int64_t d, int64_t v0,
+                         int64_t v1, float* out, int64_t ldo) {
+  if (rows <= 0 || v1 <= v0 || d <= 0) return;
+  for (int64_t m0 = 0; m0 < rows; m0 += kMaxPackedPassRows) {
+    KernelF32Packed(x + m0 * d, LesserOf(kMaxPackedPassRows, rows - m0), packed, d, v0, v1,
+                    out + m0 * ldo, ldo);
+  }
+}
+
+void HeadKernelBf16Packed(const uint16_t* x, int64_t rows, const uint16_t* packed, int64_t d,
+                          int64_t v0, int64_t v1, float* out, int64_t ldo) {
+  if (rows <= 0 || v1 <= v0 || d <= 0 || d % 2 != 0) return;
+  for (int64_t m0 = 0; m0 < rows; m0 += kMaxPackedPassRows) {
+    KernelBf16Packed(x + m0 * d, LesserOf(kMaxPackedPassRows, rows - m0), packed, d, v0, v1,
+                     out + m0 * ldo, ldo);
+  }
 }
 
 }  // namespace vocabd

@@ -59,6 +59,52 @@ void HeadKernelF32(const float* x, int64_t rows, const float* w, int64_t d, int6
 void HeadKernelBf16(const uint16_t* x, int64_t rows, const uint16_t* w, int64_t d, int64_t v0,
                     int64_t v1, float* out, int64_t ldo);
 
+// Packed ("vocabulary lanes") layout of the same weights, built once (the
+// head's copy, LmHead::Options::dense_pack): blocks of 16 vocabulary rows,
+// each a contiguous stream with the rows in the 16 lanes of a vector, so a
+// kernel multiplies one 64-byte load of weights by a broadcast input value
+// for every input row, and no vector is summed across lanes at the end.
+//
+//   F32 block b (PackedF32BlockStride(d) = 16 d + 16 floats):
+//     [ k = 0: W[16b][0] W[16b+1][0] ... W[16b+15][0] ]   64 bytes
+//     [ k = 1: W[16b][1] ...              W[16b+15][1] ]
+//     ...
+//     [ k = d-1 ............................. ] [ 64 bytes of zeros ]
+//   BF16 block b (PackedBf16BlockStride(d) = 16 d + 32 bf16, d even):
+//     [ pair j = 0: W[16b][0] W[16b][1] W[16b+1][0] W[16b+1][1] ... ]   64 bytes
+//     [ pair j = 1: W[16b][2] W[16b][3] ... ]
+//     ... [ 64 bytes of zeros ]
+//
+// Rows past vocab_size in the last block are zeros. The 64 bytes after each
+// block keep the blocks a tile reads side by side (16 d * 4 bytes apart, a
+// multiple of 4 KiB for most d) out of the same cache sets.
+// PackedHeadBlocks(vocab) blocks in all.
+int64_t PackedF32BlockStride(int64_t d);
+int64_t PackedBf16BlockStride(int64_t d);
+int64_t PackedHeadBlocks(int64_t vocab);
+// Fill blocks [b0, b1) of `packed` from row-major w [vocab, d] (threads may
+// fill disjoint block ranges at once). BF16 needs d even.
+void PackF32Blocks(const float* w, int64_t vocab, int64_t d, int64_t b0, int64_t b1,
+                   float* packed);
+void PackBf16Blocks(const uint16_t* w, int64_t vocab, int64_t d, int64_t b0, int64_t b1,
+                    uint16_t* packed);
+
+// HeadKernelF32 / HeadKernelBf16 on the packed layout: out[m * ldo + v] for
+// v in [v0, v1), v0 a multiple of 16, v1 <= vocab_size. Register tiles of
+// up to 4 blocks x 8 input rows (4 x 1..6, 3 x 7..8); more rows run as
+// groups of <= 8 over k chunks of 128 (the chunk of the tile's blocks read
+// from L1 by every group), 32 rows per pass over the weights.
+//
+// Summation order: each F32 logit is one FMA chain over k = 0 .. d-1 in
+// order starting from +0.0, acc = fma(W[v][k], x[m][k], acc), i.e. the same
+// bits as std::fma in that loop; each BF16 logit is one vdpbf16ps lane over
+// the pairs j = 0 .. d/2-1 in order. Neither depends on M, the row's place in
+// the batch, [v0, v1) or the thread. Needs kAvx512 (F32) / kAvx512Bf16 (BF16).
+void HeadKernelF32Packed(const float* x, int64_t rows, const float* packed, int64_t d, int64_t v0,
+                         int64_t v1, float* out, int64_t ldo);
+void HeadKernelBf16Packed(const uint16_t* x, int64_t rows, const uint16_t* packed, int64_t d,
+                          int64_t v0, int64_t v1, float* out, int64_t ldo);
+
 // AMX (BF16 weights, any M): true when the CPU has AMX-TILE and AMX-BF16
 // (and the BF16 kernel above) and Linux granted this process the AMX tile
 // state (arch_prctl ARCH_REQ_XCOMP_PERM, asked once, here).

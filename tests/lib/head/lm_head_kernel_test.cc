@@ -6,6 +6,7 @@
 // contract of the kernel functions.
 #include "lib/head/lm_head_kernel.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -77,13 +78,14 @@ double RowRelError(const float* got, const double* want, int64_t vocab) {
 }
 
 std::unique_ptr<LmHead> MakeHead(const void* w, int64_t vocab, int64_t d, DType dtype,
-                                 int64_t small_rows_max) {
+                                 int64_t small_rows_max, bool dense_pack = true) {
   LmHead::Options o;
   o.weights = w;
   o.vocab_size = vocab;
   o.hidden_size = d;
   o.weights_dtype = dtype;
   o.small_rows_max = small_rows_max;
+  o.dense_pack = dense_pack;
   auto head = LmHead::Create(o);
   EXPECT_TRUE(head.ok()) << head.status();
   return head.ok() ? std::move(head).value() : nullptr;
@@ -135,14 +137,18 @@ TEST(LmHeadKernelTest, DetectsTheCpuFeatures) {
 
 // F32: every M from 1 to 16 on every shape, against float64 (the 1e-5
 // contract, measured ~1e-7) and against oneDNN (same problem, other summation
-// order).
+// order); the packed kernel and the row-major one.
 TEST(LmHeadKernelTest, F32MatchesFloat64AndOneDnnForM1To16) {
   if (!HasF32Kernel()) GTEST_SKIP() << "CPU without AVX512F";
+  for (const bool pack : {true, false})
   for (const Shape& s : kShapes) {
+    SCOPED_TRACE(pack ? "packed" : "row-major");
     const std::vector<float> w = RandomFloats(static_cast<size_t>(s.vocab * s.d), 11, 0.1f);
     const std::vector<float> x = RandomFloats(static_cast<size_t>(16 * s.d), 12, 2.0f);
     const std::vector<double> ref = Reference(x, 16, w, s.vocab, s.d);
-    auto small = MakeHead(w.data(), s.vocab, s.d, DType::kF32, 16);
+    auto small = MakeHead(w.data(), s.vocab, s.d, DType::kF32, 16, pack);
+    ASSERT_NE(small, nullptr);
+    EXPECT_EQ(small->packed_bytes() > 0, pack) << small->implementation();
     auto onednn = MakeHead(w.data(), s.vocab, s.d, DType::kF32, 0);
     ASSERT_NE(small, nullptr);
     ASSERT_NE(onednn, nullptr);
@@ -167,12 +173,26 @@ TEST(LmHeadKernelTest, F32MatchesFloat64AndOneDnnForM1To16) {
 // good as F32; against oneDNN's bf16 matmul it differs only in order.
 TEST(LmHeadKernelTest, Bf16MatchesFloat64OfRoundedInputsAndOneDnnForM1To16) {
   if (!HasBf16Kernel()) GTEST_SKIP() << "CPU without AVX512_BF16";
+  for (const bool pack : {true, false})
   for (const Shape& s : kShapes) {
+    SCOPED_TRACE(pack ? "packed" : "row-major");
     const std::vector<uint16_t> w =
         ToBf16(RandomFloats(static_cast<size_t>(s.vocab * s.d), 21, 0.1f));
     const std::vector<float> x = RandomFloats(static_cast<size_t>(16 * s.d), 22, 2.0f);
     const std::vector<double> ref = Reference(FromBf16(ToBf16(x)), 16, FromBf16(w), s.vocab, s.d);
-    auto small = MakeHead(w.data(), s.vocab, s.d, DType::kBF16, 16);
+    LmHead::Options o;
+    o.weights = w.data();
+    o.vocab_size = s.vocab;
+    o.hidden_size = s.d;
+    o.weights_dtype = DType::kBF16;
+    o.small_rows_max = 16;
+    o.allow_amx = false;  // the AVX512_BF16 kernels (AMX has its own test)
+    o.dense_pack = pack;
+    auto created = LmHead::Create(o);
+    ASSERT_TRUE(created.ok()) << created.status();
+    auto small = std::move(created).value();
+    // BF16 packs pairs of k: an odd hidden_size stays row-major.
+    EXPECT_EQ(small->packed_bytes() > 0, pack && s.d % 2 == 0) << small->implementation();
     auto onednn = MakeHead(w.data(), s.vocab, s.d, DType::kBF16, 0);
     ASSERT_NE(small, nullptr);
     ASSERT_NE(onednn, nullptr);
@@ -192,29 +212,33 @@ TEST(LmHeadKernelTest, Bf16MatchesFloat64OfRoundedInputsAndOneDnnForM1To16) {
   }
 }
 
-// Larger M forced through the kernel (row groups of unequal size: 17 = 6+6+5,
-// 23 = 6+6+6+5, 40 = 6+6+6+6+6+5+5) still matches float64.
+// Larger M forced through the kernel (row-major row groups of unequal size:
+// 17 = 6+6+5, 23 = 6+6+6+5, 40 = 6+6+6+6+6+5+5; packed: 17 = 6+6+5,
+// 23 = 8+8+7, 40 = a pass of 8+8+8+8 and one of 8) still matches float64.
 TEST(LmHeadKernelTest, ForcedLargerMUsesRowGroupsCorrectly) {
   if (!HasF32Kernel()) GTEST_SKIP() << "CPU without AVX512F";
   const int64_t vocab = 523, d = 129;
   const std::vector<float> w = RandomFloats(static_cast<size_t>(vocab * d), 31, 0.1f);
   const std::vector<float> x = RandomFloats(static_cast<size_t>(40 * d), 32, 2.0f);
   const std::vector<double> ref = Reference(x, 40, w, vocab, d);
-  auto head = MakeHead(w.data(), vocab, d, DType::kF32, 64);
+  for (const bool pack : {true, false}) {
+  auto head = MakeHead(w.data(), vocab, d, DType::kF32, 64, pack);
   ASSERT_NE(head, nullptr);
   for (int64_t m : {17, 23, 40}) {
     std::vector<float> a(static_cast<size_t>(m * vocab));
     ASSERT_TRUE(head->Compute(x.data(), m, a.data()).ok());
     for (int64_t r = 0; r < m; ++r) {
       ASSERT_LE(RowRelError(a.data() + r * vocab, ref.data() + r * vocab, vocab), 1e-5)
-          << "M " << m << " row " << r;
+          << "M " << m << " row " << r << (pack ? " packed" : " row-major");
     }
+  }
   }
 }
 
 // A row's logits are the same bits alone and at any position of any batch
 // up to the crossover (so dynamic batching changes nothing in this range).
 TEST(LmHeadKernelTest, RowIsBitIdenticalForEveryM) {
+  for (const bool pack : {true, false})
   for (const DType dtype : {DType::kF32, DType::kBF16}) {
     if (dtype == DType::kF32 ? !HasF32Kernel() : !HasBf16Kernel()) continue;
     const int64_t vocab = 2053, d = 1001;
@@ -222,7 +246,7 @@ TEST(LmHeadKernelTest, RowIsBitIdenticalForEveryM) {
     const std::vector<uint16_t> wb = ToBf16(wf);
     const void* w = dtype == DType::kF32 ? static_cast<const void*>(wf.data()) : wb.data();
     const std::vector<float> x = RandomFloats(static_cast<size_t>(16 * d), 42, 2.0f);
-    auto head = MakeHead(w, vocab, d, dtype, 16);
+    auto head = MakeHead(w, vocab, d, dtype, 16, pack);
     ASSERT_NE(head, nullptr);
     std::vector<float> batch(static_cast<size_t>(16 * vocab));
     ASSERT_TRUE(head->Compute(x.data(), 16, batch.data()).ok());
@@ -232,7 +256,7 @@ TEST(LmHeadKernelTest, RowIsBitIdenticalForEveryM) {
         ASSERT_TRUE(head->Compute(x.data() + start * d, m, part.data()).ok());
         ASSERT_EQ(0, std::memcmp(part.data(), batch.data() + start * vocab,
                                  part.size() * sizeof(float)))
-            << DTypeName(dtype) << " M " << m << " start " << start;
+            << DTypeName(dtype) << " M " << m << " start " << start << " pack " << pack;
       }
     }
   }
@@ -388,6 +412,7 @@ TEST(LmHeadKernelTest, F32OneGroupPrefetchIsMeasuredOrSetAndChangesNoBit) {
   o.vocab_size = vocab;
   o.hidden_size = d;
   o.weights_dtype = DType::kF32;
+  o.dense_pack = false;  // the prefetch is the row-major kernel's
   for (int bad : {-2, 2}) {
     o.f32_prefetch = bad;
     auto h = LmHead::Create(o);
@@ -449,6 +474,190 @@ TEST(LmHeadKernelTest, F32OneGroupPrefetchIsMeasuredOrSetAndChangesNoBit) {
     auto bf16 = MakeHead(wb.data(), vocab, d, DType::kBF16, -1);
     ASSERT_NE(bf16, nullptr);
     EXPECT_EQ(bf16->implementation().find("prefetch"), std::string::npos) << bf16->implementation();
+  }
+}
+
+// The packed layout (lm_head_kernel.h): F32 element (k, i) of block b at
+// b * (16 d + 16) + 16 k + i, BF16 at b * (16 d + 32) + 32 (k / 2) + 2 i +
+// k % 2; rows past vocab and the 64 bytes after each block are zeros.
+TEST(LmHeadKernelTest, PackedLayout) {
+  const int64_t vocab = 21, d = 6;  // two blocks, the second with 5 rows
+  EXPECT_EQ(PackedHeadBlocks(vocab), 2);
+  EXPECT_EQ(PackedHeadBlocks(16), 1);
+  EXPECT_EQ(PackedF32BlockStride(d), 16 * d + 16);
+  EXPECT_EQ(PackedBf16BlockStride(d), 16 * d + 32);
+  std::vector<float> wf(static_cast<size_t>(vocab * d));
+  std::vector<uint16_t> wb(wf.size());
+  for (size_t i = 0; i < wf.size(); ++i) {
+    wf[i] = static_cast<float>(i + 1);
+    wb[i] = static_cast<uint16_t>(i + 1);
+  }
+  std::vector<float> pf(static_cast<size_t>(2 * PackedF32BlockStride(d)), -1.0f);
+  std::vector<uint16_t> pb(static_cast<size_t>(2 * PackedBf16BlockStride(d)), 0xFFFF);
+  PackF32Blocks(wf.data(), vocab, d, 1, 2, pf.data());  // block ranges fill independently
+  PackF32Blocks(wf.data(), vocab, d, 0, 1, pf.data());
+  PackBf16Blocks(wb.data(), vocab, d, 0, 2, pb.data());
+  for (int64_t b = 0; b < 2; ++b) {
+    for (int64_t k = 0; k < d; ++k) {
+      for (int64_t i = 0; i < 16; ++i) {
+        const int64_t v = 16 * b + i;
+        const float want = v < vocab ? wf[v * d + k] : 0.0f;
+        ASSERT_EQ(pf[b * PackedF32BlockStride(d) + 16 * k + i], want) << b << " " << k << " " << i;
+        ASSERT_EQ(pb[b * PackedBf16BlockStride(d) + 32 * (k / 2) + 2 * i + k % 2],
+                  v < vocab ? wb[v * d + k] : 0)
+            << b << " " << k << " " << i;
+      }
+    }
+    for (int64_t e = 16 * d; e < PackedF32BlockStride(d); ++e) {
+      ASSERT_EQ(pf[b * PackedF32BlockStride(d) + e], 0.0f) << b << " " << e;
+    }
+    for (int64_t e = 16 * d; e < PackedBf16BlockStride(d); ++e) {
+      ASSERT_EQ(pb[b * PackedBf16BlockStride(d) + e], 0) << b << " " << e;
+    }
+  }
+}
+
+// The packed F32 kernel's logit is the FMA chain over k in order from +0.0:
+// bit for bit std::fma in that loop (signed zeros and all), for every M
+// 1..40 (one group, several groups over k chunks, two passes), every shape,
+// through the head and directly on sub-ranges of the vocabulary.
+TEST(LmHeadKernelTest, PackedF32IsTheFmaChainBitForBit) {
+  if (!HasF32Kernel()) GTEST_SKIP() << "CPU without AVX512F";
+  auto fma_chain = [](const float* x, const float* w, int64_t d) {
+    float acc = 0.0f;
+    for (int64_t k = 0; k < d; ++k) acc = std::fma(w[k], x[k], acc);
+    return acc;
+  };
+  for (const Shape& s : kShapes) {
+    std::vector<float> w = RandomFloats(static_cast<size_t>(s.vocab * s.d), 71, 0.1f);
+    std::vector<float> x = RandomFloats(static_cast<size_t>(40 * s.d), 72, 2.0f);
+    // A zero weight row and a zero input row: +0.0 (fma(w, 0, +0) = +0), and
+    // a row of -0.0 weights: (-0) * x + (+0) = +0 as well.
+    for (int64_t k = 0; k < s.d; ++k) {
+      w[k] = 0.0f;
+      x[3 * s.d + k] = 0.0f;
+      if (s.vocab > 1) w[s.d + k] = -0.0f;
+    }
+    auto head = MakeHead(w.data(), s.vocab, s.d, DType::kF32, 40, true);
+    ASSERT_NE(head, nullptr);
+    ASSERT_GT(head->packed_bytes(), 0);
+    EXPECT_EQ(head->packed_bytes(),
+              PackedHeadBlocks(s.vocab) * PackedF32BlockStride(s.d) * int64_t{4});
+    EXPECT_NE(head->implementation().find("weights packed at Create"), std::string::npos)
+        << head->implementation();
+    std::vector<uint32_t> want(static_cast<size_t>(40 * s.vocab));
+    for (int64_t m = 0; m < 40; ++m) {
+      for (int64_t v = 0; v < s.vocab; ++v) {
+        const float f = fma_chain(x.data() + m * s.d, w.data() + v * s.d, s.d);
+        std::memcpy(&want[m * s.vocab + v], &f, 4);
+      }
+    }
+    for (int64_t m : {1, 2, 3, 5, 7, 8, 9, 12, 16, 17, 23, 32, 33, 40}) {
+      std::vector<uint32_t> got(static_cast<size_t>(m * s.vocab));
+      ASSERT_TRUE(head->Compute(x.data(), m, reinterpret_cast<float*>(got.data())).ok());
+      for (size_t i = 0; i < got.size(); ++i) {
+        ASSERT_EQ(got[i], want[i]) << "vocab " << s.vocab << " d " << s.d << " M " << m
+                                   << " row " << i / s.vocab << " v " << i % s.vocab;
+      }
+    }
+    // Directly: [v0, v1) with v0 a multiple of 16, writing nothing else.
+    std::vector<float> packed(
+        static_cast<size_t>(PackedHeadBlocks(s.vocab) * PackedF32BlockStride(s.d)));
+    PackF32Blocks(w.data(), s.vocab, s.d, 0, PackedHeadBlocks(s.vocab), packed.data());
+    const float sentinel = -12345.0f;
+    for (int64_t v0 = 0; v0 < s.vocab; v0 += 48) {
+      const int64_t v1 = std::min(s.vocab, v0 + 37);
+      const int64_t rows = 9, ldo = s.vocab + 3;
+      std::vector<float> out(static_cast<size_t>(rows * ldo), sentinel);
+      HeadKernelF32Packed(x.data(), rows, packed.data(), s.d, v0, v1, out.data(), ldo);
+      for (int64_t m = 0; m < rows; ++m) {
+        for (int64_t v = 0; v < ldo; ++v) {
+          uint32_t bits;
+          std::memcpy(&bits, &out[m * ldo + v], 4);
+          if (v < v0 || v >= v1) {
+            ASSERT_EQ(out[m * ldo + v], sentinel) << m << " " << v;
+          } else {
+            ASSERT_EQ(bits, want[m * s.vocab + v]) << m << " " << v;
+          }
+        }
+      }
+    }
+  }
+}
+
+// The packed BF16 kernel directly on sub-ranges: float64 of the rounded
+// inputs, nothing written outside [v0, v1), and the same bits as through the
+// head (one lane chain whatever the range or M).
+TEST(LmHeadKernelTest, PackedBf16KernelWritesOnlyItsRange) {
+  if (!HasBf16Kernel()) GTEST_SKIP() << "CPU without AVX512_BF16";
+  const int64_t vocab = 83, d = 130, rows = 11, ldo = 90;
+  const std::vector<uint16_t> w = ToBf16(RandomFloats(static_cast<size_t>(vocab * d), 81, 0.1f));
+  const std::vector<uint16_t> x = ToBf16(RandomFloats(static_cast<size_t>(rows * d), 82, 2.0f));
+  const std::vector<double> ref = Reference(FromBf16(x), rows, FromBf16(w), vocab, d);
+  std::vector<uint16_t> packed(static_cast<size_t>(PackedHeadBlocks(vocab) * PackedBf16BlockStride(d)));
+  PackBf16Blocks(w.data(), vocab, d, 0, PackedHeadBlocks(vocab), packed.data());
+  std::vector<float> whole(static_cast<size_t>(rows * ldo));
+  HeadKernelBf16Packed(x.data(), rows, packed.data(), d, 0, vocab, whole.data(), ldo);
+  const float sentinel = -12345.0f;
+  for (const auto& [v0, v1] : {std::pair<int64_t, int64_t>{16, 47}, {32, 83}, {80, 83}}) {
+    std::vector<float> out(static_cast<size_t>(rows * ldo), sentinel);
+    HeadKernelBf16Packed(x.data(), rows, packed.data(), d, v0, v1, out.data(), ldo);
+    for (int64_t m = 0; m < rows; ++m) {
+      for (int64_t v = 0; v < ldo; ++v) {
+        const float got = out[m * ldo + v];
+        if (v < v0 || v >= v1) {
+          ASSERT_EQ(got, sentinel) << m << " " << v;
+        } else {
+          ASSERT_NEAR(got, ref[m * vocab + v], 1e-5 * 8) << m << " " << v;
+          ASSERT_EQ(0, std::memcmp(&got, &whole[m * ldo + v], 4)) << m << " " << v;
+        }
+      }
+    }
+  }
+}
+
+// Options::dense_pack and VOCABD_DENSE_PACK (0 | 1, the variable wins over
+// the option as VOCABD_QUANT_PACK does; anything else is refused naming it);
+// no packed copy when vocabd's kernel is off.
+TEST(LmHeadKernelTest, DensePackIsSetByOptionOrEnvironment) {
+  const int64_t vocab = 40, d = 24;
+  const std::vector<float> w = RandomFloats(static_cast<size_t>(vocab * d), 91, 0.1f);
+  LmHead::Options o;
+  o.weights = w.data();
+  o.vocab_size = vocab;
+  o.hidden_size = d;
+  ASSERT_EQ(setenv("VOCABD_DENSE_PACK", "yes", 1), 0);
+  auto bad = LmHead::Create(o);
+  ASSERT_EQ(unsetenv("VOCABD_DENSE_PACK"), 0);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("VOCABD_DENSE_PACK = 'yes' (want 0 or 1)"),
+            std::string::npos)
+      << bad.status();
+  if (!HasF32Kernel()) GTEST_SKIP() << "no F32 kernel on this CPU (no AVX-512)";
+  const int64_t packed = PackedHeadBlocks(vocab) * PackedF32BlockStride(d) * 4;
+  struct Case {
+    const char* env;  // null: unset
+    bool option;
+    int64_t small_rows_max;
+    int64_t want_bytes;
+  };
+  for (const Case& c : {Case{nullptr, true, -1, packed}, Case{nullptr, false, -1, 0},
+                        Case{"0", true, -1, 0}, Case{"1", false, -1, packed},
+                        Case{nullptr, true, 0, 0}}) {
+    if (c.env != nullptr) {
+      ASSERT_EQ(setenv("VOCABD_DENSE_PACK", c.env, 1), 0);
+    }
+    o.dense_pack = c.option;
+    o.small_rows_max = c.small_rows_max;
+    auto h = LmHead::Create(o);
+    ASSERT_EQ(unsetenv("VOCABD_DENSE_PACK"), 0);
+    ASSERT_TRUE(h.ok()) << h.status();
+    EXPECT_EQ((*h)->packed_bytes(), c.want_bytes)
+        << (c.env ? c.env : "unset") << " " << c.option << " " << c.small_rows_max;
+    EXPECT_EQ((*h)->implementation().find("weights packed at Create") != std::string::npos,
+              c.want_bytes > 0)
+        << (*h)->implementation();
   }
 }
 

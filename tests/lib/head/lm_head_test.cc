@@ -266,12 +266,15 @@ TEST_F(LmHeadTest, ConcurrentComputeGivesIdenticalResults) {
   }
 }
 
-// The tied-head pattern: the head reads the embedding table in place (one
-// copy in memory), so hidden = E[t] gives logit t = |E[t]|^2, and a change to
-// the table after Create is visible to the next Compute.
+// The tied-head pattern without a packed copy (dense_pack off): the head
+// reads the embedding table in place (one copy in memory), so hidden = E[t]
+// gives logit t = |E[t]|^2, and a change to the table after Create is
+// visible to the next Compute.
 TEST_F(LmHeadTest, TiedHeadReadsEmbeddingInPlace) {
   std::vector<float> table = embedding_;
-  auto created = LmHead::Create(F32Head(table.data(), vocab_, hidden_size_));
+  LmHead::Options options = F32Head(table.data(), vocab_, hidden_size_);
+  options.dense_pack = false;  // a packed copy would not see the change
+  auto created = LmHead::Create(options);
   ASSERT_TRUE(created.ok()) << created.status();
   const LmHead& head = **created;
   const std::vector<int64_t> ids = {1, 2, 403, 511};
