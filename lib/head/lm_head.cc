@@ -83,6 +83,13 @@ ScratchBuffer& ThreadPackedPanel() {
   return buffer;
 }
 
+// Per-thread buffer of the packed F32 / BF16 kernel's accumulators
+// (PackedAccFloats).
+ScratchBuffer& ThreadPackedAcc() {
+  thread_local ScratchBuffer buffer;
+  return buffer;
+}
+
 // Per-thread buffer for the hidden rows packed as AMX B tiles.
 ScratchBuffer& ThreadAmxPacked() {
   thread_local ScratchBuffer buffer;
@@ -100,6 +107,17 @@ absl::StatusOr<const uint16_t*> Bf16Rows(const float* hidden, int64_t count) {
   }
   ConvertFromF32(hidden, n, DType::kBF16, converted);
   return static_cast<const uint16_t*>(converted);
+}
+
+// Fills blocks [b0, b1) of an F32 / BF16 head's packed copy.
+void PackDense(DType dtype, const void* w, int64_t vocab, int64_t d, int64_t b0, int64_t b1,
+               void* packed) {
+  if (dtype == DType::kBF16) {
+    PackBf16Blocks(static_cast<const uint16_t*>(w), vocab, d, b0, b1,
+                   static_cast<uint16_t*>(packed));
+  } else {
+    PackF32Blocks(static_cast<const float*>(w), vocab, d, b0, b1, static_cast<float*>(packed));
+  }
 }
 
 memory::data_type DnnlType(DType dtype) {
@@ -160,8 +178,8 @@ struct LmHead::Impl {
   // was measured (empty: set).
   bool f32_prefetch = false;
   std::string f32_prefetch_how;
-  // The packed copy of F32 / BF16 weights (Options::dense_pack; the layout
-  // of lm_head_kernel.h), null when the small-M kernel reads them row-major.
+  // F32 / BF16: the packed copy made at Create (Options::dense_pack; the
+  // lm_head_kernel.h layout) that Compute reads for every M, or null.
   HugePageBuffer dense_packed;
   // Quantized weights (options.weights_quant set): the type and the path.
   const QuantTypeInfo* quant = nullptr;
@@ -349,15 +367,18 @@ std::string LmHead::implementation() const {
     onednn = name == nullptr ? "" : name;
   }
   if (impl_->small_rows_max == 0) return onednn;
-  std::string prefetch;
+  const char* kernel = impl_->amx ? "amx_bf16" : HeadKernelIsaName(impl_->kernel_isa);
   if (impl_->dense_packed.data() != nullptr) {
-    prefetch = absl::StrCat("; weights packed at Create, ", impl_->packed_bytes, " bytes");
-  } else if (impl_->options.weights_dtype == DType::kF32) {
+    return absl::StrCat("vocabd:", kernel, " (every M; weights packed at Create, ",
+                        impl_->packed_bytes, " bytes)");
+  }
+  std::string prefetch;
+  if (impl_->options.weights_dtype == DType::kF32) {
     prefetch = absl::StrCat("; one-group prefetch ", impl_->f32_prefetch ? "on" : "off",
                             impl_->f32_prefetch_how.empty() ? "" : ", ", impl_->f32_prefetch_how);
   }
-  return absl::StrCat("vocabd:", impl_->amx ? "amx_bf16" : HeadKernelIsaName(impl_->kernel_isa),
-                      " (rows <= ", impl_->small_rows_max, prefetch, "); ", onednn);
+  return absl::StrCat("vocabd:", kernel, " (rows <= ", impl_->small_rows_max, prefetch, "); ",
+                      onednn);
 }
 
 namespace {
@@ -832,42 +853,6 @@ absl::StatusOr<std::unique_ptr<LmHead>> LmHead::CreateQuantized(const Options& o
   return std::unique_ptr<LmHead>(new LmHead(std::move(impl)));
 }
 
-namespace {
-
-// The packed copy of an F32 / BF16 head (Options::dense_pack), in huge
-// pages (512x fewer page faults while packing, fewer TLB misses while
-// streaming it), blocks filled on all threads.
-absl::Status PackDenseWeights(const LmHead::Options& o, HugePageBuffer* out, int64_t* out_bytes) {
-  const bool bf16 = o.weights_dtype == DType::kBF16;
-  const int64_t blocks = PackedHeadBlocks(o.vocab_size);
-  const int64_t stride = bf16 ? PackedBf16BlockStride(o.hidden_size)
-                              : PackedF32BlockStride(o.hidden_size);
-  const int64_t bytes = blocks * stride * static_cast<int64_t>(DTypeSize(o.weights_dtype));
-  absl::StatusOr<HugePageBuffer> packed = HugePageBuffer::Allocate(
-      static_cast<size_t>(bytes), bf16 ? "the packed BF16 weights" : "the packed F32 weights");
-  if (!packed.ok()) {
-    return absl::Status(packed.status().code(), absl::StrCat("LmHead: ", packed.status().message()));
-  }
-  constexpr int64_t kBlocksPerTask = 64;
-  uint8_t* p = packed->data();
-  ParallelFor((blocks + kBlocksPerTask - 1) / kBlocksPerTask, [&](int64_t t) {
-    const int64_t b0 = t * kBlocksPerTask;
-    const int64_t b1 = std::min(blocks, b0 + kBlocksPerTask);
-    if (bf16) {
-      PackBf16Blocks(static_cast<const uint16_t*>(o.weights), o.vocab_size, o.hidden_size, b0, b1,
-                     reinterpret_cast<uint16_t*>(p));
-    } else {
-      PackF32Blocks(static_cast<const float*>(o.weights), o.vocab_size, o.hidden_size, b0, b1,
-                    reinterpret_cast<float*>(p));
-    }
-  });
-  *out = std::move(*packed);
-  *out_bytes = bytes;
-  return absl::OkStatus();
-}
-
-}  // namespace
-
 absl::StatusOr<std::unique_ptr<LmHead>> LmHead::Create(const Options& options) {
   if (options.weights == nullptr) {
     return absl::InvalidArgumentError("LmHead: weights is null");
@@ -934,8 +919,36 @@ absl::StatusOr<std::unique_ptr<LmHead>> LmHead::Create(const Options& options) {
     impl->chunk_rows = KernelChunkRows(options.hidden_size, options.weights_dtype);
     const bool pack = *dense_pack_env >= 0 ? *dense_pack_env == 1 : options.dense_pack;
     if (pack && impl->small_rows_max > 0 && !impl->amx && (!bf16 || options.hidden_size % 2 == 0)) {
-      absl::Status packed = PackDenseWeights(options, &impl->dense_packed, &impl->packed_bytes);
-      if (!packed.ok()) return packed;
+      const int64_t blocks = PackedHeadBlocks(options.vocab_size);
+      const int64_t bytes = blocks *
+                            (bf16 ? PackedBf16BlockStride(options.hidden_size)
+                                  : PackedF32BlockStride(options.hidden_size)) *
+                            static_cast<int64_t>(DTypeSize(options.weights_dtype));
+      // In huge pages: 512x fewer page faults while packing, fewer TLB
+      // misses while streaming it. Blocks filled on all threads, each task's
+      // rows of `weights` handed to options.packed_source_done after.
+      absl::StatusOr<HugePageBuffer> packed = HugePageBuffer::Allocate(
+          static_cast<size_t>(bytes), bf16 ? "the packed BF16 weights" : "the packed F32 weights");
+      if (!packed.ok()) {
+        return absl::Status(packed.status().code(),
+                            absl::StrCat("LmHead: ", packed.status().message()));
+      }
+      constexpr int64_t kBlocksPerTask = 64;
+      const int64_t row_bytes =
+          options.hidden_size * static_cast<int64_t>(DTypeSize(options.weights_dtype));
+      void* p = packed->data();
+      ParallelFor((blocks + kBlocksPerTask - 1) / kBlocksPerTask, [&](int64_t t) {
+        const int64_t b0 = t * kBlocksPerTask, b1 = std::min(blocks, (t + 1) * kBlocksPerTask);
+        PackDense(options.weights_dtype, options.weights, options.vocab_size, options.hidden_size,
+                  b0, b1, p);
+        if (options.packed_source_done) {
+          const int64_t r0 = 16 * b0, r1 = std::min(options.vocab_size, 16 * b1);
+          options.packed_source_done(static_cast<const uint8_t*>(options.weights) + r0 * row_bytes,
+                                     static_cast<size_t>((r1 - r0) * row_bytes));
+        }
+      });
+      impl->dense_packed = std::move(*packed);
+      impl->packed_bytes = bytes;
     }
     if (!bf16 && impl->small_rows_max > 0 && impl->dense_packed.data() == nullptr) {
       impl->f32_prefetch =
@@ -978,6 +991,7 @@ absl::Status LmHead::Compute(const float* hidden, int64_t rows, float* logits) c
   }
   const Impl& impl = *impl_;
   if (impl.quant != nullptr) return ComputeQuantized(hidden, rows, logits);
+  if (impl.dense_packed.data() != nullptr) return ComputeDensePacked(hidden, rows, logits);
   if (rows <= impl.small_rows_max) return ComputeSmall(hidden, rows, logits);
   // Chunks of at most kFixedRowsMax rows, each through a fixed-M primitive;
   // a last chunk small enough for vocabd's kernel goes there.
@@ -1110,22 +1124,8 @@ absl::Status LmHead::ComputeSmall(const float* hidden, int64_t rows, float* logi
       });
       return absl::OkStatus();
     }
-    if (impl.dense_packed.data() != nullptr) {
-      const auto* packed = reinterpret_cast<const uint16_t*>(impl.dense_packed.data());
-      ParallelForStreams(tasks, [&](int64_t t) {
-        HeadKernelBf16Packed(x, rows, packed, d, t * chunk, std::min(vocab, (t + 1) * chunk),
-                             logits, vocab);
-      });
-      return absl::OkStatus();
-    }
     ParallelForStreams(tasks, [&](int64_t t) {
       HeadKernelBf16(x, rows, w, d, t * chunk, std::min(vocab, (t + 1) * chunk), logits, vocab);
-    });
-  } else if (impl.dense_packed.data() != nullptr) {
-    const auto* packed = reinterpret_cast<const float*>(impl.dense_packed.data());
-    ParallelForStreams(tasks, [&](int64_t t) {
-      HeadKernelF32Packed(hidden, rows, packed, d, t * chunk, std::min(vocab, (t + 1) * chunk),
-                          logits, vocab);
     });
   } else {
     const auto* w = static_cast<const float*>(impl.weights.load(std::memory_order_acquire));
@@ -1133,6 +1133,46 @@ absl::Status LmHead::ComputeSmall(const float* hidden, int64_t rows, float* logi
       HeadKernelF32(hidden, rows, w, d, t * chunk, std::min(vocab, (t + 1) * chunk), logits,
                     vocab, impl.f32_prefetch);
     });
+  }
+  return absl::OkStatus();
+}
+
+absl::Status LmHead::ComputeDensePacked(const float* hidden, int64_t rows, float* logits) const {
+  const Impl& impl = *impl_;
+  const void* packed = impl.dense_packed.data();
+  const bool bf16 = impl.options.weights_dtype == DType::kBF16;
+  const void* x = hidden;
+  if (bf16) {
+    absl::StatusOr<const uint16_t*> converted = Bf16Rows(hidden, rows * impl.options.hidden_size);
+    if (!converted.ok()) return converted.status();
+    x = *converted;
+  }
+  const int64_t vocab = impl.options.vocab_size;
+  const int64_t d = impl.options.hidden_size;
+  const int64_t chunk = impl.chunk_rows;
+  const int64_t tasks = (vocab + chunk - 1) / chunk;
+  const size_t acc_bytes = static_cast<size_t>(PackedAccFloats(rows)) * sizeof(float);
+  std::atomic<bool> oom{false};
+  ParallelForStreams(tasks, [&](int64_t t) {
+    auto* acc = static_cast<float*>(ThreadPackedAcc().Get(acc_bytes));
+    if (acc == nullptr) {
+      oom.store(true);
+      return;
+    }
+    const int64_t v0 = t * chunk, v1 = std::min(vocab, (t + 1) * chunk);
+    if (bf16) {
+      HeadKernelBf16Packed(static_cast<const uint16_t*>(x), rows,
+                           static_cast<const uint16_t*>(packed), d, v0, v1,
+                           logits, vocab, acc);
+    } else {
+      HeadKernelF32Packed(static_cast<const float*>(x), rows,
+                          static_cast<const float*>(packed), d, v0, v1,
+                          logits, vocab, acc);
+    }
+  });
+  if (oom.load()) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("LmHead: cannot allocate ", acc_bytes, " bytes of packed-kernel accumulators"));
   }
   return absl::OkStatus();
 }

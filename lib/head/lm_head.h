@@ -38,6 +38,9 @@
 //         Linux) up to kDefaultAmxRowsMax; else vdpbf16ps register tiles
 //         (AVX512_BF16) up to kDefaultSmallRowsMax. Hidden rows are rounded
 //         to bf16 (nearest even) exactly as for oneDNN.
+//   The FMA and vdpbf16ps tiles run on a packed copy made at Create
+//   (Options::dense_pack, on by default: 16 vocabulary rows per vector, one
+//   weight load per input rows' broadcast values), or on W row-major.
 // Chosen at Create from the CPU's features: without AVX-512 (AVX512_BF16 for
 // BF16 weights) every M uses oneDNN, as does every M above the crossover.
 // The environment variable VOCABD_LM_HEAD_KERNEL overrides the choice for
@@ -62,6 +65,7 @@
 #define VOCABD_LIB_HEAD_LM_HEAD_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -137,20 +141,26 @@ class LmHead {
     // VOCABD_F32_PREFETCH = 0 | 1 overrides -1 for operators. Heads with a
     // packed copy (dense_pack) do not use it.
     int f32_prefetch = -1;
-    // F32 / BF16 weights on vocabd's AVX-512 kernels (not the AMX one):
-    // copy the weights at Create into the packed layout of
-    // lm_head_kernel.h (blocks of 16 vocabulary rows, weight_bytes() plus 64
-    // bytes per block, held by the LmHead in 2 MiB-aligned memory advised
-    // for huge pages) and run rows <= small_rows_max on it: each 64-byte
-    // load of weights serves every input row, so 8 rows cost little more
-    // than one (the row-major kernel reads each weight row once per group of
-    // 6 rows and sums lanes at the end). Rows above small_rows_max still go
-    // to oneDNN on `weights`, which must stay mapped. Logits differ from the
-    // row-major kernel's in summation order only (lm_head_kernel.h). BF16
-    // needs an even hidden_size. The environment variable
-    // VOCABD_DENSE_PACK = 0 | 1 overrides it for operators; another value
-    // makes Create fail (INVALID_ARGUMENT).
+    // F32 / BF16 weights on vocabd's AVX-512 kernels (small_rows_max != 0,
+    // not the AMX one; BF16 needs an even hidden_size): copy the weights at
+    // Create into the packed layout of lm_head_kernel.h (blocks of 16
+    // vocabulary rows, weight_bytes() plus 64 bytes per block, held by the
+    // LmHead in 2 MiB-aligned memory advised for huge pages:
+    // packed_bytes()) and run every M on it: each 64-byte load of weights
+    // serves every input row, so 8 rows cost little more than one, and many
+    // rows run near the FMA peak, as fast as oneDNN's brgemm
+    // (docs/performance.md). Logits differ from the row-major kernel's and
+    // oneDNN's in summation order only. false: the row-major kernel up to
+    // small_rows_max and oneDNN above, on `weights`. The environment
+    // variable VOCABD_DENSE_PACK = 0 | 1 overrides it for operators; another
+    // value makes Create fail (INVALID_ARGUMENT).
     bool dense_pack = true;
+    // Packing at Create (dense_pack): called after each piece of `weights`
+    // (a range of whole rows, [data, data + bytes)) has been packed, from
+    // the thread that packed it, e.g. to drop a file mapping's pages from
+    // RSS as Model does, so that the packed copy and the table are not both
+    // resident. Unset: nothing is called.
+    std::function<void(const void* data, size_t bytes)> packed_source_done;
   };
   // The measured crossovers against oneDNN's fixed-M primitives, per CPU
   // feature set (DefaultSmallRowsMax) (bench/head_bench --paths, Llama-3
@@ -311,6 +321,8 @@ class LmHead {
  private:
   struct Impl;
   explicit LmHead(std::unique_ptr<Impl> impl);
+  // The packed F32 / BF16 kernels on the packed copy (Options::dense_pack), every M.
+  absl::Status ComputeDensePacked(const float* hidden, int64_t rows, float* logits) const;
   // The small-M kernel path of Compute (rows <= small_rows_max()).
   absl::Status ComputeSmall(const float* hidden, int64_t rows, float* logits) const;
   static absl::StatusOr<std::unique_ptr<LmHead>> CreateQuantized(const Options& options);

@@ -45,11 +45,10 @@ Groups SplitRows(int64_t rows, int max_group_rows = kMaxGroupRows) {
 }
 
 // The packed kernels (lm_head_kernel.h): input rows per register tile at
-// most, and row groups per pass over a tile (more rows run as further passes
-// over the weights; small_rows_max keeps calls far below that).
+// most, and the floats of one group's saved accumulators (4 blocks x 8 rows
+// x 16 lanes).
 constexpr int kMaxPackedGroupRows = 8;
-constexpr int kMaxPackedGroups = 4;
-constexpr int kMaxPackedPassRows = kMaxPackedGroupRows * kMaxPackedGroups;
+constexpr int64_t kPackedGroupAccFloats = 4 * kMaxPackedGroupRows * 16;
 // With two or more row groups k runs in chunks of this many values, each
 // chunk of the tile's blocks (up to 4 x 128 x 64 bytes) read by every group
 // while it is in L1.
@@ -281,36 +280,34 @@ void StorePackedTile(const float* acc_buf, int nb, int mb, float* out, int64_t l
   }
 }
 
+// acc: kPackedGroupAccFloats per row group of SplitRows(rows, 8).
 void KernelF32Packed(const float* x, int64_t rows, const float* packed, int64_t d, int64_t v0,
-                     int64_t v1, float* out, int64_t ldo) {
+                     int64_t v1, float* out, int64_t ldo, float* acc) {
   const Groups g = SplitRows(rows, kMaxPackedGroupRows);
   const int nb_max = PackedTileBlocks(g.mb_hi);
   const int64_t stride = PackedF32BlockStride(d);
   // One group: one pass over k. Several: k in chunks of kPackedChunkK, every
   // group over a chunk of the tile's blocks while it is in L1.
   const int64_t kc = g.count == 1 ? d : kPackedChunkK;
-  alignas(64) float acc_buf[kMaxPackedGroups][4 * kMaxPackedGroupRows * 16];
   for (int64_t v = v0; v < v1; v += 16 * nb_max) {
     const int nb = static_cast<int>(LesserOf(nb_max, (v1 - v + 15) / 16));
     const PackedTileF32Fn hi = PickPackedF32(nb, g.mb_hi);
     const PackedTileF32Fn lo = PickPackedF32(nb, g.mb_hi - 1);
     const float* pw = packed + (v / 16) * stride;
-    for (int64_t i = 0; i < g.count; ++i) {
-      std::memset(acc_buf[i], 0, sizeof acc_buf[i]);
-    }
+    std::memset(acc, 0, static_cast<size_t>(g.count * kPackedGroupAccFloats) * sizeof(float));
     for (int64_t k0 = 0; k0 < d; k0 += kc) {
       const int64_t k1 = LesserOf(d, k0 + kc);
       int64_t m0 = 0;
       for (int64_t i = 0; i < g.count; ++i) {
         const bool is_hi = i < g.n_hi;
-        (is_hi ? hi : lo)(x + m0 * d, d, pw, stride, k0, k1, acc_buf[i]);
+        (is_hi ? hi : lo)(x + m0 * d, d, pw, stride, k0, k1, acc + i * kPackedGroupAccFloats);
         m0 += is_hi ? g.mb_hi : g.mb_hi - 1;
       }
     }
     int64_t m0 = 0;
     for (int64_t i = 0; i < g.count; ++i) {
       const int mb = i < g.n_hi ? g.mb_hi : g.mb_hi - 1;
-      StorePackedTile(acc_buf[i], nb, mb, out, ldo, m0, v, v1);
+      StorePackedTile(acc + i * kPackedGroupAccFloats, nb, mb, out, ldo, m0, v, v1);
       m0 += mb;
     }
   }
@@ -486,34 +483,31 @@ PackedTileBf16Fn PickPackedBf16(int nb, int mb) {
 }
 
 void KernelBf16Packed(const uint16_t* x, int64_t rows, const uint16_t* packed, int64_t d,
-                      int64_t v0, int64_t v1, float* out, int64_t ldo) {
+                      int64_t v0, int64_t v1, float* out, int64_t ldo, float* acc) {
   const Groups g = SplitRows(rows, kMaxPackedGroupRows);
   const int nb_max = PackedTileBlocks(g.mb_hi);
   const int64_t stride = PackedBf16BlockStride(d);
   const int64_t pairs = d / 2;
   const int64_t jc = g.count == 1 ? pairs : kPackedChunkK / 2;
-  alignas(64) float acc_buf[kMaxPackedGroups][4 * kMaxPackedGroupRows * 16];
   for (int64_t v = v0; v < v1; v += 16 * nb_max) {
     const int nb = static_cast<int>(LesserOf(nb_max, (v1 - v + 15) / 16));
     const PackedTileBf16Fn hi = PickPackedBf16(nb, g.mb_hi);
     const PackedTileBf16Fn lo = PickPackedBf16(nb, g.mb_hi - 1);
     const uint16_t* pw = packed + (v / 16) * stride;
-    for (int64_t i = 0; i < g.count; ++i) {
-      std::memset(acc_buf[i], 0, sizeof acc_buf[i]);
-    }
+    std::memset(acc, 0, static_cast<size_t>(g.count * kPackedGroupAccFloats) * sizeof(float));
     for (int64_t j0 = 0; j0 < pairs; j0 += jc) {
       const int64_t j1 = LesserOf(pairs, j0 + jc);
       int64_t m0 = 0;
       for (int64_t i = 0; i < g.count; ++i) {
         const bool is_hi = i < g.n_hi;
-        (is_hi ? hi : lo)(x + m0 * d, d, pw, stride, j0, j1, acc_buf[i]);
+        (is_hi ? hi : lo)(x + m0 * d, d, pw, stride, j0, j1, acc + i * kPackedGroupAccFloats);
         m0 += is_hi ? g.mb_hi : g.mb_hi - 1;
       }
     }
     int64_t m0 = 0;
     for (int64_t i = 0; i < g.count; ++i) {
       const int mb = i < g.n_hi ? g.mb_hi : g.mb_hi - 1;
-      StorePackedTile(acc_buf[i], nb, mb, out, ldo, m0, v, v1);
+      StorePackedTile(acc + i * kPackedGroupAccFloats, nb, mb, out, ldo, m0, v, v1);
       m0 += mb;
     }
   }
@@ -702,22 +696,20 @@ void PackBf16Blocks(const uint16_t* w, int64_t vocab, int64_t d, int64_t b0, int
   PackBlocks<uint16_t, 2>(w, vocab, d, b0, b1, PackedBf16BlockStride(d), packed);
 }
 
+int64_t PackedAccFloats(int64_t rows) {
+  return SplitRows(rows, kMaxPackedGroupRows).count * kPackedGroupAccFloats;
+}
+
 void HeadKernelF32Packed(const float* x, int64_t rows, const float* packed, int64_t d, int64_t v0,
-                         int64_t v1, float* out, int64_t ldo) {
+                         int64_t v1, float* out, int64_t ldo, float* acc) {
   if (rows <= 0 || v1 <= v0 || d <= 0) return;
-  for (int64_t m0 = 0; m0 < rows; m0 += kMaxPackedPassRows) {
-    KernelF32Packed(x + m0 * d, LesserOf(kMaxPackedPassRows, rows - m0), packed, d, v0, v1,
-                    out + m0 * ldo, ldo);
-  }
+  KernelF32Packed(x, rows, packed, d, v0, v1, out, ldo, acc);
 }
 
 void HeadKernelBf16Packed(const uint16_t* x, int64_t rows, const uint16_t* packed, int64_t d,
-                          int64_t v0, int64_t v1, float* out, int64_t ldo) {
+                          int64_t v0, int64_t v1, float* out, int64_t ldo, float* acc) {
   if (rows <= 0 || v1 <= v0 || d <= 0 || d % 2 != 0) return;
-  for (int64_t m0 = 0; m0 < rows; m0 += kMaxPackedPassRows) {
-    KernelBf16Packed(x + m0 * d, LesserOf(kMaxPackedPassRows, rows - m0), packed, d, v0, v1,
-                     out + m0 * ldo, ldo);
-  }
+  KernelBf16Packed(x, rows, packed, d, v0, v1, out, ldo, acc);
 }
 
 }  // namespace vocabd

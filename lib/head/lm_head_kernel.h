@@ -89,21 +89,24 @@ void PackF32Blocks(const float* w, int64_t vocab, int64_t d, int64_t b0, int64_t
 void PackBf16Blocks(const uint16_t* w, int64_t vocab, int64_t d, int64_t b0, int64_t b1,
                     uint16_t* packed);
 
-// HeadKernelF32 / HeadKernelBf16 on the packed layout: out[m * ldo + v] for
-// v in [v0, v1), v0 a multiple of 16, v1 <= vocab_size. Register tiles of
-// up to 4 blocks x 8 input rows (4 x 1..6, 3 x 7..8); more rows run as
-// groups of <= 8 over k chunks of 128 (the chunk of the tile's blocks read
-// from L1 by every group), 32 rows per pass over the weights.
+// HeadKernelF32 / HeadKernelBf16 on the packed layout, any number of rows:
+// out[m * ldo + v] for v in [v0, v1), v0 a multiple of 16, v1 <= vocab_size.
+// Register tiles of up to 4 blocks x 8 input rows (4 x 1..6, 3 x 7..8); more
+// rows run as groups of <= 8 over k chunks of 128 (the chunk of the tile's
+// blocks read from L1 by every group), so the weights are read from memory
+// once per call whatever the rows. `acc` holds the groups' accumulators
+// between chunks: PackedAccFloats(rows) floats, the caller's (per thread).
 //
 // Summation order: each F32 logit is one FMA chain over k = 0 .. d-1 in
 // order starting from +0.0, acc = fma(W[v][k], x[m][k], acc), i.e. the same
 // bits as std::fma in that loop; each BF16 logit is one vdpbf16ps lane over
 // the pairs j = 0 .. d/2-1 in order. Neither depends on M, the row's place in
 // the batch, [v0, v1) or the thread. Needs kAvx512 (F32) / kAvx512Bf16 (BF16).
+int64_t PackedAccFloats(int64_t rows);
 void HeadKernelF32Packed(const float* x, int64_t rows, const float* packed, int64_t d, int64_t v0,
-                         int64_t v1, float* out, int64_t ldo);
+                         int64_t v1, float* out, int64_t ldo, float* acc);
 void HeadKernelBf16Packed(const uint16_t* x, int64_t rows, const uint16_t* packed, int64_t d,
-                          int64_t v0, int64_t v1, float* out, int64_t ldo);
+                          int64_t v0, int64_t v1, float* out, int64_t ldo, float* acc);
 
 // AMX (BF16 weights, any M): true when the CPU has AMX-TILE and AMX-BF16
 // (and the BF16 kernel above) and Linux granted this process the AMX tile

@@ -86,6 +86,17 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Create(const Options& options) {
   if (head.quant_type.has_value()) head_options.weights_quant = *head.quant_type;
   head_options.vocab_size = model->config().vocab_size;
   head_options.hidden_size = model->config().hidden_size;
+  // An F32 / BF16 head read from the mapping is packed at Create (the
+  // copy every M reads, LmHead::Options::dense_pack), each packed piece of
+  // the mapping dropped from RSS; a table converted at load stays
+  // row-major (a packed copy would be a second one).
+  const MappedFile* head_mapping = model->checkpoint_->MappingOf(head.data, head.nbytes);
+  head_options.dense_pack = head_huge_pages && head_mapping != nullptr;
+  if (head_mapping != nullptr) {
+    head_options.packed_source_done = [head_mapping](const void* data, size_t bytes) {
+      head_mapping->DropResidentPages(data, bytes);
+    };
+  }
   ASSIGN_OR_RETURN(std::unique_ptr<LmHead> lm_head, LmHead::Create(head_options));
   model->lm_head_ = std::shared_ptr<const LmHead>(std::move(lm_head));
   if (options.batching.has_value()) {
@@ -125,6 +136,11 @@ void Model::StartHeadCopy(bool wanted, bool by_env) {
   std::lock_guard<std::mutex> lock(head_copy_mu_);
   if (head.quant_type.has_value()) {
     head_memory_ = lm_head_->packed_bytes() > 0 ? "packed copy (quantized)" : "in place (quantized)";
+    return;
+  }
+  if (lm_head_->packed_bytes() > 0) {  // LmHead::Options::dense_pack
+    head_memory_ = mapping != nullptr ? "huge pages (packed at load)"
+                                      : "huge pages (packed at load, besides the converted table)";
     return;
   }
   if (mapping == nullptr) {
@@ -829,7 +845,14 @@ absl::Status Model::Score(const ScoreInput& input, ScoreOutput* output) const {
 }
 
 int64_t Model::resident_bytes() const {
-  return checkpoint_->resident_bytes() + lm_head_->packed_bytes();
+  // A quantized head's packed copy is held besides the table its few-row
+  // kernel reads in place. An F32 / BF16 head packed from the file mapping
+  // holds the table once: the mapping's pages were dropped as they were
+  // packed (Embed faults in what it reads, as with the row-major copy).
+  const WeightTensor& head = checkpoint_->lm_head();
+  const bool replaces_mapping = !head.quant_type.has_value() &&
+                                checkpoint_->MappingOf(head.data, head.nbytes) != nullptr;
+  return checkpoint_->resident_bytes() + (replaces_mapping ? 0 : lm_head_->packed_bytes());
 }
 
 int64_t Model::head_slice_rows() const {

@@ -288,7 +288,8 @@ TEST_F(HttpGatewayTest, LoadAndUnloadModelOverHttp) {
   ASSERT_TRUE(from_grpc.ParseFromString(info.bytes));
   // lm_head_memory may change in between: LoadModel answers while the
   // head's background huge-page copy runs, GetModel may come after it.
-  EXPECT_THAT(from_http.lm_head_memory(), AnyOf("file mapping, copying to huge pages",
+  EXPECT_THAT(from_http.lm_head_memory(), AnyOf("huge pages (packed at load)",
+                                                "file mapping, copying to huge pages",
                                                 "huge pages (copied at load)"));
   EXPECT_EQ(from_grpc.lm_head_memory().empty(), false);
   from_http.clear_lm_head_memory();

@@ -266,8 +266,10 @@ TEST_F(ScoringServingTest, GetModelShowsBatchingAndDtype) {
   EXPECT_EQ(bin->requested_dtype(), v1::DTYPE_UNSPECIFIED);
   EXPECT_EQ(bin->dtype_fallback_reason(), "");
   EXPECT_FALSE(bin->lm_head_implementation().empty());
-  // The tied F32 table is copied to huge pages in the background after load.
-  EXPECT_THAT(bin->lm_head_memory(), AnyOf("huge pages (copied at load)",
+  // The tied F32 table is packed at load (CPUs with the AVX-512 head kernel)
+  // or copied to huge pages in the background after load.
+  EXPECT_THAT(bin->lm_head_memory(), AnyOf("huge pages (packed at load)",
+                                           "huge pages (copied at load)",
                                            "file mapping, copying to huge pages"));
   ASSERT_TRUE(bin->has_batching());
   EXPECT_EQ(bin->batching().max_batch_rows(), 64);

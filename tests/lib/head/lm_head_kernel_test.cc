@@ -569,7 +569,8 @@ TEST(LmHeadKernelTest, PackedF32IsTheFmaChainBitForBit) {
       const int64_t v1 = std::min(s.vocab, v0 + 37);
       const int64_t rows = 9, ldo = s.vocab + 3;
       std::vector<float> out(static_cast<size_t>(rows * ldo), sentinel);
-      HeadKernelF32Packed(x.data(), rows, packed.data(), s.d, v0, v1, out.data(), ldo);
+      std::vector<float> acc(static_cast<size_t>(PackedAccFloats(rows)));
+      HeadKernelF32Packed(x.data(), rows, packed.data(), s.d, v0, v1, out.data(), ldo, acc.data());
       for (int64_t m = 0; m < rows; ++m) {
         for (int64_t v = 0; v < ldo; ++v) {
           uint32_t bits;
@@ -597,11 +598,12 @@ TEST(LmHeadKernelTest, PackedBf16KernelWritesOnlyItsRange) {
   std::vector<uint16_t> packed(static_cast<size_t>(PackedHeadBlocks(vocab) * PackedBf16BlockStride(d)));
   PackBf16Blocks(w.data(), vocab, d, 0, PackedHeadBlocks(vocab), packed.data());
   std::vector<float> whole(static_cast<size_t>(rows * ldo));
-  HeadKernelBf16Packed(x.data(), rows, packed.data(), d, 0, vocab, whole.data(), ldo);
+  std::vector<float> acc(static_cast<size_t>(PackedAccFloats(rows)));
+  HeadKernelBf16Packed(x.data(), rows, packed.data(), d, 0, vocab, whole.data(), ldo, acc.data());
   const float sentinel = -12345.0f;
   for (const auto& [v0, v1] : {std::pair<int64_t, int64_t>{16, 47}, {32, 83}, {80, 83}}) {
     std::vector<float> out(static_cast<size_t>(rows * ldo), sentinel);
-    HeadKernelBf16Packed(x.data(), rows, packed.data(), d, v0, v1, out.data(), ldo);
+    HeadKernelBf16Packed(x.data(), rows, packed.data(), d, v0, v1, out.data(), ldo, acc.data());
     for (int64_t m = 0; m < rows; ++m) {
       for (int64_t v = 0; v < ldo; ++v) {
         const float got = out[m * ldo + v];

@@ -22,6 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include "lib/core/dtype.h"
+#include "lib/head/lm_head_kernel.h"
 #include "lib/quant/dequantize.h"
 #include "lib/quant/ggml_types.h"
 #include "lib/quant/quantize.h"
@@ -314,17 +315,43 @@ std::unique_ptr<Model> ExpectPeakWithin(const std::string& dir, WeightsDType dty
   return model;
 }
 
-// A BF16 head (tied: the embedding) is copied into huge pages
-// (Model::Options::head_huge_pages) 4 MiB at a time, each copied piece of
-// the mapping dropped from RSS: one copy resident. Without the copy the
-// head reads the mapping itself.
-// Loads `dir` with the head copied and in place, each within the peak-RSS
-// bound: the copy is outside the mapping (advised for THP), in place is not.
+// Whether this CPU's head kernel for `type` reads a packed copy
+// (LmHead::Options::dense_pack): F32 on AVX-512, BF16 on AVX512_BF16
+// without AMX.
+bool PacksDense(quant::GgmlType type) {
+  const HeadKernelIsa isa = DetectHeadKernelIsa();
+  if (type == quant::GgmlType::kF32) return isa != HeadKernelIsa::kNone;
+  return isa == HeadKernelIsa::kAvx512Bf16 && !HeadKernelAmxAvailable();
+}
+
+// An F32 / BF16 head (tied: the embedding) is packed at load where the
+// CPU's kernel reads a packed copy (LmHead::Options::dense_pack), else
+// (and with VOCABD_DENSE_PACK=0) copied into huge pages
+// (Model::Options::head_huge_pages) 4 MiB at a time; either way each
+// packed or copied piece of the mapping is dropped from RSS: one copy
+// resident. Without the copy the head reads the mapping itself.
+// Loads `dir` packed (where the CPU packs), copied and in place, each within
+// the peak-RSS bound: the copies are outside the mapping (advised for THP),
+// in place is not.
 void ExpectCopiedAndInPlace(const std::string& dir, quant::GgmlType want_type) {
   testing::ScopedEnv unset("VOCABD_HEAD_HUGE_PAGES", nullptr);
+  {
+    testing::ScopedEnv unset_pack("VOCABD_DENSE_PACK", nullptr);
+    auto packed = ExpectPeakWithin(dir, WeightsDType::kAuto, want_type);
+    ASSERT_NE(packed, nullptr);
+    if (PacksDense(want_type)) {
+      EXPECT_EQ(packed->head_memory(), "huge pages (packed at load)");
+      EXPECT_GT(packed->lm_head().packed_bytes(), packed->lm_head().weight_bytes());
+      EXPECT_EQ(packed->resident_bytes(), packed->checkpoint().resident_bytes());
+    } else {
+      EXPECT_EQ(packed->head_memory(), "huge pages (copied at load)");
+    }
+  }
+  testing::ScopedEnv row_major("VOCABD_DENSE_PACK", "0");
   auto copied = ExpectPeakWithin(dir, WeightsDType::kAuto, want_type);
   ASSERT_NE(copied, nullptr);
   EXPECT_EQ(copied->head_memory(), "huge pages (copied at load)");
+  EXPECT_EQ(copied->lm_head().packed_bytes(), 0);
   const void* w = copied->lm_head().weights();
   EXPECT_EQ(copied->checkpoint().MappingOf(w, 1), nullptr);
   EXPECT_TRUE(!testing::ThpInKernel() || testing::AdvisedHugePages(w));
@@ -346,11 +373,12 @@ TEST(ModelLoadMemoryTest, F32CopiedOnceFromTheMappingOrServedInPlace) {
   ExpectCopiedAndInPlace(WriteBigCheckpoint("F32", 16384, 4096), quant::GgmlType::kF32);  // 256 MiB
 }
 
-// Calls made while the background copy runs (32 MiB: 8 pieces) and after it
-// give the in-place head's logits bit for bit; a model destroyed while it
-// copies stops and joins the copy.
+// The row-major copy (VOCABD_DENSE_PACK=0): calls made while the background
+// copy runs (32 MiB: 8 pieces) and after it give the in-place head's logits
+// bit for bit; a model destroyed while it copies stops and joins the copy.
 TEST(ModelHeadCopyTest, CallsDuringTheCopyMatchTheMappingBitForBit) {
   testing::ScopedEnv unset("VOCABD_HEAD_HUGE_PAGES", nullptr);
+  testing::ScopedEnv row_major("VOCABD_DENSE_PACK", "0");  // the row-major copy
   const std::string dir = WriteBigCheckpoint("F32", 8192, 1024);
   Model::Options off{"mapped", dir};
   off.head_huge_pages = false;

@@ -14,6 +14,7 @@
 
 #include "tests/test_util.h"
 #include "lib/core/huge_pages.h"
+#include "lib/head/lm_head_kernel.h"
 #include "lib/tokenizer/tokenizer_loader.h"
 #include "tests/tokenizer/test_tokenizer.h"
 
@@ -45,7 +46,8 @@ TEST(ModelTest, TiedHeadIsTheEmbeddingMemory) {
   EXPECT_EQ(model->checkpoint().lm_head().data, model->checkpoint().embedding().data);
 }
 
-// Options::head_huge_pages: the head reads a 2 MiB-aligned copy of the
+// Options::head_huge_pages with VOCABD_DENSE_PACK=0 (or a CPU whose head
+// kernel reads no packed copy): the head reads a 2 MiB-aligned copy of the
 // file's table made in the background (lib/core/huge_pages.h), byte for
 // byte; the checkpoint (and Embed) keep the mapping; off, the mapping itself.
 bool HugePageAligned(const void* p) {
@@ -54,6 +56,7 @@ bool HugePageAligned(const void* p) {
 
 TEST(ModelTest, HeadReadsAHugePageCopyOfTheFileMadeInTheBackground) {
   testing::ScopedEnv unset("VOCABD_HEAD_HUGE_PAGES", nullptr);
+  testing::ScopedEnv row_major("VOCABD_DENSE_PACK", "0");  // the row-major copy
   auto file = LoadCheckpoint(testing::Stories260KHfDir());
   ASSERT_TRUE(file.ok()) << file.status();
   const WeightTensor& mapped = (*file)->embedding();
@@ -88,6 +91,41 @@ TEST(ModelTest, HeadReadsAHugePageCopyOfTheFileMadeInTheBackground) {
   EXPECT_EQ(a, b);
 }
 
+// By default, on a CPU with the AVX-512 head kernel, the F32 head is packed
+// at load (LmHead::Options::dense_pack) and every M reads the packed copy;
+// the checkpoint (and Embed) keep the mapping, resident_bytes counts the
+// table once, and the logits are the in-place row-major head's up to
+// summation order.
+TEST(ModelTest, HeadIsPackedAtLoadWhereTheKernelReadsPacked) {
+  testing::ScopedEnv unset("VOCABD_HEAD_HUGE_PAGES", nullptr);
+  testing::ScopedEnv unset_pack("VOCABD_DENSE_PACK", nullptr);
+  if (DetectHeadKernelIsa() == HeadKernelIsa::kNone) GTEST_SKIP() << "no AVX-512 head kernel";
+  auto model = Load("hf", testing::Stories260KHfDir());
+  ASSERT_NE(model, nullptr);
+  EXPECT_EQ(model->WaitForHeadCopy(), "huge pages (packed at load)");
+  EXPECT_EQ(model->lm_head().packed_bytes(), 32 * (16 * 64 + 16) * 4);  // 512 x 64 F32
+  EXPECT_THAT(model->lm_head_implementation(),
+              HasSubstr("(every M; weights packed at Create, 133120 bytes)"));
+  EXPECT_EQ(model->lm_head().weights(), model->checkpoint().lm_head().data);  // Embed's
+  EXPECT_EQ(model->resident_bytes(), model->checkpoint().resident_bytes());
+  Model::Options off("off", testing::Stories260KHfDir());
+  off.head_huge_pages = false;
+  auto in_place = Model::Create(off);
+  ASSERT_TRUE(in_place.ok()) << in_place.status();
+  EXPECT_EQ((*in_place)->lm_head().packed_bytes(), 0);
+  for (int64_t rows : {1, 3, 40}) {
+    const std::vector<float> h = Hidden(rows);
+    HeadInput input{h.data(), rows, 64};
+    std::vector<float> a, b;
+    ASSERT_TRUE(model->ComputeLogits(input, false, &a).ok());
+    ASSERT_TRUE((*in_place)->ComputeLogits(input, false, &b).ok());
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t i = 0; i < a.size(); ++i) {
+      ASSERT_NEAR(a[i], b[i], 1e-5 * std::max(1.0f, std::abs(b[i]))) << rows << " " << i;
+    }
+  }
+}
+
 // Destroying a model stops and joins its copy (ASan / TSan check the rest).
 TEST(ModelTest, DestroyedRightAfterCreate) {
   testing::ScopedEnv unset("VOCABD_HEAD_HUGE_PAGES", nullptr);
@@ -112,8 +150,13 @@ TEST(ModelTest, HeadHugePagesEnvironmentOverride) {
     off.head_huge_pages = false;
     auto model = Model::Create(off);
     ASSERT_TRUE(model.ok()) << model.status();
-    EXPECT_EQ((*model)->WaitForHeadCopy(), "huge pages (copied at load)");
-    EXPECT_TRUE(HugePageAligned((*model)->lm_head().weights()));
+    if (DetectHeadKernelIsa() != HeadKernelIsa::kNone) {
+      EXPECT_EQ((*model)->WaitForHeadCopy(), "huge pages (packed at load)");
+      EXPECT_GT((*model)->lm_head().packed_bytes(), 0);
+    } else {
+      EXPECT_EQ((*model)->WaitForHeadCopy(), "huge pages (copied at load)");
+      EXPECT_TRUE(HugePageAligned((*model)->lm_head().weights()));
+    }
   }
   testing::ScopedEnv env("VOCABD_HEAD_HUGE_PAGES", "yes");
   auto bad = Model::Create({"hf", testing::Stories260KHfDir()});
