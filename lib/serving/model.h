@@ -149,8 +149,12 @@ class Model {
     // once: the copy instead of the mapping's pages). head_memory() and
     // WaitForHeadCopy() tell where the head reads. Tables converted at load
     // (F16 -> F32, --weights-dtype) always land in such memory; quantized
-    // heads are packed into it (LmHead::Options::quant_pack). false: read
-    // the mapping in place (file pages shared with other processes). The
+    // heads are packed into it (LmHead::Options::quant_pack). Where the
+    // head's kernel reads a packed copy (F32 / BF16 on vocabd's AVX-512
+    // kernels: LmHead::Options::dense_pack), the table is packed into it at
+    // load instead (synchronously, each packed piece of the mapping dropped
+    // from RSS; VOCABD_DENSE_PACK=0 keeps the row-major copy above). false:
+    // read the mapping in place (file pages shared with other processes). The
     // environment variable VOCABD_HEAD_HUGE_PAGES = 0 | 1 overrides it for
     // operators; another value makes Create fail (INVALID_ARGUMENT).
     bool head_huge_pages = true;
@@ -197,7 +201,9 @@ class Model {
   // The head itself (kernel choice, crossover, sizes).
   const LmHead& lm_head() const { return *lm_head_; }
   // Where the head's weights are read from (Options::head_huge_pages), for
-  // logs and tests: "huge pages (copied at load)", "file mapping, copying to
+  // logs and tests: "huge pages (packed at load)" (LmHead::Options::
+  // dense_pack; "..., besides the converted table" when VOCABD_DENSE_PACK=1
+  // packs a table converted at load), "huge pages (copied at load)", "file mapping, copying to
   // huge pages" (the background copy is running), "file mapping
   // (VOCABD_HEAD_HUGE_PAGES=0)", "file mapping (head_huge_pages off)",
   // "file mapping (the huge-page copy failed: ...)", "huge pages (converted
