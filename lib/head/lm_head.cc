@@ -1151,25 +1151,32 @@ absl::Status LmHead::ComputeDensePacked(const float* hidden, int64_t rows, float
   const int64_t d = impl.options.hidden_size;
   const int64_t chunk = impl.chunk_rows;
   const int64_t tasks = (vocab + chunk - 1) / chunk;
-  const size_t acc_bytes = static_cast<size_t>(PackedAccFloats(rows)) * sizeof(float);
+  // At most kFixedRowsMax rows per pass over the weights (compute-bound
+  // there), so the accumulators stay 64 KiB per thread whatever the rows.
+  const int64_t pass_rows = std::min(rows, kFixedRowsMax);
+  const size_t acc_bytes = static_cast<size_t>(PackedAccFloats(pass_rows)) * sizeof(float);
+  const size_t row_bytes = static_cast<size_t>(d) * (bf16 ? 2 : 4);
   std::atomic<bool> oom{false};
-  ParallelForStreams(tasks, [&](int64_t t) {
-    auto* acc = static_cast<float*>(ThreadPackedAcc().Get(acc_bytes));
-    if (acc == nullptr) {
-      oom.store(true);
-      return;
-    }
-    const int64_t v0 = t * chunk, v1 = std::min(vocab, (t + 1) * chunk);
-    if (bf16) {
-      HeadKernelBf16Packed(static_cast<const uint16_t*>(x), rows,
-                           static_cast<const uint16_t*>(packed), d, v0, v1,
-                           logits, vocab, acc);
-    } else {
-      HeadKernelF32Packed(static_cast<const float*>(x), rows,
-                          static_cast<const float*>(packed), d, v0, v1,
-                          logits, vocab, acc);
-    }
-  });
+  for (int64_t r0 = 0; r0 < rows && !oom.load(); r0 += pass_rows) {
+    const int64_t m = std::min(pass_rows, rows - r0);
+    const void* xr = static_cast<const uint8_t*>(x) + static_cast<size_t>(r0) * row_bytes;
+    float* out = logits + r0 * vocab;
+    ParallelForStreams(tasks, [&](int64_t t) {
+      auto* acc = static_cast<float*>(ThreadPackedAcc().Get(acc_bytes));
+      if (acc == nullptr) {
+        oom.store(true);
+        return;
+      }
+      const int64_t v0 = t * chunk, v1 = std::min(vocab, (t + 1) * chunk);
+      if (bf16) {
+        HeadKernelBf16Packed(static_cast<const uint16_t*>(xr), m,
+                             static_cast<const uint16_t*>(packed), d, v0, v1, out, vocab, acc);
+      } else {
+        HeadKernelF32Packed(static_cast<const float*>(xr), m, static_cast<const float*>(packed),
+                            d, v0, v1, out, vocab, acc);
+      }
+    });
+  }
   if (oom.load()) {
     return absl::ResourceExhaustedError(
         absl::StrCat("LmHead: cannot allocate ", acc_bytes, " bytes of packed-kernel accumulators"));

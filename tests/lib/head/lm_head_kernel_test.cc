@@ -586,6 +586,27 @@ TEST(LmHeadKernelTest, PackedF32IsTheFmaChainBitForBit) {
   }
 }
 
+// More rows than one pass over the packed weights takes (kFixedRowsMax):
+// passes of 256 rows, each row still its FMA chain bit for bit.
+TEST(LmHeadKernelTest, PackedF32ManyRowsRunInPassesBitForBit) {
+  if (!HasF32Kernel()) GTEST_SKIP() << "CPU without AVX512F";
+  const int64_t vocab = 37, d = 17, rows = 2 * LmHead::kFixedRowsMax + 91;
+  const std::vector<float> w = RandomFloats(static_cast<size_t>(vocab * d), 75, 0.1f);
+  const std::vector<float> x = RandomFloats(static_cast<size_t>(rows * d), 76, 2.0f);
+  auto head = MakeHead(w.data(), vocab, d, DType::kF32, -1, true);
+  ASSERT_NE(head, nullptr);
+  ASSERT_GT(head->packed_bytes(), 0);
+  std::vector<float> out(static_cast<size_t>(rows * vocab));
+  ASSERT_TRUE(head->Compute(x.data(), rows, out.data()).ok());
+  for (int64_t m = 0; m < rows; ++m) {
+    for (int64_t v = 0; v < vocab; ++v) {
+      float acc = 0.0f;
+      for (int64_t k = 0; k < d; ++k) acc = std::fma(w[v * d + k], x[m * d + k], acc);
+      ASSERT_EQ(0, std::memcmp(&acc, &out[m * vocab + v], 4)) << m << " " << v;
+    }
+  }
+}
+
 // The packed BF16 kernel directly on sub-ranges: float64 of the rounded
 // inputs, nothing written outside [v0, v1), and the same bits as through the
 // head (one lane chain whatever the range or M).
