@@ -178,9 +178,14 @@ struct LmHead::Impl {
   // was measured (empty: set).
   bool f32_prefetch = false;
   std::string f32_prefetch_how;
-  // F32 / BF16: the packed copy made at Create (Options::dense_pack; the
-  // lm_head_kernel.h layout) that Compute reads for every M, or null.
-  HugePageBuffer dense_packed;
+  // F32 / BF16: bytes of the packed copy (lm_head_kernel.h layout) when
+  // this head reads one (Options::dense_pack and the kernel can), else 0.
+  int64_t dense_pack_bytes = 0;
+  // The packed copy Compute reads for every M, null until there is one:
+  // made at Create, or given by SwitchToPacked (kept alive in dense_copy,
+  // set once under copy_mu). Loaded (acquire) once per call.
+  std::atomic<const void*> dense_packed{nullptr};
+  std::shared_ptr<const HugePageBuffer> dense_copy;
   // Quantized weights (options.weights_quant set): the type and the path.
   const QuantTypeInfo* quant = nullptr;
   QuantKernelIsa quant_isa = QuantKernelIsa::kScalar;
@@ -303,6 +308,34 @@ absl::Status LmHead::SwitchWeights(std::shared_ptr<const HugePageBuffer> copy) c
   impl_->weights.store(impl_->copy->data(), std::memory_order_release);
   return absl::OkStatus();
 }
+int64_t LmHead::dense_pack_bytes() const { return impl_->dense_pack_bytes; }
+
+void LmHead::PackDenseBlocks(const void* weights, int64_t b0, int64_t b1, void* packed) const {
+  const Options& o = impl_->options;
+  PackDense(o.weights_dtype, weights, o.vocab_size, o.hidden_size, b0, b1, packed);
+}
+
+absl::Status LmHead::SwitchToPacked(std::shared_ptr<const HugePageBuffer> packed) const {
+  if (impl_->dense_pack_bytes == 0) {
+    return absl::FailedPreconditionError(
+        "LmHead: SwitchToPacked is for F32 / BF16 heads that read a packed copy "
+        "(dense_pack_bytes() is 0)");
+  }
+  const size_t want = static_cast<size_t>(impl_->dense_pack_bytes);
+  if (packed == nullptr || packed->data() == nullptr || packed->size() != want) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "LmHead: SwitchToPacked needs a ", want, "-byte packed copy, got ",
+        packed == nullptr ? size_t{0} : packed->size(), " bytes"));
+  }
+  std::lock_guard<std::mutex> lock(impl_->copy_mu);
+  if (impl_->dense_copy != nullptr) {
+    return absl::FailedPreconditionError("LmHead: the head already reads a packed copy");
+  }
+  impl_->dense_copy = std::move(packed);
+  impl_->dense_packed.store(impl_->dense_copy->data(), std::memory_order_release);
+  return absl::OkStatus();
+}
+
 int LmHead::quant_prefetch_records() const {
   return impl_->packed.data() != nullptr ? impl_->quant_prefetch : -1;
 }
@@ -368,9 +401,9 @@ std::string LmHead::implementation() const {
   }
   if (impl_->small_rows_max == 0) return onednn;
   const char* kernel = impl_->amx ? "amx_bf16" : HeadKernelIsaName(impl_->kernel_isa);
-  if (impl_->dense_packed.data() != nullptr) {
-    return absl::StrCat("vocabd:", kernel, " (every M; weights packed at Create, ",
-                        impl_->packed_bytes, " bytes)");
+  if (impl_->dense_packed.load(std::memory_order_acquire) != nullptr) {
+    return absl::StrCat("vocabd:", kernel, " (every M; weights packed, ", impl_->dense_pack_bytes,
+                        " bytes)");
   }
   std::string prefetch;
   if (impl_->options.weights_dtype == DType::kF32) {
@@ -919,38 +952,34 @@ absl::StatusOr<std::unique_ptr<LmHead>> LmHead::Create(const Options& options) {
     impl->chunk_rows = KernelChunkRows(options.hidden_size, options.weights_dtype);
     const bool pack = *dense_pack_env >= 0 ? *dense_pack_env == 1 : options.dense_pack;
     if (pack && impl->small_rows_max > 0 && !impl->amx && (!bf16 || options.hidden_size % 2 == 0)) {
-      const int64_t blocks = PackedHeadBlocks(options.vocab_size);
-      const int64_t bytes = blocks *
-                            (bf16 ? PackedBf16BlockStride(options.hidden_size)
-                                  : PackedF32BlockStride(options.hidden_size)) *
-                            static_cast<int64_t>(DTypeSize(options.weights_dtype));
+      impl->dense_pack_bytes =
+          PackedHeadBlocks(options.vocab_size) *
+          (bf16 ? PackedBf16BlockStride(options.hidden_size)
+                : PackedF32BlockStride(options.hidden_size)) *
+          static_cast<int64_t>(DTypeSize(options.weights_dtype));
+    }
+    if (impl->dense_pack_bytes > 0 && !options.dense_pack_deferred) {
       // In huge pages: 512x fewer page faults while packing, fewer TLB
-      // misses while streaming it. Blocks filled on all threads, each task's
-      // rows of `weights` handed to options.packed_source_done after.
+      // misses while streaming it; blocks filled on all threads.
       absl::StatusOr<HugePageBuffer> packed = HugePageBuffer::Allocate(
-          static_cast<size_t>(bytes), bf16 ? "the packed BF16 weights" : "the packed F32 weights");
+          static_cast<size_t>(impl->dense_pack_bytes),
+          bf16 ? "the packed BF16 weights" : "the packed F32 weights");
       if (!packed.ok()) {
         return absl::Status(packed.status().code(),
                             absl::StrCat("LmHead: ", packed.status().message()));
       }
+      const int64_t blocks = PackedHeadBlocks(options.vocab_size);
       constexpr int64_t kBlocksPerTask = 64;
-      const int64_t row_bytes =
-          options.hidden_size * static_cast<int64_t>(DTypeSize(options.weights_dtype));
       void* p = packed->data();
       ParallelFor((blocks + kBlocksPerTask - 1) / kBlocksPerTask, [&](int64_t t) {
-        const int64_t b0 = t * kBlocksPerTask, b1 = std::min(blocks, (t + 1) * kBlocksPerTask);
         PackDense(options.weights_dtype, options.weights, options.vocab_size, options.hidden_size,
-                  b0, b1, p);
-        if (options.packed_source_done) {
-          const int64_t r0 = 16 * b0, r1 = std::min(options.vocab_size, 16 * b1);
-          options.packed_source_done(static_cast<const uint8_t*>(options.weights) + r0 * row_bytes,
-                                     static_cast<size_t>((r1 - r0) * row_bytes));
-        }
+                  t * kBlocksPerTask, std::min(blocks, (t + 1) * kBlocksPerTask), p);
       });
-      impl->dense_packed = std::move(*packed);
-      impl->packed_bytes = bytes;
+      impl->dense_copy = std::make_shared<const HugePageBuffer>(std::move(*packed));
+      impl->dense_packed.store(impl->dense_copy->data(), std::memory_order_relaxed);
+      impl->packed_bytes = impl->dense_pack_bytes;
     }
-    if (!bf16 && impl->small_rows_max > 0 && impl->dense_packed.data() == nullptr) {
+    if (!bf16 && impl->small_rows_max > 0 && impl->dense_pack_bytes == 0) {
       impl->f32_prefetch =
           options.f32_prefetch >= 0 ? options.f32_prefetch == 1
           : *f32_prefetch_env >= 0  ? *f32_prefetch_env == 1
@@ -991,7 +1020,9 @@ absl::Status LmHead::Compute(const float* hidden, int64_t rows, float* logits) c
   }
   const Impl& impl = *impl_;
   if (impl.quant != nullptr) return ComputeQuantized(hidden, rows, logits);
-  if (impl.dense_packed.data() != nullptr) return ComputeDensePacked(hidden, rows, logits);
+  if (const void* packed = impl.dense_packed.load(std::memory_order_acquire); packed != nullptr) {
+    return ComputeDensePacked(hidden, rows, packed, logits);
+  }
   if (rows <= impl.small_rows_max) return ComputeSmall(hidden, rows, logits);
   // Chunks of at most kFixedRowsMax rows, each through a fixed-M primitive;
   // a last chunk small enough for vocabd's kernel goes there.
@@ -1137,9 +1168,9 @@ absl::Status LmHead::ComputeSmall(const float* hidden, int64_t rows, float* logi
   return absl::OkStatus();
 }
 
-absl::Status LmHead::ComputeDensePacked(const float* hidden, int64_t rows, float* logits) const {
+absl::Status LmHead::ComputeDensePacked(const float* hidden, int64_t rows, const void* packed,
+                                        float* logits) const {
   const Impl& impl = *impl_;
-  const void* packed = impl.dense_packed.data();
   const bool bf16 = impl.options.weights_dtype == DType::kBF16;
   const void* x = hidden;
   if (bf16) {

@@ -65,7 +65,6 @@
 #define VOCABD_LIB_HEAD_LM_HEAD_H_
 
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -142,25 +141,26 @@ class LmHead {
     // packed copy (dense_pack) do not use it.
     int f32_prefetch = -1;
     // F32 / BF16 weights on vocabd's AVX-512 kernels (small_rows_max != 0,
-    // not the AMX one; BF16 needs an even hidden_size): copy the weights at
-    // Create into the packed layout of lm_head_kernel.h (blocks of 16
-    // vocabulary rows, weight_bytes() plus 64 bytes per block, held by the
-    // LmHead in 2 MiB-aligned memory advised for huge pages:
-    // packed_bytes()) and run every M on it: each 64-byte load of weights
-    // serves every input row, so 8 rows cost little more than one, and many
-    // rows run near the FMA peak, as fast as oneDNN's brgemm
-    // (docs/performance.md). Logits differ from the row-major kernel's and
-    // oneDNN's in summation order only. false: the row-major kernel up to
-    // small_rows_max and oneDNN above, on `weights`. The environment
-    // variable VOCABD_DENSE_PACK = 0 | 1 overrides it for operators; another
-    // value makes Create fail (INVALID_ARGUMENT).
+    // not the AMX one; BF16 needs an even hidden_size): read a copy of the
+    // weights in the packed layout of lm_head_kernel.h (blocks of 16
+    // vocabulary rows, weight_bytes() plus 64 bytes per block:
+    // dense_pack_bytes(), in 2 MiB-aligned memory advised for huge pages)
+    // and run every M on it: each 64-byte load of weights serves every input
+    // row, so 8 rows cost little more than one, and many rows run near the
+    // FMA peak, as fast as oneDNN's brgemm (docs/performance.md). Logits
+    // differ from the row-major kernel's and oneDNN's in summation order
+    // only. The copy is made at Create (packed_bytes()), or with
+    // dense_pack_deferred by the owner (PackDenseBlocks, SwitchToPacked)
+    // while the row-major kernel and oneDNN serve. false: the row-major
+    // kernel up to small_rows_max and oneDNN above, on `weights`. The
+    // environment variable VOCABD_DENSE_PACK = 0 | 1 overrides it for
+    // operators; another value makes Create fail (INVALID_ARGUMENT).
     bool dense_pack = true;
-    // Packing at Create (dense_pack): called after each piece of `weights`
-    // (a range of whole rows, [data, data + bytes)) has been packed, from
-    // the thread that packed it, e.g. to drop a file mapping's pages from
-    // RSS as Model does, so that the packed copy and the table are not both
-    // resident. Unset: nothing is called.
-    std::function<void(const void* data, size_t bytes)> packed_source_done;
+    // With dense_pack: Create does not pack; the owner fills a buffer of
+    // dense_pack_bytes() (PackDenseBlocks; e.g. piece by piece on a
+    // background thread, as Model does) and hands it over with
+    // SwitchToPacked.
+    bool dense_pack_deferred = false;
   };
   // The measured crossovers against oneDNN's fixed-M primitives, per CPU
   // feature set (DefaultSmallRowsMax) (bench/head_bench --paths, Llama-3
@@ -289,6 +289,20 @@ class LmHead {
   // once per head. INVALID_ARGUMENT for a null or wrongly sized copy,
   // FAILED_PRECONDITION for a quantized head or a second call.
   absl::Status SwitchWeights(std::shared_ptr<const HugePageBuffer> copy) const;
+  // F32 / BF16 heads that read a packed copy (Options::dense_pack and the
+  // kernel can): its size in bytes, whether made yet or not; 0 otherwise.
+  int64_t dense_pack_bytes() const;
+  // Fills blocks [b0, b1) (vocabulary rows [16 b0, 16 b1)) of a packed copy
+  // from `weights` (the [vocab_size, hidden_size] table); any thread, any
+  // order of disjoint ranges. Needs dense_pack_bytes() > 0.
+  void PackDenseBlocks(const void* weights, int64_t b0, int64_t b1, void* packed) const;
+  // Reads `packed` (dense_pack_bytes(), filled by PackDenseBlocks) for
+  // every M from the next Compute call on; the head keeps it alive. Calls
+  // already running finish as they started. Thread-safe; once per head
+  // (none after a copy made at Create). FAILED_PRECONDITION when
+  // dense_pack_bytes() is 0 or the head has a packed copy,
+  // INVALID_ARGUMENT for a null or wrongly sized buffer.
+  absl::Status SwitchToPacked(std::shared_ptr<const HugePageBuffer> packed) const;
   // Packed heads: the records the packed kernel prefetches ahead in calls
   // of up to kPackedTileRows input rows, and of more (measured or set;
   // Options::quant_prefetch_records); -1 when the head is not packed.
@@ -322,7 +336,8 @@ class LmHead {
   struct Impl;
   explicit LmHead(std::unique_ptr<Impl> impl);
   // The packed F32 / BF16 kernels on the packed copy (Options::dense_pack), every M.
-  absl::Status ComputeDensePacked(const float* hidden, int64_t rows, float* logits) const;
+  absl::Status ComputeDensePacked(const float* hidden, int64_t rows, const void* packed,
+                                  float* logits) const;
   // The small-M kernel path of Compute (rows <= small_rows_max()).
   absl::Status ComputeSmall(const float* hidden, int64_t rows, float* logits) const;
   static absl::StatusOr<std::unique_ptr<LmHead>> CreateQuantized(const Options& options);

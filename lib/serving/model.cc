@@ -86,17 +86,13 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Create(const Options& options) {
   if (head.quant_type.has_value()) head_options.weights_quant = *head.quant_type;
   head_options.vocab_size = model->config().vocab_size;
   head_options.hidden_size = model->config().hidden_size;
-  // An F32 / BF16 head read from the mapping is packed at Create (the
-  // copy every M reads, LmHead::Options::dense_pack), each packed piece of
-  // the mapping dropped from RSS; a table converted at load stays
-  // row-major (a packed copy would be a second one).
-  const MappedFile* head_mapping = model->checkpoint_->MappingOf(head.data, head.nbytes);
-  head_options.dense_pack = head_huge_pages && head_mapping != nullptr;
-  if (head_mapping != nullptr) {
-    head_options.packed_source_done = [head_mapping](const void* data, size_t bytes) {
-      head_mapping->DropResidentPages(data, bytes);
-    };
-  }
+  // An F32 / BF16 head read from the mapping is packed (the copy every M
+  // reads, LmHead::Options::dense_pack) by the background copy
+  // (StartHeadCopy) instead of copied row-major; a table converted at load
+  // stays row-major (a packed copy would be a second one).
+  head_options.dense_pack =
+      head_huge_pages && model->checkpoint_->MappingOf(head.data, head.nbytes) != nullptr;
+  head_options.dense_pack_deferred = true;
   ASSIGN_OR_RETURN(std::unique_ptr<LmHead> lm_head, LmHead::Create(head_options));
   model->lm_head_ = std::shared_ptr<const LmHead>(std::move(lm_head));
   if (options.batching.has_value()) {
@@ -133,14 +129,9 @@ Model::~Model() {
 void Model::StartHeadCopy(bool wanted, bool by_env) {
   const WeightTensor& head = checkpoint_->lm_head();
   const MappedFile* mapping = checkpoint_->MappingOf(head.data, head.nbytes);
-  std::lock_guard<std::mutex> lock(head_copy_mu_);
+  std::unique_lock<std::mutex> lock(head_copy_mu_);
   if (head.quant_type.has_value()) {
     head_memory_ = lm_head_->packed_bytes() > 0 ? "packed copy (quantized)" : "in place (quantized)";
-    return;
-  }
-  if (lm_head_->packed_bytes() > 0) {  // LmHead::Options::dense_pack
-    head_memory_ = mapping != nullptr ? "huge pages (packed at load)"
-                                      : "huge pages (packed at load, besides the converted table)";
     return;
   }
   if (mapping == nullptr) {
@@ -154,6 +145,13 @@ void Model::StartHeadCopy(bool wanted, bool by_env) {
   }
   head_memory_ = "file mapping, copying to huge pages";
   head_copy_running_ = true;
+  if (lm_head_->dense_pack_bytes() > 0 && head.nbytes <= kInlinePackBytes) {
+    // A small head is packed before Create returns (a few ms), so no call
+    // runs on the row-major kernels first.
+    lock.unlock();
+    CopyHeadToHugePages(mapping);
+    return;
+  }
   try {
     head_copier_ = std::thread([this, mapping] { CopyHeadToHugePages(mapping); });
   } catch (const std::system_error& e) {  // no thread to be had: keep the mapping
@@ -165,9 +163,42 @@ void Model::StartHeadCopy(bool wanted, bool by_env) {
 void Model::CopyHeadToHugePages(const MappedFile* mapping) {
   const WeightTensor& head = checkpoint_->lm_head();
   std::string memory;
-  absl::StatusOr<HugePageBuffer> buffer = HugePageBuffer::Allocate(head.nbytes, "lm_head");
+  const int64_t packed_bytes = lm_head_->dense_pack_bytes();
+  absl::StatusOr<HugePageBuffer> buffer = HugePageBuffer::Allocate(
+      packed_bytes > 0 ? static_cast<size_t>(packed_bytes) : head.nbytes,
+      packed_bytes > 0 ? "the packed lm_head" : "lm_head");
   if (!buffer.ok()) {
     memory = absl::StrCat("file mapping (the huge-page copy failed: ", buffer.status().message(), ")");
+  } else if (packed_bytes > 0) {
+    // Blocks of 16 vocabulary rows (LmHead::PackDenseBlocks), about 4 MiB
+    // of the table at a time, each packed piece of the mapping dropped.
+    const auto* src = static_cast<const uint8_t*>(head.data);
+    const int64_t vocab = config().vocab_size;
+    const int64_t row_bytes = static_cast<int64_t>(head.nbytes) / vocab;
+    const int64_t blocks = (vocab + 15) / 16;
+    const int64_t piece = std::max<int64_t>(1, (int64_t{4} << 20) / (16 * row_bytes));
+    bool stopped = false;
+    for (int64_t b0 = 0; b0 < blocks; b0 += piece) {
+      if (stop_head_copy_.load(std::memory_order_relaxed)) {
+        stopped = true;
+        break;
+      }
+      const int64_t b1 = std::min(blocks, b0 + piece);
+      lm_head_->PackDenseBlocks(head.data, b0, b1, buffer->data());
+      const int64_t r1 = std::min(vocab, 16 * b1);
+      mapping->DropResidentPages(src + 16 * b0 * row_bytes,
+                                 static_cast<size_t>((r1 - 16 * b0) * row_bytes));
+    }
+    if (stopped) {
+      memory = "file mapping (the huge-page copy was stopped)";
+    } else {
+      const absl::Status switched =
+          lm_head_->SwitchToPacked(std::make_shared<const HugePageBuffer>(std::move(*buffer)));
+      memory = switched.ok() ? "huge pages (packed at load)"
+                             : absl::StrCat("file mapping (", switched.message(), ")");
+      // Calls that ran during the packing faulted packed pieces back in.
+      if (switched.ok()) mapping->DropResidentPages(src, head.nbytes);
+    }
   } else {
     // One thread, 4 MiB at a time (serving goes on meanwhile on the
     // mapping); each copied piece of the mapping is dropped from RSS.
@@ -845,14 +876,7 @@ absl::Status Model::Score(const ScoreInput& input, ScoreOutput* output) const {
 }
 
 int64_t Model::resident_bytes() const {
-  // A quantized head's packed copy is held besides the table its few-row
-  // kernel reads in place. An F32 / BF16 head packed from the file mapping
-  // holds the table once: the mapping's pages were dropped as they were
-  // packed (Embed faults in what it reads, as with the row-major copy).
-  const WeightTensor& head = checkpoint_->lm_head();
-  const bool replaces_mapping = !head.quant_type.has_value() &&
-                                checkpoint_->MappingOf(head.data, head.nbytes) != nullptr;
-  return checkpoint_->resident_bytes() + (replaces_mapping ? 0 : lm_head_->packed_bytes());
+  return checkpoint_->resident_bytes() + lm_head_->packed_bytes();
 }
 
 int64_t Model::head_slice_rows() const {

@@ -119,6 +119,11 @@ struct ScoreOutput {
 
 class Model {
  public:
+  // F32 / BF16 heads of up to this many bytes read from the mapping are
+  // packed (LmHead::Options::dense_pack) before Create returns; larger ones
+  // on the background thread (Options::head_huge_pages).
+  static constexpr size_t kInlinePackBytes = size_t{64} << 20;
+
   struct Options {
     Options() = default;
     Options(std::string name_in, std::string path_in)
@@ -151,9 +156,13 @@ class Model {
     // (F16 -> F32, --weights-dtype) always land in such memory; quantized
     // heads are packed into it (LmHead::Options::quant_pack). Where the
     // head's kernel reads a packed copy (F32 / BF16 on vocabd's AVX-512
-    // kernels: LmHead::Options::dense_pack), the table is packed into it at
-    // load instead (synchronously, each packed piece of the mapping dropped
-    // from RSS; VOCABD_DENSE_PACK=0 keeps the row-major copy above). false:
+    // kernels: LmHead::Options::dense_pack), the background thread packs
+    // the table into it instead of copying it (the same 4 MiB pieces, each
+    // dropped from RSS) and the head then runs every M on the packed copy
+    // (LmHead::SwitchToPacked): logits computed before and after the switch
+    // differ in summation order only. A head of up to kInlinePackBytes is
+    // packed before Create returns instead, so every call reads the packed
+    // copy. VOCABD_DENSE_PACK=0 keeps the row-major copy. false:
     // read the mapping in place (file pages shared with other processes). The
     // environment variable VOCABD_HEAD_HUGE_PAGES = 0 | 1 overrides it for
     // operators; another value makes Create fail (INVALID_ARGUMENT).
@@ -202,8 +211,7 @@ class Model {
   const LmHead& lm_head() const { return *lm_head_; }
   // Where the head's weights are read from (Options::head_huge_pages), for
   // logs and tests: "huge pages (packed at load)" (LmHead::Options::
-  // dense_pack; "..., besides the converted table" when VOCABD_DENSE_PACK=1
-  // packs a table converted at load), "huge pages (copied at load)", "file mapping, copying to
+  // dense_pack), "huge pages (copied at load)", "file mapping, copying to
   // huge pages" (the background copy is running), "file mapping
   // (VOCABD_HEAD_HUGE_PAGES=0)", "file mapping (head_huge_pages off)",
   // "file mapping (the huge-page copy failed: ...)", "huge pages (converted

@@ -19,6 +19,7 @@
 #include <gtest/gtest.h>
 
 #include "lib/core/dtype.h"
+#include "lib/core/huge_pages.h"
 #include "lib/head/lm_head.h"
 
 namespace vocabd {
@@ -543,7 +544,7 @@ TEST(LmHeadKernelTest, PackedF32IsTheFmaChainBitForBit) {
     ASSERT_GT(head->packed_bytes(), 0);
     EXPECT_EQ(head->packed_bytes(),
               PackedHeadBlocks(s.vocab) * PackedF32BlockStride(s.d) * int64_t{4});
-    EXPECT_NE(head->implementation().find("weights packed at Create"), std::string::npos)
+    EXPECT_NE(head->implementation().find("(every M; weights packed, "), std::string::npos)
         << head->implementation();
     std::vector<uint32_t> want(static_cast<size_t>(40 * s.vocab));
     for (int64_t m = 0; m < 40; ++m) {
@@ -678,9 +679,76 @@ TEST(LmHeadKernelTest, DensePackIsSetByOptionOrEnvironment) {
     ASSERT_TRUE(h.ok()) << h.status();
     EXPECT_EQ((*h)->packed_bytes(), c.want_bytes)
         << (c.env ? c.env : "unset") << " " << c.option << " " << c.small_rows_max;
-    EXPECT_EQ((*h)->implementation().find("weights packed at Create") != std::string::npos,
+    EXPECT_EQ((*h)->implementation().find("(every M; weights packed, ") != std::string::npos,
               c.want_bytes > 0)
         << (*h)->implementation();
+  }
+}
+
+// dense_pack_deferred: Create does not pack (packed_bytes() 0, the row-major
+// kernel and oneDNN serve); the owner fills dense_pack_bytes() with
+// PackDenseBlocks (pieces in any order) and SwitchToPacked makes every M
+// read it: then the logits are a Create-packed head's bit for bit. Wrong
+// sizes, a second switch and heads without a packed layout are refused.
+TEST(LmHeadKernelTest, DeferredPackingSwitchesToThePackedCopy) {
+  const int64_t vocab = 70, d = 40;
+  const std::vector<float> w = RandomFloats(static_cast<size_t>(vocab * d), 95, 0.1f);
+  const std::vector<float> x = RandomFloats(static_cast<size_t>(20 * d), 96, 2.0f);
+  LmHead::Options o;
+  o.weights = w.data();
+  o.vocab_size = vocab;
+  o.hidden_size = d;
+  o.dense_pack_deferred = true;
+  auto deferred = LmHead::Create(o);
+  ASSERT_TRUE(deferred.ok()) << deferred.status();
+  auto empty = HugePageBuffer::Allocate(64, "test");
+  ASSERT_TRUE(empty.ok());
+  if (!HasF32Kernel()) {
+    EXPECT_EQ((*deferred)->dense_pack_bytes(), 0);
+    EXPECT_EQ((*deferred)
+                  ->SwitchToPacked(std::make_shared<const HugePageBuffer>(std::move(*empty)))
+                  .code(),
+              absl::StatusCode::kFailedPrecondition);
+    GTEST_SKIP() << "no F32 kernel on this CPU (no AVX-512)";
+  }
+  const int64_t bytes = PackedHeadBlocks(vocab) * PackedF32BlockStride(d) * 4;
+  EXPECT_EQ((*deferred)->dense_pack_bytes(), bytes);
+  EXPECT_EQ((*deferred)->packed_bytes(), 0);
+  EXPECT_EQ((*deferred)->implementation().find("weights packed"), std::string::npos)
+      << (*deferred)->implementation();
+  auto packed_at_create = MakeHead(w.data(), vocab, d, DType::kF32, -1, true);
+  ASSERT_NE(packed_at_create, nullptr);
+  auto row_major = MakeHead(w.data(), vocab, d, DType::kF32, -1, false);
+  ASSERT_NE(row_major, nullptr);
+  std::vector<float> before(static_cast<size_t>(20 * vocab)), want_row_major(before.size()),
+      after(before.size()), want_packed(before.size());
+  for (int64_t m : {1, 8, 20}) {
+    ASSERT_TRUE((*deferred)->Compute(x.data(), m, before.data()).ok());
+    ASSERT_TRUE(row_major->Compute(x.data(), m, want_row_major.data()).ok());
+    EXPECT_EQ(0, std::memcmp(before.data(), want_row_major.data(), m * vocab * sizeof(float))) << m;
+  }
+  EXPECT_EQ((*deferred)
+                ->SwitchToPacked(std::make_shared<const HugePageBuffer>(std::move(*empty)))
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ((*deferred)->SwitchToPacked(nullptr).code(), absl::StatusCode::kInvalidArgument);
+  auto buffer = HugePageBuffer::Allocate(static_cast<size_t>(bytes), "test");
+  ASSERT_TRUE(buffer.ok());
+  (*deferred)->PackDenseBlocks(w.data(), 3, PackedHeadBlocks(vocab), buffer->data());
+  (*deferred)->PackDenseBlocks(w.data(), 0, 3, buffer->data());
+  auto shared = std::make_shared<const HugePageBuffer>(std::move(*buffer));
+  ASSERT_TRUE((*deferred)->SwitchToPacked(shared).ok());
+  EXPECT_NE((*deferred)->implementation().find("(every M; weights packed, " +
+                                               std::to_string(bytes) + " bytes)"),
+            std::string::npos)
+      << (*deferred)->implementation();
+  EXPECT_EQ((*deferred)->SwitchToPacked(shared).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(packed_at_create->SwitchToPacked(shared).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(row_major->SwitchToPacked(shared).code(), absl::StatusCode::kFailedPrecondition);
+  for (int64_t m : {1, 8, 20}) {
+    ASSERT_TRUE((*deferred)->Compute(x.data(), m, after.data()).ok());
+    ASSERT_TRUE(packed_at_create->Compute(x.data(), m, want_packed.data()).ok());
+    EXPECT_EQ(0, std::memcmp(after.data(), want_packed.data(), m * vocab * sizeof(float))) << m;
   }
 }
 

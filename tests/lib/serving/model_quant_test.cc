@@ -7,12 +7,14 @@
 // too, so they also run lib/head's quantized kernels (lib/head/quant_kernel.h).
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -324,10 +326,10 @@ bool PacksDense(quant::GgmlType type) {
   return isa == HeadKernelIsa::kAvx512Bf16 && !HeadKernelAmxAvailable();
 }
 
-// An F32 / BF16 head (tied: the embedding) is packed at load where the
-// CPU's kernel reads a packed copy (LmHead::Options::dense_pack), else
-// (and with VOCABD_DENSE_PACK=0) copied into huge pages
-// (Model::Options::head_huge_pages) 4 MiB at a time; either way each
+// An F32 / BF16 head (tied: the embedding) is packed in the background after
+// load where the CPU's kernel reads a packed copy (LmHead::Options::
+// dense_pack), else (and with VOCABD_DENSE_PACK=0) copied into huge pages
+// (Model::Options::head_huge_pages), 4 MiB at a time; either way each
 // packed or copied piece of the mapping is dropped from RSS: one copy
 // resident. Without the copy the head reads the mapping itself.
 // Loads `dir` packed (where the CPU packs), copied and in place, each within
@@ -341,8 +343,11 @@ void ExpectCopiedAndInPlace(const std::string& dir, quant::GgmlType want_type) {
     ASSERT_NE(packed, nullptr);
     if (PacksDense(want_type)) {
       EXPECT_EQ(packed->head_memory(), "huge pages (packed at load)");
-      EXPECT_GT(packed->lm_head().packed_bytes(), packed->lm_head().weight_bytes());
+      EXPECT_GT(packed->lm_head().dense_pack_bytes(), packed->lm_head().weight_bytes());
       EXPECT_EQ(packed->resident_bytes(), packed->checkpoint().resident_bytes());
+      EXPECT_NE(packed->lm_head_implementation().find("(every M; weights packed, "),
+                std::string::npos)
+          << packed->lm_head_implementation();
     } else {
       EXPECT_EQ(packed->head_memory(), "huge pages (copied at load)");
     }
@@ -415,6 +420,56 @@ TEST(ModelHeadCopyTest, CallsDuringTheCopyMatchTheMappingBitForBit) {
 
   for (int i = 0; i < 3; ++i) {
     auto dropped = LoadQuantModel({"dropped", dir});  // destroyed at once
+    ASSERT_NE(dropped, nullptr);
+  }
+}
+
+// The packed copy (the default where the CPU's kernel reads one): calls made
+// while the background packing runs give the in-place head's logits bit for
+// bit, calls after the switch the packed head's (the same up to summation
+// order), none anything else.
+TEST(ModelHeadCopyTest, CallsDuringThePackingGiveTheMappingOrThePackedBits) {
+  testing::ScopedEnv unset("VOCABD_HEAD_HUGE_PAGES", nullptr);
+  testing::ScopedEnv unset_pack("VOCABD_DENSE_PACK", nullptr);
+  if (!PacksDense(quant::GgmlType::kF32)) GTEST_SKIP() << "no AVX-512 head kernel";
+  const std::string dir = WriteBigCheckpoint("F32", 8192, 1024);
+  Model::Options off{"mapped", dir};
+  off.head_huge_pages = false;
+  auto mapped = LoadQuantModel(off);
+  ASSERT_NE(mapped, nullptr);
+  std::vector<float> hidden(2 * 1024);
+  for (size_t i = 0; i < hidden.size(); ++i) hidden[i] = static_cast<float>(std::sin(0.37 * i));
+  const HeadInput in{hidden.data(), 2, 1024};
+  std::vector<float> want;
+  ASSERT_TRUE(mapped->ComputeLogits(in, false, &want).ok());
+
+  auto packing = LoadQuantModel({"packing", dir});
+  ASSERT_NE(packing, nullptr);
+  std::mutex mu;
+  std::vector<std::vector<float>> during;
+  std::vector<std::thread> callers;
+  for (int t = 0; t < 2; ++t) {
+    callers.emplace_back([&] {
+      for (int i = 0; i < 3 || packing->head_memory() == "file mapping, copying to huge pages";
+           ++i) {
+        std::vector<float> got;
+        if (!packing->ComputeLogits(in, false, &got).ok()) got.clear();
+        std::lock_guard<std::mutex> lock(mu);
+        during.push_back(std::move(got));
+      }
+    });
+  }
+  for (std::thread& t : callers) t.join();
+  EXPECT_EQ(packing->WaitForHeadCopy(), "huge pages (packed at load)");
+  std::vector<float> after;
+  ASSERT_TRUE(packing->ComputeLogits(in, false, &after).ok());
+  ASSERT_EQ(after.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    ASSERT_NEAR(after[i], want[i], 1e-5 * std::max(1.0f, std::abs(want[i]))) << i;
+  }
+  for (const std::vector<float>& got : during) EXPECT_TRUE(got == want || got == after);
+  for (int i = 0; i < 3; ++i) {
+    auto dropped = LoadQuantModel({"dropped", dir});  // destroyed while it packs
     ASSERT_NE(dropped, nullptr);
   }
 }

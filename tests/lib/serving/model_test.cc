@@ -92,7 +92,8 @@ TEST(ModelTest, HeadReadsAHugePageCopyOfTheFileMadeInTheBackground) {
 }
 
 // By default, on a CPU with the AVX-512 head kernel, the F32 head is packed
-// at load (LmHead::Options::dense_pack) and every M reads the packed copy;
+// in the background after load (LmHead::Options::dense_pack) and then every
+// M reads the packed copy;
 // the checkpoint (and Embed) keep the mapping, resident_bytes counts the
 // table once, and the logits are the in-place row-major head's up to
 // summation order.
@@ -103,16 +104,17 @@ TEST(ModelTest, HeadIsPackedAtLoadWhereTheKernelReadsPacked) {
   auto model = Load("hf", testing::Stories260KHfDir());
   ASSERT_NE(model, nullptr);
   EXPECT_EQ(model->WaitForHeadCopy(), "huge pages (packed at load)");
-  EXPECT_EQ(model->lm_head().packed_bytes(), 32 * (16 * 64 + 16) * 4);  // 512 x 64 F32
+  EXPECT_EQ(model->lm_head().dense_pack_bytes(), 32 * (16 * 64 + 16) * 4);  // 512 x 64 F32
+  EXPECT_EQ(model->lm_head().packed_bytes(), 0);  // the table's one copy, not an extra one
   EXPECT_THAT(model->lm_head_implementation(),
-              HasSubstr("(every M; weights packed at Create, 133120 bytes)"));
+              HasSubstr("(every M; weights packed, 133120 bytes)"));
   EXPECT_EQ(model->lm_head().weights(), model->checkpoint().lm_head().data);  // Embed's
   EXPECT_EQ(model->resident_bytes(), model->checkpoint().resident_bytes());
   Model::Options off("off", testing::Stories260KHfDir());
   off.head_huge_pages = false;
   auto in_place = Model::Create(off);
   ASSERT_TRUE(in_place.ok()) << in_place.status();
-  EXPECT_EQ((*in_place)->lm_head().packed_bytes(), 0);
+  EXPECT_EQ((*in_place)->lm_head().dense_pack_bytes(), 0);
   for (int64_t rows : {1, 3, 40}) {
     const std::vector<float> h = Hidden(rows);
     HeadInput input{h.data(), rows, 64};
@@ -152,7 +154,7 @@ TEST(ModelTest, HeadHugePagesEnvironmentOverride) {
     ASSERT_TRUE(model.ok()) << model.status();
     if (DetectHeadKernelIsa() != HeadKernelIsa::kNone) {
       EXPECT_EQ((*model)->WaitForHeadCopy(), "huge pages (packed at load)");
-      EXPECT_GT((*model)->lm_head().packed_bytes(), 0);
+      EXPECT_GT((*model)->lm_head().dense_pack_bytes(), 0);
     } else {
       EXPECT_EQ((*model)->WaitForHeadCopy(), "huge pages (copied at load)");
       EXPECT_TRUE(HugePageAligned((*model)->lm_head().weights()));
