@@ -280,27 +280,31 @@ void StorePackedTile(const float* acc_buf, int nb, int mb, float* out, int64_t l
   }
 }
 
+// The packed kernels' driver, for F32 (T float, steps = k) and BF16
+// (T uint16_t, steps = pairs of k): tiles of up to 4 blocks over the
+// vocabulary range, each over every row group; one group runs all steps at
+// once, several run in chunks of `chunk` steps, every group over a chunk
+// while it is in L1. pick(nb, mb) gives the tile function.
 // acc: kPackedGroupAccFloats per row group of SplitRows(rows, 8).
-void KernelF32Packed(const float* x, int64_t rows, const float* packed, int64_t d, int64_t v0,
-                     int64_t v1, float* out, int64_t ldo, float* acc) {
+template <typename T, typename TileFn>
+void KernelPacked(const T* x, int64_t rows, const T* packed, int64_t d, int64_t steps,
+                  int64_t chunk, int64_t stride, TileFn (*pick)(int, int), int64_t v0, int64_t v1,
+                  float* out, int64_t ldo, float* acc) {
   const Groups g = SplitRows(rows, kMaxPackedGroupRows);
   const int nb_max = PackedTileBlocks(g.mb_hi);
-  const int64_t stride = PackedF32BlockStride(d);
-  // One group: one pass over k. Several: k in chunks of kPackedChunkK, every
-  // group over a chunk of the tile's blocks while it is in L1.
-  const int64_t kc = g.count == 1 ? d : kPackedChunkK;
+  const int64_t sc = g.count == 1 ? steps : chunk;
   for (int64_t v = v0; v < v1; v += 16 * nb_max) {
     const int nb = static_cast<int>(LesserOf(nb_max, (v1 - v + 15) / 16));
-    const PackedTileF32Fn hi = PickPackedF32(nb, g.mb_hi);
-    const PackedTileF32Fn lo = PickPackedF32(nb, g.mb_hi - 1);
-    const float* pw = packed + (v / 16) * stride;
+    const TileFn hi = pick(nb, g.mb_hi);
+    const TileFn lo = pick(nb, g.mb_hi - 1);
+    const T* pw = packed + (v / 16) * stride;
     std::memset(acc, 0, static_cast<size_t>(g.count * kPackedGroupAccFloats) * sizeof(float));
-    for (int64_t k0 = 0; k0 < d; k0 += kc) {
-      const int64_t k1 = LesserOf(d, k0 + kc);
+    for (int64_t s0 = 0; s0 < steps; s0 += sc) {
+      const int64_t s1 = LesserOf(steps, s0 + sc);
       int64_t m0 = 0;
       for (int64_t i = 0; i < g.count; ++i) {
         const bool is_hi = i < g.n_hi;
-        (is_hi ? hi : lo)(x + m0 * d, d, pw, stride, k0, k1, acc + i * kPackedGroupAccFloats);
+        (is_hi ? hi : lo)(x + m0 * d, d, pw, stride, s0, s1, acc + i * kPackedGroupAccFloats);
         m0 += is_hi ? g.mb_hi : g.mb_hi - 1;
       }
     }
@@ -311,6 +315,12 @@ void KernelF32Packed(const float* x, int64_t rows, const float* packed, int64_t 
       m0 += mb;
     }
   }
+}
+
+void KernelF32Packed(const float* x, int64_t rows, const float* packed, int64_t d, int64_t v0,
+                     int64_t v1, float* out, int64_t ldo, float* acc) {
+  KernelPacked(x, rows, packed, d, d, kPackedChunkK, PackedF32BlockStride(d), &PickPackedF32, v0,
+               v1, out, ldo, acc);
 }
 
 #if defined(__clang__)
@@ -484,33 +494,8 @@ PackedTileBf16Fn PickPackedBf16(int nb, int mb) {
 
 void KernelBf16Packed(const uint16_t* x, int64_t rows, const uint16_t* packed, int64_t d,
                       int64_t v0, int64_t v1, float* out, int64_t ldo, float* acc) {
-  const Groups g = SplitRows(rows, kMaxPackedGroupRows);
-  const int nb_max = PackedTileBlocks(g.mb_hi);
-  const int64_t stride = PackedBf16BlockStride(d);
-  const int64_t pairs = d / 2;
-  const int64_t jc = g.count == 1 ? pairs : kPackedChunkK / 2;
-  for (int64_t v = v0; v < v1; v += 16 * nb_max) {
-    const int nb = static_cast<int>(LesserOf(nb_max, (v1 - v + 15) / 16));
-    const PackedTileBf16Fn hi = PickPackedBf16(nb, g.mb_hi);
-    const PackedTileBf16Fn lo = PickPackedBf16(nb, g.mb_hi - 1);
-    const uint16_t* pw = packed + (v / 16) * stride;
-    std::memset(acc, 0, static_cast<size_t>(g.count * kPackedGroupAccFloats) * sizeof(float));
-    for (int64_t j0 = 0; j0 < pairs; j0 += jc) {
-      const int64_t j1 = LesserOf(pairs, j0 + jc);
-      int64_t m0 = 0;
-      for (int64_t i = 0; i < g.count; ++i) {
-        const bool is_hi = i < g.n_hi;
-        (is_hi ? hi : lo)(x + m0 * d, d, pw, stride, j0, j1, acc + i * kPackedGroupAccFloats);
-        m0 += is_hi ? g.mb_hi : g.mb_hi - 1;
-      }
-    }
-    int64_t m0 = 0;
-    for (int64_t i = 0; i < g.count; ++i) {
-      const int mb = i < g.n_hi ? g.mb_hi : g.mb_hi - 1;
-      StorePackedTile(acc + i * kPackedGroupAccFloats, nb, mb, out, ldo, m0, v, v1);
-      m0 += mb;
-    }
-  }
+  KernelPacked(x, rows, packed, d, d / 2, kPackedChunkK / 2, PackedBf16BlockStride(d),
+               &PickPackedBf16, v0, v1, out, ldo, acc);
 }
 
 #if defined(__clang__)

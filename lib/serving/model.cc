@@ -162,16 +162,19 @@ void Model::StartHeadCopy(bool wanted, bool by_env) {
 
 void Model::CopyHeadToHugePages(const MappedFile* mapping) {
   const WeightTensor& head = checkpoint_->lm_head();
+  // Packed for the head's kernels (LmHead::PackDenseBlocks) where it reads
+  // a packed copy, else the same bytes.
+  const bool packed = lm_head_->dense_pack_bytes() > 0;
   std::string memory;
-  const int64_t packed_bytes = lm_head_->dense_pack_bytes();
   absl::StatusOr<HugePageBuffer> buffer = HugePageBuffer::Allocate(
-      packed_bytes > 0 ? static_cast<size_t>(packed_bytes) : head.nbytes,
-      packed_bytes > 0 ? "the packed lm_head" : "lm_head");
+      packed ? static_cast<size_t>(lm_head_->dense_pack_bytes()) : head.nbytes,
+      packed ? "the packed lm_head" : "lm_head");
   if (!buffer.ok()) {
     memory = absl::StrCat("file mapping (the huge-page copy failed: ", buffer.status().message(), ")");
-  } else if (packed_bytes > 0) {
-    // Blocks of 16 vocabulary rows (LmHead::PackDenseBlocks), about 4 MiB
-    // of the table at a time, each packed piece of the mapping dropped.
+  } else {
+    // One thread, about 4 MiB of the table at a time, in whole blocks of 16
+    // vocabulary rows (serving goes on meanwhile on the mapping); each
+    // copied piece of the mapping is dropped from RSS.
     const auto* src = static_cast<const uint8_t*>(head.data);
     const int64_t vocab = config().vocab_size;
     const int64_t row_bytes = static_cast<int64_t>(head.nbytes) / vocab;
@@ -184,43 +187,24 @@ void Model::CopyHeadToHugePages(const MappedFile* mapping) {
         break;
       }
       const int64_t b1 = std::min(blocks, b0 + piece);
-      lm_head_->PackDenseBlocks(head.data, b0, b1, buffer->data());
-      const int64_t r1 = std::min(vocab, 16 * b1);
-      mapping->DropResidentPages(src + 16 * b0 * row_bytes,
-                                 static_cast<size_t>((r1 - 16 * b0) * row_bytes));
-    }
-    if (stopped) {
-      memory = "file mapping (the huge-page copy was stopped)";
-    } else {
-      const absl::Status switched =
-          lm_head_->SwitchToPacked(std::make_shared<const HugePageBuffer>(std::move(*buffer)));
-      memory = switched.ok() ? "huge pages (packed at load)"
-                             : absl::StrCat("file mapping (", switched.message(), ")");
-      // Calls that ran during the packing faulted packed pieces back in.
-      if (switched.ok()) mapping->DropResidentPages(src, head.nbytes);
-    }
-  } else {
-    // One thread, 4 MiB at a time (serving goes on meanwhile on the
-    // mapping); each copied piece of the mapping is dropped from RSS.
-    const auto* src = static_cast<const uint8_t*>(head.data);
-    constexpr size_t kPiece = size_t{4} << 20;
-    bool stopped = false;
-    for (size_t done = 0; done < head.nbytes && !stopped; done += kPiece) {
-      if (stop_head_copy_.load(std::memory_order_relaxed)) {
-        stopped = true;
-        break;
+      const size_t from = static_cast<size_t>(16 * b0 * row_bytes);
+      const size_t n = static_cast<size_t>((std::min(vocab, 16 * b1) - 16 * b0) * row_bytes);
+      if (packed) {
+        lm_head_->PackDenseBlocks(head.data, b0, b1, buffer->data());
+      } else {
+        std::memcpy(buffer->data() + from, src + from, n);
       }
-      const size_t n = std::min(kPiece, head.nbytes - done);
-      std::memcpy(buffer->data() + done, src + done, n);
-      mapping->DropResidentPages(src + done, n);
+      mapping->DropResidentPages(src + from, n);
     }
     if (stopped) {
       memory = "file mapping (the huge-page copy was stopped)";
     } else {
+      auto copy = std::make_shared<const HugePageBuffer>(std::move(*buffer));
       const absl::Status switched =
-          lm_head_->SwitchWeights(std::make_shared<const HugePageBuffer>(std::move(*buffer)));
-      memory = switched.ok() ? "huge pages (copied at load)"
-                             : absl::StrCat("file mapping (", switched.message(), ")");
+          packed ? lm_head_->SwitchToPacked(std::move(copy)) : lm_head_->SwitchWeights(std::move(copy));
+      memory = !switched.ok() ? absl::StrCat("file mapping (", switched.message(), ")")
+               : packed       ? "huge pages (packed at load)"
+                              : "huge pages (copied at load)";
       // Calls that ran during the copy faulted copied pieces back in: drop
       // the whole table's pages once more (Embed faults in what it reads).
       if (switched.ok()) mapping->DropResidentPages(src, head.nbytes);

@@ -378,6 +378,24 @@ TEST(ModelLoadMemoryTest, F32CopiedOnceFromTheMappingOrServedInPlace) {
   ExpectCopiedAndInPlace(WriteBigCheckpoint("F32", 16384, 4096), quant::GgmlType::kF32);  // 256 MiB
 }
 
+// Two hidden rows of 1,024 for the head-copy tests.
+std::vector<float> CopyTestHidden() {
+  std::vector<float> hidden(2 * 1024);
+  for (size_t i = 0; i < hidden.size(); ++i) hidden[i] = static_cast<float>(std::sin(0.37 * i));
+  return hidden;
+}
+
+// `dir` loaded with the head read in place (head_huge_pages off) into
+// *mapped, and its logits of `in`.
+void InPlaceLogits(const std::string& dir, const HeadInput& in, std::unique_ptr<Model>* mapped,
+                   std::vector<float>* want) {
+  Model::Options off{"mapped", dir};
+  off.head_huge_pages = false;
+  *mapped = LoadQuantModel(off);
+  ASSERT_NE(*mapped, nullptr);
+  ASSERT_TRUE((*mapped)->ComputeLogits(in, false, want).ok());
+}
+
 // The row-major copy (VOCABD_DENSE_PACK=0): calls made while the background
 // copy runs (32 MiB: 8 pieces) and after it give the in-place head's logits
 // bit for bit; a model destroyed while it copies stops and joins the copy.
@@ -385,15 +403,11 @@ TEST(ModelHeadCopyTest, CallsDuringTheCopyMatchTheMappingBitForBit) {
   testing::ScopedEnv unset("VOCABD_HEAD_HUGE_PAGES", nullptr);
   testing::ScopedEnv row_major("VOCABD_DENSE_PACK", "0");  // the row-major copy
   const std::string dir = WriteBigCheckpoint("F32", 8192, 1024);
-  Model::Options off{"mapped", dir};
-  off.head_huge_pages = false;
-  auto mapped = LoadQuantModel(off);
-  ASSERT_NE(mapped, nullptr);
-  std::vector<float> hidden(2 * 1024);
-  for (size_t i = 0; i < hidden.size(); ++i) hidden[i] = static_cast<float>(std::sin(0.37 * i));
+  const std::vector<float> hidden = CopyTestHidden();
   const HeadInput in{hidden.data(), 2, 1024};
+  std::unique_ptr<Model> mapped;
   std::vector<float> want;
-  ASSERT_TRUE(mapped->ComputeLogits(in, false, &want).ok());
+  ASSERT_NO_FATAL_FAILURE(InPlaceLogits(dir, in, &mapped, &want));
 
   auto copying = LoadQuantModel({"copying", dir});
   ASSERT_NE(copying, nullptr);
@@ -433,15 +447,11 @@ TEST(ModelHeadCopyTest, CallsDuringThePackingGiveTheMappingOrThePackedBits) {
   testing::ScopedEnv unset_pack("VOCABD_DENSE_PACK", nullptr);
   if (!PacksDense(quant::GgmlType::kF32)) GTEST_SKIP() << "no AVX-512 head kernel";
   const std::string dir = WriteBigCheckpoint("F32", 8192, 1024);
-  Model::Options off{"mapped", dir};
-  off.head_huge_pages = false;
-  auto mapped = LoadQuantModel(off);
-  ASSERT_NE(mapped, nullptr);
-  std::vector<float> hidden(2 * 1024);
-  for (size_t i = 0; i < hidden.size(); ++i) hidden[i] = static_cast<float>(std::sin(0.37 * i));
+  const std::vector<float> hidden = CopyTestHidden();
   const HeadInput in{hidden.data(), 2, 1024};
+  std::unique_ptr<Model> mapped;
   std::vector<float> want;
-  ASSERT_TRUE(mapped->ComputeLogits(in, false, &want).ok());
+  ASSERT_NO_FATAL_FAILURE(InPlaceLogits(dir, in, &mapped, &want));
 
   auto packing = LoadQuantModel({"packing", dir});
   ASSERT_NE(packing, nullptr);
