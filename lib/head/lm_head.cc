@@ -979,7 +979,7 @@ absl::StatusOr<std::unique_ptr<LmHead>> LmHead::Create(const Options& options) {
       impl->dense_packed.store(impl->dense_copy->data(), std::memory_order_relaxed);
       impl->packed_bytes = impl->dense_pack_bytes;
     }
-    if (!bf16 && impl->small_rows_max > 0 && impl->dense_pack_bytes == 0) {
+    if (!bf16 && impl->small_rows_max > 0 && impl->dense_packed.load() == nullptr) {
       impl->f32_prefetch =
           options.f32_prefetch >= 0 ? options.f32_prefetch == 1
           : *f32_prefetch_env >= 0  ? *f32_prefetch_env == 1

@@ -143,7 +143,8 @@ class LmHead {
     // F32 / BF16 weights on vocabd's AVX-512 kernels (small_rows_max != 0,
     // not the AMX one; BF16 needs an even hidden_size): read a copy of the
     // weights in the packed layout of lm_head_kernel.h (blocks of 16
-    // vocabulary rows, weight_bytes() plus 64 bytes per block:
+    // vocabulary rows, weight_bytes() plus 64 bytes per block and the zero
+    // rows that fill the last block:
     // dense_pack_bytes(), in 2 MiB-aligned memory advised for huge pages)
     // and run every M on it: each 64-byte load of weights serves every input
     // row, so 8 rows cost little more than one, and many rows run near the
@@ -275,8 +276,10 @@ class LmHead {
   // Bytes of the weight matrix (vocab_size * hidden_size * element size;
   // quantized: vocab_size * blocks per row * block bytes).
   int64_t weight_bytes() const;
-  // Bytes of the packed copy the head holds (Options::quant_pack or
-  // Options::dense_pack; 0 when it reads the weights in place only).
+  // Bytes of the packed copy the head made at Create (Options::quant_pack,
+  // or Options::dense_pack without dense_pack_deferred); 0 otherwise. A
+  // copy given by SwitchToPacked is not counted (it replaces its owner's
+  // copy of the table; dense_pack_bytes() gives its size).
   int64_t packed_bytes() const;
   // The [vocab_size, hidden_size] weights Compute reads now: Options::weights,
   // or the copy of the last SwitchWeights.
@@ -290,7 +293,8 @@ class LmHead {
   // FAILED_PRECONDITION for a quantized head or a second call.
   absl::Status SwitchWeights(std::shared_ptr<const HugePageBuffer> copy) const;
   // F32 / BF16 heads that read a packed copy (Options::dense_pack and the
-  // kernel can): its size in bytes, whether made yet or not; 0 otherwise.
+  // kernel can): its size in bytes, whether made yet or not (a deferred
+  // copy exists once the owner calls SwitchToPacked); 0 otherwise.
   int64_t dense_pack_bytes() const;
   // Fills blocks [b0, b1) (vocabulary rows [16 b0, 16 b1)) of a packed copy
   // from `weights` (the [vocab_size, hidden_size] table); any thread, any

@@ -93,7 +93,8 @@ void PackBf16Blocks(const uint16_t* w, int64_t vocab, int64_t d, int64_t b0, int
 // out[m * ldo + v] for v in [v0, v1), v0 a multiple of 16, v1 <= vocab_size.
 // Register tiles of up to 4 blocks x 8 input rows (4 x 1..6, 3 x 7..8); more
 // rows run as groups of <= 8 over k chunks of 128 (the chunk of the tile's
-// blocks read from L1 by every group), so the weights are read from memory
+// blocks, up to 32 KiB, read by every group while it is in L1 / L2), so
+// the weights are read from memory
 // once per call whatever the rows. `acc` holds the groups' accumulators
 // between chunks: PackedAccFloats(rows) floats, the caller's (per thread).
 //

@@ -122,7 +122,7 @@ class Model {
   // F32 / BF16 heads of up to this many bytes read from the mapping are
   // packed (LmHead::Options::dense_pack) before Create returns; larger ones
   // on the background thread (Options::head_huge_pages).
-  static constexpr size_t kInlinePackBytes = size_t{64} << 20;
+  static constexpr size_t kInlinePackBytes = size_t{16} << 20;
 
   struct Options {
     Options() = default;

@@ -215,7 +215,7 @@ TEST(LmHeadKernelTest, Bf16MatchesFloat64OfRoundedInputsAndOneDnnForM1To16) {
 
 // Larger M forced through the kernel (row-major row groups of unequal size:
 // 17 = 6+6+5, 23 = 6+6+6+5, 40 = 6+6+6+6+6+5+5; packed: 17 = 6+6+5,
-// 23 = 8+8+7, 40 = a pass of 8+8+8+8 and one of 8) still matches float64.
+// 23 = 8+8+7, 40 = 8+8+8+8+8 in one pass) still matches float64.
 TEST(LmHeadKernelTest, ForcedLargerMUsesRowGroupsCorrectly) {
   if (!HasF32Kernel()) GTEST_SKIP() << "CPU without AVX512F";
   const int64_t vocab = 523, d = 129;
@@ -520,7 +520,7 @@ TEST(LmHeadKernelTest, PackedLayout) {
 
 // The packed F32 kernel's logit is the FMA chain over k in order from +0.0:
 // bit for bit std::fma in that loop (signed zeros and all), for every M
-// 1..40 (one group, several groups over k chunks, two passes), every shape,
+// 1..40 (one group, several groups over k chunks), every shape,
 // through the head and directly on sub-ranges of the vocabulary.
 TEST(LmHeadKernelTest, PackedF32IsTheFmaChainBitForBit) {
   if (!HasF32Kernel()) GTEST_SKIP() << "CPU without AVX512F";

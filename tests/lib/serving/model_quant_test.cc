@@ -438,15 +438,18 @@ TEST(ModelHeadCopyTest, CallsDuringTheCopyMatchTheMappingBitForBit) {
   }
 }
 
-// The packed copy (the default where the CPU's kernel reads one): calls made
-// while the background packing runs give the in-place head's logits bit for
-// bit, calls after the switch the packed head's (the same up to summation
-// order), none anything else.
+// The packed copy (the default where the CPU's kernel reads one) of a head
+// larger than Model::kInlinePackBytes: calls made while the background
+// packing runs give the in-place head's logits bit for bit, calls after the
+// switch the packed head's (the same up to summation order), none anything
+// else; a model destroyed while it packs stops and joins the packing.
 TEST(ModelHeadCopyTest, CallsDuringThePackingGiveTheMappingOrThePackedBits) {
   testing::ScopedEnv unset("VOCABD_HEAD_HUGE_PAGES", nullptr);
   testing::ScopedEnv unset_pack("VOCABD_DENSE_PACK", nullptr);
   if (!PacksDense(quant::GgmlType::kF32)) GTEST_SKIP() << "no AVX-512 head kernel";
-  const std::string dir = WriteBigCheckpoint("F32", 8192, 1024);
+  // Above Model::kInlinePackBytes, so the packing runs in the background.
+  const int64_t vocab = static_cast<int64_t>(Model::kInlinePackBytes / (1024 * 4)) * 5 / 4;
+  const std::string dir = WriteBigCheckpoint("F32", vocab, 1024);
   const std::vector<float> hidden = CopyTestHidden();
   const HeadInput in{hidden.data(), 2, 1024};
   std::unique_ptr<Model> mapped;

@@ -92,8 +92,8 @@ TEST(ModelTest, HeadReadsAHugePageCopyOfTheFileMadeInTheBackground) {
 }
 
 // By default, on a CPU with the AVX-512 head kernel, the F32 head is packed
-// in the background after load (LmHead::Options::dense_pack) and then every
-// M reads the packed copy;
+// at load (LmHead::Options::dense_pack; this 128 KiB head before Create
+// returns, Model::kInlinePackBytes) and every M reads the packed copy;
 // the checkpoint (and Embed) keep the mapping, resident_bytes counts the
 // table once, and the logits are the in-place row-major head's up to
 // summation order.
@@ -139,6 +139,7 @@ TEST(ModelTest, DestroyedRightAfterCreate) {
 
 // VOCABD_HEAD_HUGE_PAGES overrides the option; a bad value fails the load.
 TEST(ModelTest, HeadHugePagesEnvironmentOverride) {
+  testing::ScopedEnv unset_pack("VOCABD_DENSE_PACK", nullptr);
   {
     testing::ScopedEnv env("VOCABD_HEAD_HUGE_PAGES", "0");
     auto model = Load("hf", testing::Stories260KHfDir());
