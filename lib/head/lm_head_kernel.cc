@@ -51,7 +51,7 @@ constexpr int kMaxPackedGroupRows = 8;
 constexpr int64_t kPackedGroupAccFloats = 4 * kMaxPackedGroupRows * 16;
 // With two or more row groups k runs in chunks of this many values, each
 // chunk of the tile's blocks (up to 4 x 128 x 64 bytes) read by every group
-// while it is in L1.
+// while it is in L1 / L2.
 constexpr int64_t kPackedChunkK = 128;
 
 // No std::min inside the target regions below (a template instantiated there
@@ -284,7 +284,7 @@ void StorePackedTile(const float* acc_buf, int nb, int mb, float* out, int64_t l
 // (T uint16_t, steps = pairs of k): tiles of up to 4 blocks over the
 // vocabulary range, each over every row group; one group runs all steps at
 // once, several run in chunks of `chunk` steps, every group over a chunk
-// while it is in L1. pick(nb, mb) gives the tile function.
+// while it is in L1 / L2. pick(nb, mb) gives the tile function.
 // acc: kPackedGroupAccFloats per row group of SplitRows(rows, 8).
 template <typename T, typename TileFn>
 void KernelPacked(const T* x, int64_t rows, const T* packed, int64_t d, int64_t steps,

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "lib/embedding/embedding.h"
 #include "lib/embedding/embedding_scale.h"
+#include "lib/head/lm_head_kernel.h"
 #include "lib/head/norm.h"
 #include "lib/core/env_override.h"
 #include "lib/core/finite.h"
@@ -179,7 +180,7 @@ void Model::CopyHeadToHugePages(const MappedFile* mapping) {
     const auto* src = static_cast<const uint8_t*>(head.data);
     const int64_t vocab = config().vocab_size;
     const int64_t row_bytes = static_cast<int64_t>(head.nbytes) / vocab;
-    const int64_t blocks = (vocab + 15) / 16;
+    const int64_t blocks = PackedHeadBlocks(vocab);
     const int64_t piece = std::max<int64_t>(1, (int64_t{4} << 20) / (16 * row_bytes));
     bool stopped = false;
     for (int64_t b0 = 0; b0 < blocks; b0 += piece) {
